@@ -1,0 +1,64 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/sethvargo/go-githubactions"
+)
+
+// actionOutputs publishes the verdict as step outputs and a job summary when
+// running inside GitHub or Gitea Actions, so a workflow can branch on the
+// verdict without parsing logs (conftest#387).
+func (r *reporter) actionOutputs(v runView) {
+	if r.getenv("GITHUB_ACTIONS") != "true" || r.getenv("GITHUB_OUTPUT") == "" {
+		return
+	}
+	// go-githubactions panics when the runner's files cannot be written;
+	// that is a broken runner, not a reason to lose the verdict printed
+	// below, so it becomes a message.
+	defer func() {
+		if p := recover(); p != nil {
+			fmt.Fprintf(r.progress, "nova: could not write step outputs: %v\n", p)
+		}
+	}()
+	gha := githubactions.New(githubactions.WithGetenv(r.getenv), githubactions.WithWriter(r.progress))
+	gha.SetOutput("verdict", v.Verdict)
+	gha.SetOutput("exit-code", fmt.Sprint(v.ExitCode))
+	gha.SetOutput("reason", v.Reason)
+	gha.SetOutput("run-id", v.RunID)
+	gha.SetOutput("plan-digest", v.PlanDigest)
+	gha.SetOutput("bundle-dir", v.BundleDir)
+	if r.getenv("GITHUB_STEP_SUMMARY") != "" {
+		gha.AddStepSummary(summaryMarkdown(v))
+	}
+}
+
+func summaryMarkdown(v runView) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "### nova %s: %s\n\n", v.Command, v.Verdict)
+	if v.ContractID != "" {
+		fmt.Fprintf(&b, "Contract `%s` · environment `%s`", v.ContractID, v.Environment)
+		if v.PlanDigest != "" {
+			fmt.Fprintf(&b, " · plan digest `%s`", v.PlanDigest)
+		}
+		b.WriteString("\n\n")
+	}
+	b.WriteString("| stage | verdict | duration | summary |\n|---|---|---|---|\n")
+	for _, s := range v.Stages {
+		fmt.Fprintf(&b, "| %s | %s | %dms | %s |\n", s.Stage, s.Verdict, s.DurationMs, mdCell(s.Summary))
+	}
+	for _, s := range v.Stages {
+		for _, f := range s.Findings {
+			fmt.Fprintf(&b, "\n- `%s` %s %s", f.Reason, mdCell(f.Location), mdCell(f.Message))
+		}
+	}
+	b.WriteString("\n")
+	return b.String()
+}
+
+// mdCell keeps a value inside one Markdown table cell.
+func mdCell(s string) string {
+	s = strings.ReplaceAll(s, "|", `\|`)
+	return strings.ReplaceAll(s, "\n", " ")
+}

@@ -1,0 +1,153 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/nova-platform/nova/runner"
+)
+
+// reporter renders a run for people (text) or programs (json). It only
+// formats results; it never decides anything.
+type reporter struct {
+	cfg Config
+	// progress receives one line per stage as it finishes: stdout for
+	// text, stderr for json so stdout stays one parseable document.
+	progress io.Writer
+	stdout   io.Writer
+	getenv   func(string) string
+}
+
+func newReporter(cfg Config, env Env) *reporter {
+	r := &reporter{cfg: cfg, progress: env.Stdout, stdout: env.Stdout, getenv: env.Getenv}
+	if cfg.Output == "json" {
+		r.progress = env.Stderr
+	}
+	return r
+}
+
+func (r *reporter) start(st *runner.State) {
+	fmt.Fprintf(r.progress, "nova %s · %s · run %s\n", r.cfg.Command, r.rel(filepath.Join(st.Dir, st.ContractPath)), st.RunID)
+}
+
+func (r *reporter) stage(res runner.Result) {
+	fmt.Fprintf(r.progress, "  %-8s %-17s %7s  %s\n", res.Stage, res.Verdict, formatDuration(res.Duration), oneLine(res.Summary))
+	if res.Verdict == runner.Pass {
+		return
+	}
+	for _, f := range res.Findings {
+		loc := f.Location
+		if loc == "" {
+			loc = f.Field
+		}
+		if loc != "" {
+			loc += ": "
+		}
+		fmt.Fprintf(r.progress, "      %s %s%s\n", f.Reason, loc, oneLine(f.Message))
+	}
+}
+
+// runView is the JSON shape of a finished run.
+type runView struct {
+	Command     string      `json:"command"`
+	RunID       string      `json:"runId"`
+	Verdict     string      `json:"verdict"`
+	ExitCode    int         `json:"exitCode"`
+	Reason      string      `json:"reason,omitempty"`
+	ContractID  string      `json:"contractId,omitempty"`
+	Environment string      `json:"environment,omitempty"`
+	PlanDigest  string      `json:"planDigest,omitempty"`
+	BundleDir   string      `json:"bundleDir,omitempty"`
+	EventsFile  string      `json:"eventsFile,omitempty"`
+	Stages      []stageView `json:"stages"`
+}
+
+type stageView struct {
+	Stage      string           `json:"stage"`
+	Verdict    runner.Verdict   `json:"verdict"`
+	Summary    string           `json:"summary"`
+	DurationMs int64            `json:"durationMs"`
+	Findings   []runner.Finding `json:"findings,omitempty"`
+}
+
+func (r *reporter) finish(out runner.Outcome, st *runner.State, eventsFile string, code int) {
+	v := runView{
+		Command: r.cfg.Command, RunID: st.RunID, Verdict: string(out.Verdict), ExitCode: code,
+		Reason: string(out.Reason), EventsFile: eventsFile, Stages: []stageView{},
+	}
+	if st.Contract != nil {
+		v.ContractID, v.Environment = st.Contract.ID, string(st.Contract.Environment)
+	}
+	if st.Plan != nil {
+		v.PlanDigest, v.BundleDir = st.Plan.Digest, st.Plan.BundleDir
+	}
+	for _, res := range out.Results {
+		v.Stages = append(v.Stages, stageView{res.Stage, res.Verdict, res.Summary, res.Duration.Milliseconds(), res.Findings})
+	}
+	r.actionOutputs(v)
+	if r.cfg.Output == "json" {
+		enc := json.NewEncoder(r.stdout)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(v)
+		return
+	}
+	fmt.Fprintf(r.stdout, "%s (exit %d)", verdictLine(out.Verdict), code)
+	if v.PlanDigest != "" {
+		fmt.Fprintf(r.stdout, " · plan %s", v.PlanDigest)
+	}
+	fmt.Fprintf(r.stdout, "\n  events: %s\n", r.rel(eventsFile))
+}
+
+// abort reports an error that happened before any stage ran.
+func (r *reporter) abort(err error) int {
+	reason := runner.ReasonOf(err)
+	if r.cfg.Output == "json" {
+		enc := json.NewEncoder(r.stdout)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(runView{Command: r.cfg.Command, Verdict: string(runner.Errored), ExitCode: ExitError, Reason: string(reason), Stages: []stageView{}})
+	} else {
+		fmt.Fprintf(r.progress, "nova %s: %s: %v\n", r.cfg.Command, reason, err)
+	}
+	return ExitError
+}
+
+func verdictLine(v runner.Verdict) string {
+	switch v {
+	case runner.Pass:
+		return "result: pass"
+	case runner.AwaitingApproval:
+		return "result: approval required"
+	case runner.Fail:
+		return "result: fail"
+	}
+	return "result: error"
+}
+
+// rel shortens a path under the working directory for display.
+func (r *reporter) rel(p string) string {
+	if wd := r.getenv("PWD"); wd != "" {
+		if rel, err := filepath.Rel(wd, p); err == nil && !strings.HasPrefix(rel, "..") {
+			return rel
+		}
+	}
+	return p
+}
+
+func formatDuration(d time.Duration) string {
+	if d < time.Second {
+		return fmt.Sprintf("%dms", d.Milliseconds())
+	}
+	return fmt.Sprintf("%.1fs", d.Seconds())
+}
+
+func oneLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i] + " …"
+	}
+	return s
+}

@@ -1,0 +1,227 @@
+package registry
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"path"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/nova-platform/nova/runner"
+)
+
+type moduleFile struct {
+	Name         string                `yaml:"name"`
+	Version      string                `yaml:"version"`
+	Description  string                `yaml:"description"`
+	Inputs       map[string]fieldFile  `yaml:"inputs"`
+	Outputs      map[string]outputFile `yaml:"outputs"`
+	Capabilities []Capability          `yaml:"capabilities"`
+}
+
+type fieldFile struct {
+	Type        string `yaml:"type"`
+	Description string `yaml:"description"`
+	Default     any    `yaml:"default"`
+	Sensitive   bool   `yaml:"sensitive"`
+}
+
+type outputFile struct {
+	Type        string `yaml:"type"`
+	Description string `yaml:"description"`
+	Sensitive   bool   `yaml:"sensitive"`
+}
+
+type stackFile struct {
+	Name        string               `yaml:"name"`
+	Version     string               `yaml:"version"`
+	Description string               `yaml:"description"`
+	Inputs      map[string]fieldFile `yaml:"inputs"`
+	Instances   []instanceFile       `yaml:"instances"`
+	Wires       []Wire               `yaml:"wires"`
+}
+
+type instanceFile struct {
+	Name     string         `yaml:"name"`
+	Module   string         `yaml:"module"`
+	Version  string         `yaml:"version"`
+	Inputs   map[string]any `yaml:"inputs"`
+	Children []string       `yaml:"children"`
+}
+
+func loadModule(fsys fs.FS, dir string) (*Module, error) {
+	file := path.Join(dir, "module.yaml")
+	var mf moduleFile
+	doc, err := decodeStrict(fsys, file, &mf)
+	if err != nil {
+		return nil, err
+	}
+	if !entryName.MatchString(mf.Name) {
+		return nil, runner.Errorf(runner.RegistryInvalid, "%s: name %q must match %s", file, mf.Name, entryName)
+	}
+	if !semver.MatchString(mf.Version) {
+		return nil, runner.Errorf(runner.RegistryVersionInvalid, "%s: version %q is not MAJOR.MINOR.PATCH", file, mf.Version)
+	}
+	m := &Module{Name: mf.Name, Version: mf.Version, Description: mf.Description, Capabilities: mf.Capabilities, Dir: dir}
+	if m.Inputs, err = parseFields(file, "inputs", doc, mf.Inputs); err != nil {
+		return nil, err
+	}
+	for _, name := range keysInOrder(doc, "outputs") {
+		of := mf.Outputs[name]
+		if !fieldName.MatchString(name) {
+			return nil, runner.Errorf(runner.RegistryInvalid, "%s: output name %q must match %s", file, name, fieldName)
+		}
+		t, err := ParseType(of.Type)
+		if err != nil {
+			return nil, runner.Errorf(runner.RegistryInvalid, "%s: output %s: %w", file, name, err)
+		}
+		m.Outputs = append(m.Outputs, Output{Name: name, Type: t, Description: of.Description, Sensitive: of.Sensitive})
+	}
+	for _, c := range m.Capabilities {
+		if c.Input != "" {
+			if _, ok := m.Input(c.Input); !ok {
+				return nil, runner.Errorf(runner.RegistryInvalid, "%s: capability %s names unknown input %q", file, c.NFR, c.Input)
+			}
+		}
+	}
+	if err := checkTerraform(fsys, m); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+func loadStack(fsys fs.FS, file string) (*Stack, error) {
+	var sf stackFile
+	doc, err := decodeStrict(fsys, file, &sf)
+	if err != nil {
+		return nil, err
+	}
+	if !entryName.MatchString(sf.Name) {
+		return nil, runner.Errorf(runner.RegistryInvalid, "%s: name %q must match %s", file, sf.Name, entryName)
+	}
+	if !semver.MatchString(sf.Version) {
+		return nil, runner.Errorf(runner.RegistryVersionInvalid, "%s: version %q is not MAJOR.MINOR.PATCH", file, sf.Version)
+	}
+	s := &Stack{Name: sf.Name, Version: sf.Version, Description: sf.Description, Wires: sf.Wires, File: file}
+	if s.Inputs, err = parseFields(file, "inputs", doc, sf.Inputs); err != nil {
+		return nil, err
+	}
+	if len(sf.Instances) == 0 {
+		return nil, runner.Errorf(runner.RegistryInvalid, "%s: a stack needs at least one instance", file)
+	}
+	for _, inf := range sf.Instances {
+		inputs := map[string]any{}
+		for k, v := range inf.Inputs {
+			nv, err := normalize(v)
+			if err != nil {
+				return nil, runner.Errorf(runner.RegistryInvalid, "%s: instance %s input %s: %w", file, inf.Name, k, err)
+			}
+			inputs[k] = nv
+		}
+		s.Instances = append(s.Instances, StackInstance{
+			Name: inf.Name, Module: inf.Module, Version: inf.Version, Inputs: inputs, Children: inf.Children,
+		})
+	}
+	return s, nil
+}
+
+// decodeStrict decodes a YAML file into v, rejecting unknown fields, and
+// returns the document node so callers can see key order and presence.
+func decodeStrict(fsys fs.FS, file string, v any) (*yaml.Node, error) {
+	data, err := fs.ReadFile(fsys, file)
+	if err != nil {
+		return nil, runner.Errorf(runner.RegistryInvalid, "reading %s: %w", file, err)
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(v); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, runner.Errorf(runner.RegistryInvalid, "%s: empty file", file)
+		}
+		return nil, runner.Errorf(runner.RegistryInvalid, "%s: %w", file, err)
+	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return nil, runner.Errorf(runner.RegistryInvalid, "%s: %w", file, err)
+	}
+	return &doc, nil
+}
+
+func parseFields(file, section string, doc *yaml.Node, fields map[string]fieldFile) ([]Input, error) {
+	var out []Input
+	for _, name := range keysInOrder(doc, section) {
+		ff := fields[name]
+		if !fieldName.MatchString(name) {
+			return nil, runner.Errorf(runner.RegistryInvalid, "%s: input name %q must match %s", file, name, fieldName)
+		}
+		t, err := ParseType(ff.Type)
+		if err != nil {
+			return nil, runner.Errorf(runner.RegistryInvalid, "%s: input %s: %w", file, name, err)
+		}
+		in := Input{Name: name, Type: t, Description: ff.Description, Sensitive: ff.Sensitive}
+		in.HasDefault = mappingValue(mappingValue(mappingValue(docRoot(doc), section), name), "default") != nil
+		if in.HasDefault {
+			if in.Default, err = normalize(ff.Default); err != nil {
+				return nil, runner.Errorf(runner.RegistryInvalid, "%s: input %s default: %w", file, name, err)
+			}
+			if in.Default != nil {
+				if why := t.Conforms(in.Default); why != "" {
+					return nil, runner.Errorf(runner.RegistryInvalid, "%s: input %s default: %s", file, name, why)
+				}
+			}
+		}
+		out = append(out, in)
+	}
+	return out, nil
+}
+
+// normalize turns a YAML-decoded value into the shape encoding/json gives
+// with UseNumber, the one shape the resolver and type checks handle.
+func normalize(v any) (any, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("value cannot be represented as JSON: %w", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var out any
+	if err := dec.Decode(&out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func docRoot(doc *yaml.Node) *yaml.Node {
+	if doc != nil && doc.Kind == yaml.DocumentNode && len(doc.Content) == 1 {
+		return doc.Content[0]
+	}
+	return doc
+}
+
+func mappingValue(n *yaml.Node, key string) *yaml.Node {
+	if n == nil || n.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == key {
+			return n.Content[i+1]
+		}
+	}
+	return nil
+}
+
+func keysInOrder(doc *yaml.Node, section string) []string {
+	n := mappingValue(docRoot(doc), section)
+	if n == nil || n.Kind != yaml.MappingNode {
+		return nil
+	}
+	keys := make([]string, 0, len(n.Content)/2)
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		keys = append(keys, n.Content[i].Value)
+	}
+	return keys
+}

@@ -1,0 +1,48 @@
+package runner
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+)
+
+// Canonical serializes v as compact JSON with object keys sorted and no HTML
+// escaping, so equal values always give equal bytes: digests and signatures
+// depend on it.
+func Canonical(v any) ([]byte, error) {
+	first, err := marshalNoEscape(v)
+	if err != nil {
+		return nil, err
+	}
+	// A second pass through a generic value sorts struct fields and map keys
+	// alike and normalizes the contents of json.RawMessage fields.
+	var generic any
+	dec := json.NewDecoder(bytes.NewReader(first))
+	dec.UseNumber()
+	if err := dec.Decode(&generic); err != nil {
+		return nil, fmt.Errorf("re-reading JSON: %w", err)
+	}
+	return marshalNoEscape(generic)
+}
+
+// Digest is the lowercase hex sha256 of v's canonical serialization.
+func Digest(v any) (string, error) {
+	b, err := Canonical(v)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:]), nil
+}
+
+func marshalNoEscape(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}

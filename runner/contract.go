@@ -1,0 +1,89 @@
+package runner
+
+// APIVersion is the only contract apiVersion this build understands.
+const APIVersion = "nova/v1"
+
+// Environment is where a contract deploys. The set is closed: gate rules,
+// mandatory fields and confidence thresholds are defined per environment.
+type Environment string
+
+const (
+	Dev  Environment = "dev"
+	QA   Environment = "qa"
+	Prod Environment = "prod"
+	DR   Environment = "dr"
+)
+
+// Environments lists every environment, least to most guarded.
+var Environments = []Environment{Dev, QA, Prod, DR}
+
+// Valid reports whether e is one of Environments.
+func (e Environment) Valid() bool {
+	for _, x := range Environments {
+		if x == e {
+			return true
+		}
+	}
+	return false
+}
+
+// Autonomous reports whether a run in e may apply without a human approval.
+func (e Environment) Autonomous() bool { return e == Dev }
+
+// Contract is the consumer's declared intent, as loaded from
+// .nova/contract.yml after schema validation. Field names follow the YAML.
+type Contract struct {
+	APIVersion  string         `json:"apiVersion"`
+	ID          string         `json:"id"`
+	Stack       string         `json:"stack"`
+	Environment Environment    `json:"environment"`
+	Inputs      map[string]any `json:"inputs,omitempty"`
+	NFR         *NFR           `json:"nfr,omitempty"`
+	Validation  *Validation    `json:"validation,omitempty"`
+	Runbook     string         `json:"runbook,omitempty"`
+	Dashboard   string         `json:"dashboard,omitempty"`
+	Oncall      string         `json:"oncall,omitempty"`
+	DRDrillRef  string         `json:"drDrillRef,omitempty"`
+	Supersedes  string         `json:"supersedes,omitempty"`
+	Backend     *Backend       `json:"backend,omitempty"`
+	Profile     string         `json:"profile,omitempty"`
+
+	// Agentic fields, accepted only with profile: agentic.
+	NaturalLanguageIntent  string   `json:"naturalLanguageIntent,omitempty"`
+	ConfidenceAtSubmission *float64 `json:"confidenceAtSubmission,omitempty"`
+	AgentTrace             string   `json:"agentTrace,omitempty"`
+}
+
+// ProfileAgentic marks a contract written by an agent; it unlocks the agentic
+// fields and feeds confidenceAtSubmission into the provenance input.
+const ProfileAgentic = "agentic"
+
+// NFR holds the non-functional requirements a contract declares. Pointers
+// distinguish "not declared" from a zero value.
+type NFR struct {
+	Availability       *float64 `json:"availability,omitempty"`
+	RPOMinutes         *int     `json:"rpoMinutes,omitempty"`
+	RTOMinutes         *int     `json:"rtoMinutes,omitempty"`
+	EncryptionAtRest   *bool    `json:"encryptionAtRest,omitempty"`
+	Backups            *bool    `json:"backups,omitempty"`
+	MultiAZ            *bool    `json:"multiAz,omitempty"`
+	LatencyP99Ms       *int     `json:"latencyP99Ms,omitempty"`
+	MonthlyCostCeiling *float64 `json:"monthlyCostCeiling,omitempty"`
+	DataClassification string   `json:"dataClassification,omitempty"`
+}
+
+// Validation points at the JUnit XML reports that evidence the change.
+type Validation struct {
+	UnitTests        string `json:"unitTests,omitempty"`
+	IntegrationTests string `json:"integrationTests,omitempty"`
+	E2ESuite         string `json:"e2eSuite,omitempty"`
+	LoadTest         string `json:"loadTest,omitempty"`
+}
+
+// Backend selects a Terraform backend other than Nova's default local state.
+// Config entries become -backend-config arguments rather than HCL, so no
+// contract string is ever spliced into the rendered backend block.
+type Backend struct {
+	Type   string            `json:"type"`
+	Config map[string]string `json:"config,omitempty"`
+}

@@ -1,0 +1,128 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// Event types: a controlled vocabulary, so consumers can subscribe by type.
+const (
+	EventContractValidated = "nova.contract.validated"
+	EventPlanCreated       = "nova.plan.created"
+	EventPlanLoaded        = "nova.plan.loaded"
+	EventApprovalRequested = "nova.approval.requested"
+	EventApplyAuthorized   = "nova.apply.authorized"
+	EventApplyCompleted    = "nova.apply.completed"
+	EventRunFailed         = "nova.run.failed"
+)
+
+// Event is a CloudEvents 1.0 envelope in its JSON format.
+//
+// CloudEvents requires extension attribute names to be lowercase letters and
+// digits, so the chain fields the design calls runId, contractId, seq and
+// prevEventHash are spelled runid, contractid, seq and preveventhash here;
+// any CloudEvents SDK can then parse Nova's events unmodified.
+type Event struct {
+	SpecVersion     string          `json:"specversion"`
+	ID              string          `json:"id"`
+	Source          string          `json:"source"`
+	Type            string          `json:"type"`
+	Subject         string          `json:"subject,omitempty"`
+	Time            time.Time       `json:"time"`
+	DataContentType string          `json:"datacontenttype"`
+	RunID           string          `json:"runid"`
+	ContractID      string          `json:"contractid"`
+	Environment     string          `json:"environment,omitempty"`
+	Seq             int64           `json:"seq"`
+	PrevEventHash   string          `json:"preveventhash"`
+	Data            json.RawMessage `json:"data,omitempty"`
+}
+
+// Canonical returns the event's canonical serialization: the exact bytes
+// that are hashed into the next event's preveventhash and signed.
+func (e Event) Canonical() ([]byte, error) { return Canonical(e) }
+
+// Hash is the lowercase hex sha256 of the canonical serialization; a file
+// holding the canonical bytes therefore matches `sha256sum`.
+func (e Event) Hash() (string, error) { return Digest(e) }
+
+// Recorder persists events durably. Record must not return before the event
+// is on stable storage: the runner treats a recorded event as acknowledged.
+type Recorder interface {
+	Record(ctx context.Context, e Event) error
+}
+
+// ChainHeader is implemented by recorders that know a contract's chain
+// across runs (the evidence repo); an Emitter continues from that head
+// instead of starting a new chain.
+type ChainHeader interface {
+	ChainHead(ctx context.Context, contractID string) (seq int64, hash string, err error)
+}
+
+// Emitter seals events into per-contract hash chains and hands them to a
+// Recorder.
+type Emitter struct {
+	rec    Recorder
+	source string
+	runID  string
+	now    func() time.Time
+	heads  map[string]chainHead
+}
+
+type chainHead struct {
+	seq  int64
+	hash string
+}
+
+// NewEmitter returns an Emitter for one run. source is the CloudEvents
+// source, identifying where the run happened.
+func NewEmitter(rec Recorder, source, runID string, now func() time.Time) *Emitter {
+	if now == nil {
+		now = time.Now
+	}
+	return &Emitter{rec: rec, source: source, runID: runID, now: now, heads: map[string]chainHead{}}
+}
+
+// Emit builds, chains and records one event.
+func (em *Emitter) Emit(ctx context.Context, typ, contractID string, env Environment, data any) (Event, error) {
+	raw, err := Canonical(data)
+	if err != nil {
+		return Event{}, Errorf(EventWriteFailed, "encoding %s event data: %w", typ, err)
+	}
+	head, ok := em.heads[contractID]
+	if !ok {
+		if h, isHeader := em.rec.(ChainHeader); isHeader {
+			head.seq, head.hash, err = h.ChainHead(ctx, contractID)
+			if err != nil {
+				return Event{}, Errorf(EventWriteFailed, "reading chain head of contract %q: %w", contractID, err)
+			}
+		}
+	}
+	e := Event{
+		SpecVersion:     "1.0",
+		ID:              uuid.NewString(),
+		Source:          em.source,
+		Type:            typ,
+		Subject:         contractID,
+		Time:            em.now().UTC(),
+		DataContentType: "application/json",
+		RunID:           em.runID,
+		ContractID:      contractID,
+		Environment:     string(env),
+		Seq:             head.seq + 1,
+		PrevEventHash:   head.hash,
+		Data:            raw,
+	}
+	hash, err := e.Hash()
+	if err != nil {
+		return Event{}, Errorf(EventWriteFailed, "hashing %s event: %w", typ, err)
+	}
+	if err := em.rec.Record(ctx, e); err != nil {
+		return Event{}, Errorf(EventWriteFailed, "recording %s event: %w", typ, err)
+	}
+	em.heads[contractID] = chainHead{seq: e.Seq, hash: hash}
+	return e, nil
+}

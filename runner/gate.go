@@ -1,0 +1,52 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+)
+
+// Gate holds a run between plan and apply until the environment's approval
+// rule is met. Dev is autonomous; every other environment waits for a human
+// approval bound to the plan digest. Approval sources (forge environments,
+// PR reviews, the evidence repo) arrive with the approval issue; until then a
+// guarded environment always stops here.
+type Gate struct{}
+
+// Name implements Stage.
+func (Gate) Name() string { return "gate" }
+
+// Run implements Stage.
+func (Gate) Run(_ context.Context, st *State) (Result, error) {
+	if st.Contract == nil || st.Plan == nil {
+		return Result{}, Errorf(InternalError, "gate reached without a validated contract and a plan")
+	}
+	env := st.Contract.Environment
+	if env.Autonomous() {
+		st.Authorization = &Authorization{Digest: st.Plan.Digest, Environment: env, Approver: "autonomous"}
+		return Result{
+			Verdict: Pass,
+			Summary: fmt.Sprintf("%s is autonomous: plan %s authorized", env, ShortDigest(st.Plan.Digest)),
+			Event:   EventApplyAuthorized,
+			Data:    st.Authorization,
+		}, nil
+	}
+	return Result{
+		Verdict: AwaitingApproval,
+		Summary: fmt.Sprintf("approval required: %s needs a human approval of plan %s", env, ShortDigest(st.Plan.Digest)),
+		Findings: []Finding{{
+			Reason:  ApprovalRequired,
+			Message: fmt.Sprintf("environment %s requires an approval bound to plan digest %s", env, st.Plan.Digest),
+		}},
+		Event: EventApprovalRequested,
+		Data:  map[string]string{"environment": string(env), "planDigest": st.Plan.Digest},
+	}, nil
+}
+
+// ShortDigest abbreviates a digest for one-line summaries; full digests stay
+// in findings and events.
+func ShortDigest(digest string) string {
+	if len(digest) > 12 {
+		return digest[:12]
+	}
+	return digest
+}

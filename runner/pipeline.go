@@ -1,0 +1,131 @@
+package runner
+
+import (
+	"context"
+	"time"
+)
+
+// Pipeline walks an ordered slice of stages, records one event per stage and
+// stops at the first stage whose verdict is not pass.
+type Pipeline struct {
+	Stages []Stage
+	Events *Emitter
+	// Now is the clock used for stage durations; nil means time.Now.
+	Now func() time.Time
+	// OnResult, when set, sees each result as soon as its event is recorded
+	// (progress lines).
+	OnResult func(Result)
+}
+
+// Outcome is the end state of a run.
+type Outcome struct {
+	Results []Result `json:"stages"`
+	// Verdict is the last stage's verdict: pass only when every stage passed.
+	Verdict Verdict `json:"verdict"`
+	// Reason is the first finding's code of the stage that stopped the run.
+	Reason Reason `json:"reason,omitempty"`
+}
+
+// stageEventData is the data of every stage event: the stage's own payload
+// beside the verdict and findings that explain it.
+type stageEventData struct {
+	Stage      string    `json:"stage"`
+	Verdict    Verdict   `json:"verdict"`
+	Summary    string    `json:"summary"`
+	DurationMs int64     `json:"durationMs"`
+	Findings   []Finding `json:"findings,omitempty"`
+	Result     any       `json:"result,omitempty"`
+}
+
+// Run executes the stages in order against st.
+func (p *Pipeline) Run(ctx context.Context, st *State) Outcome {
+	now := p.Now
+	if now == nil {
+		now = time.Now
+	}
+	var out Outcome
+	for _, stage := range p.Stages {
+		if err := ctx.Err(); err != nil {
+			res := erroredResult(stage.Name(), Errorf(RunCancelled, "run cancelled before stage %s: %w", stage.Name(), err))
+			return p.finish(ctx, st, out, res)
+		}
+		start := now()
+		res, err := stage.Run(ctx, st)
+		if err != nil {
+			res = erroredResult(stage.Name(), err)
+		}
+		res.Stage = stage.Name()
+		res.Duration = now().Sub(start)
+		if res.Verdict == "" {
+			res = erroredResult(stage.Name(), Errorf(InternalError, "stage %s returned no verdict", stage.Name()))
+		}
+		if res.Verdict != Pass {
+			return p.finish(ctx, st, out, res)
+		}
+		if err := p.record(ctx, st, &res); err != nil {
+			return p.finish(ctx, st, out, erroredResult(stage.Name(), err))
+		}
+		out.Results = append(out.Results, res)
+		p.progress(res)
+	}
+	out.Verdict = Pass
+	return out
+}
+
+// finish records the result that stopped the run. A failure event is written
+// even when the run's context is already cancelled: an interrupted run must
+// still leave a trace.
+func (p *Pipeline) finish(ctx context.Context, st *State, out Outcome, res Result) Outcome {
+	if err := p.record(context.WithoutCancel(ctx), st, &res); err != nil && res.Verdict != Errored {
+		res = erroredResult(res.Stage, err)
+	}
+	out.Results = append(out.Results, res)
+	out.Verdict = res.Verdict
+	if len(res.Findings) > 0 {
+		out.Reason = res.Findings[0].Reason
+	}
+	p.progress(res)
+	return out
+}
+
+func (p *Pipeline) record(ctx context.Context, st *State, res *Result) error {
+	if p.Events == nil {
+		return nil
+	}
+	typ := res.Event
+	switch {
+	case res.Verdict == Fail || res.Verdict == Errored:
+		typ = EventRunFailed
+	case typ == "":
+		typ = "nova." + res.Stage + ".completed"
+	}
+	var contractID string
+	var env Environment
+	if st.Contract != nil {
+		contractID, env = st.Contract.ID, st.Contract.Environment
+	}
+	_, err := p.Events.Emit(ctx, typ, contractID, env, stageEventData{
+		Stage:      res.Stage,
+		Verdict:    res.Verdict,
+		Summary:    res.Summary,
+		DurationMs: res.Duration.Milliseconds(),
+		Findings:   res.Findings,
+		Result:     res.Data,
+	})
+	return err
+}
+
+func (p *Pipeline) progress(res Result) {
+	if p.OnResult != nil {
+		p.OnResult(res)
+	}
+}
+
+func erroredResult(stage string, err error) Result {
+	return Result{
+		Stage:    stage,
+		Verdict:  Errored,
+		Summary:  err.Error(),
+		Findings: []Finding{{Reason: ReasonOf(err), Message: err.Error()}},
+	}
+}

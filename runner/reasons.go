@@ -1,0 +1,206 @@
+package runner
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Reason is an UPPER_SNAKE identifier from Nova's one published vocabulary.
+// Every halt, block and warning carries one, so that automation can branch on
+// it without parsing messages.
+type Reason string
+
+// Kind says whether a reason describes a verdict about the change (the input
+// was evaluated and found wanting) or a failure to evaluate at all. The two map
+// to different exit codes so that callers never have to parse stderr.
+type Kind string
+
+const (
+	KindVerdict Kind = "verdict"
+	KindError   Kind = "error"
+)
+
+// ReasonInfo documents one reason code; docs/reason-codes.md is generated from
+// the table below.
+type ReasonInfo struct {
+	Code    Reason
+	Area    string
+	Kind    Kind
+	Meaning string
+}
+
+// Contract loading and schema.
+const (
+	ContractNotFound           Reason = "CONTRACT_NOT_FOUND"
+	ContractUnreadable         Reason = "CONTRACT_UNREADABLE"
+	ContractTooLarge           Reason = "CONTRACT_TOO_LARGE"
+	ContractEncodingInvalid    Reason = "CONTRACT_ENCODING_INVALID"
+	ContractEmpty              Reason = "CONTRACT_EMPTY"
+	ContractYAMLInvalid        Reason = "CONTRACT_YAML_INVALID"
+	ContractYAMLMultipleDocs   Reason = "CONTRACT_YAML_MULTIPLE_DOCUMENTS"
+	ContractYAMLDuplicateKey   Reason = "CONTRACT_YAML_DUPLICATE_KEY"
+	ContractYAMLAliasLimit     Reason = "CONTRACT_YAML_ALIAS_LIMIT"
+	ContractYAMLUnsupportedTag Reason = "CONTRACT_YAML_UNSUPPORTED_TAG"
+	ContractAPIVersion         Reason = "CONTRACT_API_VERSION_UNSUPPORTED"
+	ContractUnknownField       Reason = "CONTRACT_UNKNOWN_FIELD"
+	ContractFieldMissing       Reason = "CONTRACT_FIELD_MISSING"
+	ContractFieldType          Reason = "CONTRACT_FIELD_TYPE"
+	ContractFieldValue         Reason = "CONTRACT_FIELD_VALUE"
+	ContractFieldFormat        Reason = "CONTRACT_FIELD_FORMAT"
+	ContractEnvFieldMissing    Reason = "CONTRACT_ENV_FIELD_MISSING"
+	ContractAgenticField       Reason = "CONTRACT_AGENTIC_FIELD_WITHOUT_PROFILE"
+	ContractSchemaViolation    Reason = "CONTRACT_SCHEMA_VIOLATION"
+)
+
+// Registry loading: a broken registry is the platform's fault, not the
+// consumer's, so these are errors rather than verdicts.
+const (
+	RegistryInvalid         Reason = "REGISTRY_INVALID"
+	RegistryModuleMismatch  Reason = "REGISTRY_MODULE_MISMATCH"
+	RegistryVersionInvalid  Reason = "REGISTRY_VERSION_INVALID"
+	RegistryDuplicate       Reason = "REGISTRY_DUPLICATE"
+	RegistryTerraformBroken Reason = "REGISTRY_TERRAFORM_INVALID"
+)
+
+// Resolution of a contract to its target stack.
+const (
+	StackUnknown          Reason = "STACK_UNKNOWN"
+	ModuleUnknown         Reason = "MODULE_UNKNOWN"
+	ModuleVersionMismatch Reason = "MODULE_VERSION_MISMATCH"
+	StackDepthExceeded    Reason = "STACK_DEPTH_EXCEEDED"
+	StackMultipleParents  Reason = "STACK_MULTIPLE_PARENTS"
+	StackCycle            Reason = "STACK_CYCLE"
+	WireTypeMismatch      Reason = "WIRE_TYPE_MISMATCH"
+	WireEndpointUnknown   Reason = "WIRE_ENDPOINT_UNKNOWN"
+	WireInputConflict     Reason = "WIRE_INPUT_CONFLICT"
+	InputUnknown          Reason = "INPUT_UNKNOWN"
+	InputRequiredMissing  Reason = "INPUT_REQUIRED_MISSING"
+	InputTypeMismatch     Reason = "INPUT_TYPE_MISMATCH"
+	InputReferenceUnknown Reason = "INPUT_REFERENCE_UNKNOWN"
+	InstanceNameInvalid   Reason = "INSTANCE_NAME_INVALID"
+	StackInstanceUnknown  Reason = "STACK_INSTANCE_UNKNOWN"
+	InputValueTooDeep     Reason = "INPUT_VALUE_TOO_DEEP"
+)
+
+// Terraform, plan bundles and apply.
+const (
+	TerraformNotFound        Reason = "TERRAFORM_NOT_FOUND"
+	TerraformInitFailed      Reason = "TERRAFORM_INIT_FAILED"
+	TerraformPlanFailed      Reason = "TERRAFORM_PLAN_FAILED"
+	TerraformShowFailed      Reason = "TERRAFORM_SHOW_FAILED"
+	TerraformApplyFailed     Reason = "TERRAFORM_APPLY_FAILED"
+	TerraformInterrupted     Reason = "TERRAFORM_INTERRUPTED"
+	RenderFailed             Reason = "RENDER_FAILED"
+	BackendConfigInvalid     Reason = "BACKEND_CONFIG_INVALID"
+	PlanBundleInvalid        Reason = "PLAN_BUNDLE_INVALID"
+	PlanBundleMismatch       Reason = "PLAN_BUNDLE_MISMATCH"
+	PlanDigestMismatch       Reason = "PLAN_DIGEST_MISMATCH"
+	PlanChangedSinceApproval Reason = "PLAN_CHANGED_SINCE_APPROVAL"
+)
+
+// Gate and run.
+const (
+	ApprovalRequired Reason = "APPROVAL_REQUIRED"
+	RunCancelled     Reason = "RUN_CANCELLED"
+	EventWriteFailed Reason = "EVENT_WRITE_FAILED"
+	ConfigInvalid    Reason = "CONFIG_INVALID"
+	InternalError    Reason = "INTERNAL_ERROR"
+)
+
+var reasonTable = []ReasonInfo{
+	{ContractNotFound, "contract", KindError, "No contract file exists at the given path (default `.nova/contract.yml`)."},
+	{ContractUnreadable, "contract", KindError, "The contract file exists but cannot be read (permissions, a directory, an I/O error)."},
+	{ContractTooLarge, "contract", KindVerdict, "The contract file is larger than 1 MiB; contracts declare intent and are never that big."},
+	{ContractEncodingInvalid, "contract", KindVerdict, "The contract file is not valid UTF-8 (or contains a NUL byte)."},
+	{ContractEmpty, "contract", KindVerdict, "The contract file holds no YAML document."},
+	{ContractYAMLInvalid, "contract", KindVerdict, "The contract is not well-formed YAML; the finding gives line and column."},
+	{ContractYAMLMultipleDocs, "contract", KindVerdict, "The contract file holds more than one YAML document (`---`)."},
+	{ContractYAMLDuplicateKey, "contract", KindVerdict, "A mapping in the contract repeats a key."},
+	{ContractYAMLAliasLimit, "contract", KindVerdict, "YAML anchors and aliases expand beyond the limit (an alias bomb)."},
+	{ContractYAMLUnsupportedTag, "contract", KindVerdict, "A YAML node carries an explicit tag other than the core schema's str, int, float, bool, null, seq and map."},
+	{ContractAPIVersion, "contract", KindVerdict, "`apiVersion` is not `nova/v1`."},
+	{ContractUnknownField, "contract", KindVerdict, "The contract holds a field the schema does not define (typos are errors, not ignored)."},
+	{ContractFieldMissing, "contract", KindVerdict, "A field required in every environment is missing."},
+	{ContractFieldType, "contract", KindVerdict, "A field has the wrong JSON type (a string where a number is expected, …)."},
+	{ContractFieldValue, "contract", KindVerdict, "A field's value is outside its allowed set or range."},
+	{ContractFieldFormat, "contract", KindVerdict, "A field does not match its format (UUID, URI, name pattern)."},
+	{ContractEnvFieldMissing, "contract", KindVerdict, "A field mandatory for the contract's environment is missing (see docs/contract.md)."},
+	{ContractAgenticField, "contract", KindVerdict, "An agentic field is set without `profile: agentic`."},
+	{ContractSchemaViolation, "contract", KindVerdict, "The contract violates a schema rule not covered by a more specific code."},
+
+	{RegistryInvalid, "registry", KindError, "A registry entry (module.yaml or stack.yaml) cannot be parsed or is incomplete."},
+	{RegistryModuleMismatch, "registry", KindError, "A module's module.yaml disagrees with its terraform/ variables or outputs."},
+	{RegistryVersionInvalid, "registry", KindError, "A registry version is not a semantic version (MAJOR.MINOR.PATCH)."},
+	{RegistryDuplicate, "registry", KindError, "Two registry entries share a name."},
+	{RegistryTerraformBroken, "registry", KindError, "A module's terraform/ directory cannot be parsed as HCL."},
+
+	{StackUnknown, "resolve", KindVerdict, "The contract's `stack` names no L2 stack or L1 module in the registry."},
+	{ModuleUnknown, "resolve", KindVerdict, "A stack instance refers to an L1 module the registry does not hold."},
+	{ModuleVersionMismatch, "resolve", KindVerdict, "A stack pins a module version the registry does not hold."},
+	{StackDepthExceeded, "resolve", KindVerdict, "The stack's instance tree is deeper than 5 levels."},
+	{StackMultipleParents, "resolve", KindVerdict, "A stack instance is the child of more than one parent."},
+	{StackCycle, "resolve", KindVerdict, "The stack's children or wires form a cycle."},
+	{WireTypeMismatch, "resolve", KindVerdict, "A wire connects an output to an input of a different type."},
+	{WireEndpointUnknown, "resolve", KindVerdict, "A wire names an instance, output or input that does not exist."},
+	{WireInputConflict, "resolve", KindVerdict, "An input is both wired and given a value, or wired twice."},
+	{InputUnknown, "resolve", KindVerdict, "The contract sets an input the stack does not declare."},
+	{InputRequiredMissing, "resolve", KindVerdict, "A required input (no default) has no value."},
+	{InputTypeMismatch, "resolve", KindVerdict, "An input's value does not have the declared type."},
+	{InputReferenceUnknown, "resolve", KindVerdict, "A stack binding refers to an input or Nova value that does not exist."},
+	{InstanceNameInvalid, "resolve", KindVerdict, "A stack instance name is not a valid Terraform identifier, or is used twice."},
+	{StackInstanceUnknown, "resolve", KindVerdict, "A stack lists a child instance it does not declare."},
+	{InputValueTooDeep, "resolve", KindVerdict, "An input value nests deeper than 32 levels."},
+
+	{TerraformNotFound, "plan", KindError, "No terraform binary on PATH (or at --terraform)."},
+	{TerraformInitFailed, "plan", KindError, "`terraform init` failed; the finding carries the tail of its stderr."},
+	{TerraformPlanFailed, "plan", KindError, "`terraform plan` failed."},
+	{TerraformShowFailed, "plan", KindError, "`terraform show -json` failed or its JSON could not be read."},
+	{TerraformApplyFailed, "apply", KindError, "`terraform apply` of the saved plan failed."},
+	{TerraformInterrupted, "plan", KindError, "Terraform was interrupted (cancellation); it was sent SIGINT so it could release its state lock."},
+	{RenderFailed, "plan", KindError, "The root module could not be rendered from the target stack."},
+	{BackendConfigInvalid, "plan", KindError, "A backend config entry is not `key=value` or the backend type is not a name."},
+	{PlanBundleInvalid, "apply", KindError, "The plan bundle is missing or unreadable."},
+	{PlanBundleMismatch, "apply", KindVerdict, "The plan bundle was made for another contract, environment, contract content or commit."},
+	{PlanDigestMismatch, "apply", KindVerdict, "The saved plan no longer hashes to the digest recorded when it was planned (tampering or corruption)."},
+	{PlanChangedSinceApproval, "apply", KindVerdict, "A re-plan differs from the plan that was approved."},
+
+	{ApprovalRequired, "gate", KindVerdict, "The environment needs a human approval bound to this plan digest before apply."},
+	{RunCancelled, "run", KindError, "The run was cancelled (signal or timeout) before it finished."},
+	{EventWriteFailed, "run", KindError, "An event could not be written durably; the run stops rather than act unrecorded."},
+	{ConfigInvalid, "run", KindError, "A flag, environment variable or setting is invalid."},
+	{InternalError, "run", KindError, "A bug in Nova; please report it with the run's events."},
+}
+
+// Reasons returns the vocabulary in documentation order.
+func Reasons() []ReasonInfo { return slices.Clone(reasonTable) }
+
+// Lookup returns the table entry for r.
+func Lookup(r Reason) (ReasonInfo, bool) {
+	for _, info := range reasonTable {
+		if info.Code == r {
+			return info, true
+		}
+	}
+	return ReasonInfo{}, false
+}
+
+// ReasonCodesMarkdown renders docs/reason-codes.md. A test compares the file
+// with this output so the published vocabulary can never drift from the code.
+func ReasonCodesMarkdown() string {
+	var b strings.Builder
+	b.WriteString("# Reason codes\n\n")
+	b.WriteString("<!-- Generated from runner/reasons.go by `make docs`; do not edit by hand. -->\n\n")
+	b.WriteString("Every halt, block and warning Nova reports carries one of these codes. ")
+	b.WriteString("`verdict` codes mean the change was evaluated and found wanting (exit code 1, or 3 while awaiting approval); ")
+	b.WriteString("`error` codes mean Nova could not evaluate at all (exit code 2).\n")
+	area := ""
+	for _, info := range reasonTable {
+		if info.Area != area {
+			area = info.Area
+			fmt.Fprintf(&b, "\n## %s\n\n| code | kind | meaning |\n|---|---|---|\n", area)
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | %s |\n", info.Code, info.Kind, info.Meaning)
+	}
+	return b.String()
+}

@@ -1,0 +1,102 @@
+package runner
+
+import (
+	"context"
+	"time"
+)
+
+// Verdict is what a stage concluded about the change.
+type Verdict string
+
+const (
+	// Pass lets the run continue to the next stage.
+	Pass Verdict = "pass"
+	// Fail stops the run: the change was evaluated and found wanting.
+	Fail Verdict = "fail"
+	// AwaitingApproval stops the run until a human approves in the forge.
+	AwaitingApproval Verdict = "awaiting_approval"
+	// Errored stops the run: the stage could not evaluate at all. Stages do
+	// not return it; the runner sets it when a stage returns an error.
+	Errored Verdict = "error"
+)
+
+// Finding is one diagnostic a stage reports, always with a reason code.
+type Finding struct {
+	Reason  Reason `json:"reason"`
+	Message string `json:"message"`
+	// Field is the contract field the finding is about, as a JSON pointer.
+	Field string `json:"field,omitempty"`
+	// Location is file:line:col when the finding points into a file.
+	Location string `json:"location,omitempty"`
+}
+
+// Result is what a stage returns: data, never rendered output.
+type Result struct {
+	Stage    string        `json:"stage"`
+	Verdict  Verdict       `json:"verdict"`
+	Summary  string        `json:"summary"`
+	Findings []Finding     `json:"findings,omitempty"`
+	Duration time.Duration `json:"-"`
+	// Event is the CloudEvents type recorded when the verdict is pass or
+	// awaiting approval; a fail or error is always recorded as
+	// nova.run.failed so consumers need to watch one type for failures.
+	Event string `json:"-"`
+	// Data is the stage's typed payload, recorded as the event's data.
+	Data any `json:"data,omitempty"`
+}
+
+// Stage is one step of the pipeline. An error means the stage could not
+// evaluate at all (a tool missing, I/O failing); a failing verdict is a
+// Result with Verdict Fail and findings.
+type Stage interface {
+	Name() string
+	Run(ctx context.Context, st *State) (Result, error)
+}
+
+// State is what stages share within one run. Each stage reads what earlier
+// stages produced and adds its own part.
+type State struct {
+	RunID string
+	// Dir is the consumer checkout; ContractPath is relative to it.
+	Dir          string
+	ContractPath string
+	// EnvOverride replaces the contract's environment when set (--env).
+	EnvOverride Environment
+	// Commit is the consumer commit being deployed; it is bound into the
+	// plan digest so an approval cannot be replayed on other code.
+	Commit string
+	// RunDir holds this run's artefacts: events, the plan bundle, logs.
+	RunDir string
+
+	Contract       *Contract
+	ContractDigest string
+	Target         *TargetStack
+	Plan           *Plan
+	Authorization  *Authorization
+}
+
+// Plan is what the plan stage produced and the apply stage consumes.
+type Plan struct {
+	Digest         string        `json:"digest"`
+	ContractDigest string        `json:"contractDigest"`
+	Commit         string        `json:"commit"`
+	HasChanges     bool          `json:"hasChanges"`
+	Changes        ChangeSummary `json:"changes"`
+	BundleDir      string        `json:"bundleDir"`
+}
+
+// ChangeSummary counts resource changes by action, as Terraform reports them.
+type ChangeSummary struct {
+	Add     int `json:"add"`
+	Change  int `json:"change"`
+	Destroy int `json:"destroy"`
+	Replace int `json:"replace"`
+}
+
+// Authorization is the gate's decision that a plan digest may be applied.
+type Authorization struct {
+	Digest      string      `json:"digest"`
+	Environment Environment `json:"environment"`
+	// Approver is "autonomous" for dev, otherwise the forge identity.
+	Approver string `json:"approver"`
+}

@@ -1,0 +1,173 @@
+package terraform
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/terraform-exec/tfexec"
+	tfjson "github.com/hashicorp/terraform-json"
+
+	"github.com/nova-platform/nova/runner"
+)
+
+// Workspace runs terraform in one root module directory.
+type Workspace struct {
+	tf  *tfexec.Terraform
+	dir string
+	log io.Writer
+}
+
+// Options configures a Workspace. The zero value is usable except for
+// ExecPath.
+type Options struct {
+	// ExecPath is the terraform binary.
+	ExecPath string
+	// Env is the environment terraform runs with (nil: none beyond what
+	// Nova sets). action/ reads it once from the process environment.
+	Env map[string]string
+	// Log receives terraform's stdout and stderr.
+	Log io.Writer
+}
+
+// interruptGrace is how long terraform may take to release its lock and
+// exit after SIGINT before it is killed.
+const interruptGrace = 60 * time.Second
+
+// New returns a workspace for dir.
+func New(dir string, opts Options) (*Workspace, error) {
+	if opts.ExecPath == "" {
+		return nil, runner.Errorf(runner.TerraformNotFound, "no terraform binary configured")
+	}
+	tf, err := tfexec.NewTerraform(dir, opts.ExecPath)
+	if err != nil {
+		return nil, runner.Errorf(runner.TerraformNotFound, "preparing terraform in %s: %w", dir, err)
+	}
+	if err := tf.SetEnv(Environment(opts.Env)); err != nil {
+		return nil, runner.Errorf(runner.ConfigInvalid, "terraform environment: %w", err)
+	}
+	if opts.Log != nil {
+		tf.SetStdout(opts.Log)
+		tf.SetStderr(opts.Log)
+	}
+	if err := tf.SetWaitDelay(interruptGrace); err != nil {
+		return nil, runner.Errorf(runner.InternalError, "configuring terraform interrupt grace: %w", err)
+	}
+	return &Workspace{tf: tf, dir: dir, log: opts.Log}, nil
+}
+
+// Environment derives terraform's environment from the caller's. Variables
+// terraform-exec manages itself, and TF_VAR_* (which would let the runner's
+// environment change the plan behind the contract's back), are dropped. A
+// TF_CLI_CONFIG_FILE that points at a missing file is replaced by an empty
+// config, since terraform would otherwise warn on every command.
+func Environment(env map[string]string) map[string]string {
+	out := tfexec.CleanEnv(maps.Clone(env))
+	if out == nil {
+		out = map[string]string{}
+	}
+	if p, ok := out["TF_CLI_CONFIG_FILE"]; ok {
+		if _, err := os.Stat(p); err != nil {
+			out["TF_CLI_CONFIG_FILE"] = os.DevNull
+		}
+	}
+	// Terraform's update check calls out to the internet; Nova's runs must
+	// not depend on it.
+	out["CHECKPOINT_DISABLE"] = "1"
+	return out
+}
+
+// Dir is the root module directory.
+func (w *Workspace) Dir() string { return w.dir }
+
+// Init runs terraform init with the given -backend-config entries.
+func (w *Workspace) Init(ctx context.Context, backendConfig []string) error {
+	opts := []tfexec.InitOption{tfexec.Upgrade(false)}
+	for _, bc := range backendConfig {
+		opts = append(opts, tfexec.BackendConfig(bc))
+	}
+	if err := w.tf.Init(ctx, opts...); err != nil {
+		return wrap(ctx, runner.TerraformInitFailed, "terraform init", err)
+	}
+	return nil
+}
+
+// Plan writes a plan to planFile and reports whether it changes anything.
+func (w *Workspace) Plan(ctx context.Context, planFile string) (bool, error) {
+	changed, err := w.tf.Plan(ctx, tfexec.Out(planFile))
+	if err != nil {
+		return false, wrap(ctx, runner.TerraformPlanFailed, "terraform plan", err)
+	}
+	return changed, nil
+}
+
+// ShowPlan reads a saved plan as JSON.
+func (w *Workspace) ShowPlan(ctx context.Context, planFile string) (*tfjson.Plan, error) {
+	defer w.quiet()()
+	p, err := w.tf.ShowPlanFile(ctx, planFile, tfexec.JSONNumber(true))
+	if err != nil {
+		return nil, wrap(ctx, runner.TerraformShowFailed, "terraform show -json", err)
+	}
+	return p, nil
+}
+
+// Apply applies exactly the saved plan in planFile.
+func (w *Workspace) Apply(ctx context.Context, planFile string) error {
+	if err := w.tf.Apply(ctx, tfexec.DirOrPlan(planFile)); err != nil {
+		return wrap(ctx, runner.TerraformApplyFailed, "terraform apply", err)
+	}
+	return nil
+}
+
+// Destroy destroys everything in the workspace's state.
+func (w *Workspace) Destroy(ctx context.Context) error {
+	if err := w.tf.Destroy(ctx); err != nil {
+		return wrap(ctx, runner.TerraformApplyFailed, "terraform destroy", err)
+	}
+	return nil
+}
+
+// Outputs returns the root module's outputs after an apply.
+func (w *Workspace) Outputs(ctx context.Context) (map[string]tfexec.OutputMeta, error) {
+	defer w.quiet()()
+	out, err := w.tf.Output(ctx)
+	if err != nil {
+		return nil, wrap(ctx, runner.TerraformShowFailed, "terraform output", err)
+	}
+	return out, nil
+}
+
+// quiet keeps machine-readable output (plan JSON, output values) out of
+// the log, where it would only repeat plan.json and may hold values that
+// belong in state, not in logs. It returns the function that restores it.
+func (w *Workspace) quiet() func() {
+	if w.log == nil {
+		return func() {}
+	}
+	w.tf.SetStdout(io.Discard)
+	return func() { w.tf.SetStdout(w.log) }
+}
+
+// wrap attaches a reason code, telling an interruption apart from a
+// failure so nobody mistakes a cancelled apply for a broken configuration.
+func wrap(ctx context.Context, reason runner.Reason, what string, err error) error {
+	if ctx.Err() != nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return runner.Errorf(runner.TerraformInterrupted, "%s interrupted: %w", what, err)
+	}
+	return runner.Errorf(reason, "%s: %s", what, tail(err.Error(), 20))
+}
+
+// tail keeps the last n lines of terraform's error output: the diagnostic
+// is at the end, the preamble is noise.
+func tail(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = append([]string{fmt.Sprintf("… %d lines omitted", len(lines)-n)}, lines[len(lines)-n:]...)
+	}
+	return strings.Join(lines, "\n")
+}

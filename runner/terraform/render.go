@@ -1,0 +1,190 @@
+// Package terraform is Nova's Terraform adapter: it renders a target stack
+// into a root module and drives terraform through terraform-exec.
+package terraform
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"path"
+	"regexp"
+	"slices"
+	"sort"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/hashicorp/hcl/v2/hclwrite"
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/nova-platform/nova/runner"
+	"github.com/nova-platform/nova/templates"
+)
+
+var identifier = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_-]*$`)
+
+// ModuleDir is where, relative to the root module, the adapter places the
+// copy of a registry module.
+func ModuleDir(module, version string) string {
+	return path.Join("modules", module+"-"+version)
+}
+
+type rootData struct {
+	Stack, StackVersion string
+	Backend             string
+	Modules             []moduleData
+	Outputs             []outputData
+}
+
+type moduleData struct {
+	Label  string
+	Source string
+	Args   []argData
+}
+
+type argData struct{ Name, Expr string }
+
+type outputData struct {
+	Label     string
+	Expr      string
+	Sensitive bool
+}
+
+// RenderRoot renders the root module of a target stack. Every value is
+// emitted as an HCL literal through hclwrite, which escapes quotes,
+// newlines, ${ and %{; names must be identifiers. No contract string can
+// therefore add a block, an attribute or an interpolation to the output.
+// backendType may be empty for Terraform's implicit local backend.
+func RenderRoot(t *runner.TargetStack, backendType string) ([]byte, error) {
+	d := rootData{Stack: t.Stack, StackVersion: t.StackVersion}
+	if !identifier.MatchString(t.Stack) || !identifier.MatchString(sanitizeVersion(t.StackVersion)) {
+		return nil, runner.Errorf(runner.RenderFailed, "stack name %q or version %q is not renderable", t.Stack, t.StackVersion)
+	}
+	if backendType != "" {
+		if !identifier.MatchString(backendType) {
+			return nil, runner.Errorf(runner.BackendConfigInvalid, "backend type %q is not a name", backendType)
+		}
+		d.Backend = literal(cty.StringVal(backendType))
+	}
+	for _, inst := range t.Instances {
+		if !identifier.MatchString(inst.Name) {
+			return nil, runner.Errorf(runner.RenderFailed, "instance name %q is not an identifier", inst.Name)
+		}
+		m := moduleData{
+			Label:  literal(cty.StringVal(inst.Name)),
+			Source: literal(cty.StringVal("./" + ModuleDir(inst.Module, inst.Version))),
+		}
+		for _, name := range sortedKeys(inst.Inputs) {
+			if !identifier.MatchString(name) {
+				return nil, runner.Errorf(runner.RenderFailed, "input name %q of %s is not an identifier", name, inst.Name)
+			}
+			v, err := ctyValue(inst.Inputs[name].Value)
+			if err != nil {
+				return nil, runner.Errorf(runner.RenderFailed, "instance %s input %s: %w", inst.Name, name, err)
+			}
+			m.Args = append(m.Args, argData{Name: name, Expr: literal(v)})
+		}
+		for _, name := range sortedKeys(inst.Wires) {
+			ref := inst.Wires[name]
+			if !identifier.MatchString(name) || !identifier.MatchString(ref.Instance) || !identifier.MatchString(ref.Output) {
+				return nil, runner.Errorf(runner.RenderFailed, "wire %s.%s ← %s.%s is not made of identifiers", inst.Name, name, ref.Instance, ref.Output)
+			}
+			m.Args = append(m.Args, argData{Name: name, Expr: string(hclwrite.TokensForTraversal(hcl.Traversal{
+				hcl.TraverseRoot{Name: "module"}, hcl.TraverseAttr{Name: ref.Instance}, hcl.TraverseAttr{Name: ref.Output},
+			}).Bytes())})
+		}
+		sort.Slice(m.Args, func(i, j int) bool { return m.Args[i].Name < m.Args[j].Name })
+		d.Modules = append(d.Modules, m)
+		for _, out := range inst.Outputs {
+			if !identifier.MatchString(out) {
+				return nil, runner.Errorf(runner.RenderFailed, "output name %q of %s is not an identifier", out, inst.Name)
+			}
+			d.Outputs = append(d.Outputs, outputData{
+				Label: literal(cty.StringVal(OutputName(inst.Name, out))),
+				Expr: string(hclwrite.TokensForTraversal(hcl.Traversal{
+					hcl.TraverseRoot{Name: "module"}, hcl.TraverseAttr{Name: inst.Name}, hcl.TraverseAttr{Name: out},
+				}).Bytes()),
+				Sensitive: slices.Contains(inst.SensitiveOutputs, out),
+			})
+		}
+	}
+	var buf bytes.Buffer
+	if err := templates.TerraformRoot.Execute(&buf, d); err != nil {
+		return nil, runner.Errorf(runner.RenderFailed, "rendering root module: %w", err)
+	}
+	out := hclwrite.Format(buf.Bytes())
+	// Defence in depth: the rendered file must parse, or Terraform would
+	// fail later with a message about a file the user never wrote.
+	if _, diags := hclsyntax.ParseConfig(out, "main.tf", hcl.InitialPos); diags.HasErrors() {
+		return nil, runner.Errorf(runner.RenderFailed, "rendered root module does not parse: %s", diags.Error())
+	}
+	return out, nil
+}
+
+// OutputName is the root output that re-exports an instance's output.
+func OutputName(instance, output string) string { return instance + "__" + output }
+
+func literal(v cty.Value) string { return string(hclwrite.TokensForValue(v).Bytes()) }
+
+// ctyValue converts a JSON-shaped value into cty. Lists become tuples and
+// maps objects: Terraform converts them to the variable's declared type,
+// and the registry has already checked that they conform.
+func ctyValue(v any) (cty.Value, error) {
+	switch x := v.(type) {
+	case string:
+		return cty.StringVal(x), nil
+	case json.Number:
+		return cty.ParseNumberVal(x.String())
+	case bool:
+		return cty.BoolVal(x), nil
+	case nil:
+		return cty.NullVal(cty.DynamicPseudoType), nil
+	case []any:
+		if len(x) == 0 {
+			return cty.EmptyTupleVal, nil
+		}
+		vals := make([]cty.Value, len(x))
+		for i, item := range x {
+			cv, err := ctyValue(item)
+			if err != nil {
+				return cty.NilVal, err
+			}
+			vals[i] = cv
+		}
+		return cty.TupleVal(vals), nil
+	case map[string]any:
+		if len(x) == 0 {
+			return cty.EmptyObjectVal, nil
+		}
+		attrs := make(map[string]cty.Value, len(x))
+		for k, item := range x {
+			cv, err := ctyValue(item)
+			if err != nil {
+				return cty.NilVal, err
+			}
+			attrs[k] = cv
+		}
+		return cty.ObjectVal(attrs), nil
+	}
+	return cty.NilVal, fmt.Errorf("unsupported value of type %T", v)
+}
+
+// sanitizeVersion maps a semver to an identifier-shaped string for the
+// renderability check; the version itself only appears in a comment.
+func sanitizeVersion(v string) string {
+	b := []byte("v" + v)
+	for i, c := range b {
+		if c == '.' || c == '+' {
+			b[i] = '_'
+		}
+	}
+	return string(b)
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

@@ -1,0 +1,113 @@
+package plan
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"time"
+
+	"github.com/nova-platform/nova/runner"
+)
+
+// The plan bundle is everything the apply job needs, in one directory:
+//
+//	bundle.json   the manifest below
+//	tfplan        terraform's saved plan
+//	plan.json     terraform show -json of tfplan
+//	root/         the rendered root module with copies of its registry modules
+const (
+	ManifestFile = "bundle.json"
+	PlanFile     = "tfplan"
+	PlanJSONFile = "plan.json"
+	RootDir      = "root"
+)
+
+// manifestVersion changes whenever the bundle layout does, so an apply job
+// never misreads a bundle from another Nova version.
+const manifestVersion = 1
+
+// Manifest describes a plan bundle and what its digest binds.
+type Manifest struct {
+	FormatVersion  int                  `json:"formatVersion"`
+	RunID          string               `json:"runId"`
+	ContractID     string               `json:"contractId"`
+	Environment    runner.Environment   `json:"environment"`
+	Stack          string               `json:"stack"`
+	ContractDigest string               `json:"contractDigest"`
+	Commit         string               `json:"commit"`
+	PlanDigest     string               `json:"planDigest"`
+	HasChanges     bool                 `json:"hasChanges"`
+	Changes        runner.ChangeSummary `json:"changes"`
+	CreatedAt      time.Time            `json:"createdAt"`
+}
+
+// WriteManifest writes m into the bundle directory.
+func WriteManifest(dir string, m Manifest) error {
+	m.FormatVersion = manifestVersion
+	b, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, ManifestFile), append(b, '\n'), 0o644)
+}
+
+// ReadManifest reads a bundle's manifest.
+func ReadManifest(dir string) (Manifest, error) {
+	var m Manifest
+	b, err := os.ReadFile(filepath.Join(dir, ManifestFile))
+	if err != nil {
+		return m, runner.Errorf(runner.PlanBundleInvalid, "reading plan bundle %s: %w", dir, err)
+	}
+	if err := json.Unmarshal(b, &m); err != nil {
+		return m, runner.Errorf(runner.PlanBundleInvalid, "plan bundle manifest %s: %w", dir, err)
+	}
+	if m.FormatVersion != manifestVersion {
+		return m, runner.Errorf(runner.PlanBundleInvalid, "plan bundle %s has format %d; this Nova reads format %d", dir, m.FormatVersion, manifestVersion)
+	}
+	for _, f := range []string{PlanFile, RootDir} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			return m, runner.Errorf(runner.PlanBundleInvalid, "plan bundle %s is incomplete: %w", dir, err)
+		}
+	}
+	return m, nil
+}
+
+// LatestBundle finds the newest bundle under runsDir planned for the given
+// contract and environment, for `nova apply` without --bundle.
+func LatestBundle(runsDir, contractID string, env runner.Environment) (string, error) {
+	entries, err := os.ReadDir(runsDir)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return "", runner.Errorf(runner.PlanBundleInvalid, "listing runs in %s: %w", runsDir, err)
+	}
+	type found struct {
+		dir string
+		at  time.Time
+	}
+	var all []found
+	for _, e := range entries {
+		dir := filepath.Join(runsDir, e.Name(), "bundle")
+		m, err := ReadManifest(dir)
+		if err != nil || m.ContractID != contractID || m.Environment != env {
+			continue
+		}
+		all = append(all, found{dir, m.CreatedAt})
+	}
+	if len(all) == 0 {
+		return "", runner.Errorf(runner.PlanBundleInvalid, "no plan bundle for contract %s in %s under %s; run `nova plan` first or pass --bundle", contractID, env, runsDir)
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].at.After(all[j].at) })
+	return all[0].dir, nil
+}
+
+// String describes a change summary the way Terraform does.
+func describe(c runner.ChangeSummary) string {
+	s := fmt.Sprintf("%d to add, %d to change, %d to destroy", c.Add, c.Change, c.Destroy)
+	if c.Replace > 0 {
+		s += fmt.Sprintf(" (%d replaced)", c.Replace)
+	}
+	return s
+}

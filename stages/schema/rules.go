@@ -1,0 +1,82 @@
+package schema
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/nova-platform/nova/runner"
+)
+
+// envRequired lists the fields each environment adds to the ones every
+// contract needs. The lists accumulate: a prod contract also needs what qa
+// needs, because whatever reached prod went through qa's bar first.
+var envRequired = []struct {
+	env    runner.Environment
+	fields []string
+}{
+	{runner.Dev, nil},
+	{runner.QA, []string{"/validation/e2eSuite", "/validation/loadTest"}},
+	{runner.Prod, []string{"/runbook", "/dashboard", "/oncall"}},
+	{runner.DR, []string{"/drDrillRef"}},
+}
+
+// RequiredFields returns the fields a contract in env must set beyond
+// apiVersion, id, stack and environment.
+func RequiredFields(env runner.Environment) []string {
+	var out []string
+	for _, r := range envRequired {
+		out = append(out, r.fields...)
+		if r.env == env {
+			return out
+		}
+	}
+	return nil
+}
+
+// agenticFields are accepted only with profile: agentic.
+var agenticFields = []string{"/naturalLanguageIntent", "/confidenceAtSubmission", "/agentTrace"}
+
+// checkRules applies what JSON Schema cannot say clearly: fields mandatory
+// per environment, and the agentic fields' dependency on the profile.
+func checkRules(doc *document, file string, envFromFlag bool) []runner.Finding {
+	root, _ := doc.value.(map[string]any)
+	env := runner.Environment(fmt.Sprint(root["environment"]))
+	var out []located
+	for _, field := range RequiredFields(env) {
+		if present(root, field) {
+			continue
+		}
+		why := fmt.Sprintf("environment %s requires %s", env, field)
+		if envFromFlag {
+			why += " (environment set by --env)"
+		}
+		// The location is the environment field: it is what demands the
+		// missing one, and the missing one has no position of its own.
+		out = append(out, doc.at(file, "/environment", runner.Finding{Reason: runner.ContractEnvFieldMissing, Field: field, Message: why}))
+	}
+	if root["profile"] != runner.ProfileAgentic {
+		for _, field := range agenticFields {
+			if present(root, field) {
+				out = append(out, doc.at(file, field, runner.Finding{
+					Reason: runner.ContractAgenticField, Field: field,
+					Message: fmt.Sprintf("%s is only accepted with profile: agentic", field),
+				}))
+			}
+		}
+	}
+	return sortFindings(out)
+}
+
+func present(root map[string]any, field string) bool {
+	var cur any = root
+	for _, part := range strings.Split(strings.TrimPrefix(field, "/"), "/") {
+		m, ok := cur.(map[string]any)
+		if !ok {
+			return false
+		}
+		if cur, ok = m[part]; !ok || cur == nil || cur == "" {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,201 @@
+// Package schema is the first stage: it loads .nova/contract.yml, validates
+// it against the embedded JSON Schema and the per-environment rules, and
+// resolves it through the registry into the target stack every later stage
+// works on.
+package schema
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/nova-platform/nova/registry"
+	"github.com/nova-platform/nova/runner"
+)
+
+// DefaultContractPath is where a consumer repository keeps its contract.
+const DefaultContractPath = ".nova/contract.yml"
+
+// Stage validates the contract and resolves its target stack.
+type Stage struct {
+	reg *registry.Registry
+}
+
+var _ runner.Stage = (*Stage)(nil)
+
+// New returns the schema stage resolving against reg.
+func New(reg *registry.Registry) *Stage { return &Stage{reg: reg} }
+
+// Name implements runner.Stage.
+func (*Stage) Name() string { return "schema" }
+
+// Data is what the stage records in its event.
+type Data struct {
+	ContractID     string              `json:"contractId"`
+	Environment    runner.Environment  `json:"environment"`
+	ContractDigest string              `json:"contractDigest"`
+	Target         *runner.TargetStack `json:"target"`
+}
+
+// Run implements runner.Stage.
+func (s *Stage) Run(_ context.Context, st *runner.State) (runner.Result, error) {
+	rel := st.ContractPath
+	if rel == "" {
+		rel = DefaultContractPath
+	}
+	data, err := readContract(filepath.Join(st.Dir, rel))
+	if err != nil {
+		var le *loadError
+		if errors.As(err, &le) {
+			return failed(rel, le), nil
+		}
+		return runner.Result{}, err
+	}
+	c, doc, findings := parse(data, rel, st.EnvOverride)
+	if len(findings) > 0 {
+		// Later stages' events name the contract when its id could be read,
+		// so a rejected contract's failure joins its own chain.
+		if c != nil {
+			st.Contract = c
+		}
+		return runner.Result{Verdict: runner.Fail, Summary: summarize(findings), Findings: findings}, nil
+	}
+	st.Contract = c
+	target, findings := s.reg.Resolve(c)
+	if len(findings) > 0 {
+		for i, f := range findings {
+			findings[i].Location = doc.at(rel, f.Field, f).Location
+		}
+		return runner.Result{Verdict: runner.Fail, Summary: summarize(findings), Findings: findings}, nil
+	}
+	digest, err := runner.Digest(c)
+	if err != nil {
+		return runner.Result{}, runner.Errorf(runner.InternalError, "hashing contract: %w", err)
+	}
+	st.ContractDigest, st.Target = digest, target
+	return runner.Result{
+		Verdict: runner.Pass,
+		Summary: fmt.Sprintf("contract %s valid for %s: stack %s@%s, %d module instance(s)", c.ID, c.Environment, target.Stack, target.StackVersion, len(target.Instances)),
+		Event:   runner.EventContractValidated,
+		Data:    Data{ContractID: c.ID, Environment: c.Environment, ContractDigest: digest, Target: target},
+	}, nil
+}
+
+// Parse validates contract bytes; file names the contract in locations. A
+// non-empty envOverride replaces the contract's environment before any rule
+// is checked. On findings the returned contract is nil, except that a
+// contract whose id and environment could be read is returned with just
+// those set, so the failure can be recorded against it.
+func Parse(data []byte, file string, envOverride runner.Environment) (*runner.Contract, []runner.Finding) {
+	c, _, findings := parse(data, file, envOverride)
+	return c, findings
+}
+
+func parse(data []byte, file string, envOverride runner.Environment) (*runner.Contract, *document, []runner.Finding) {
+	doc, err := parseYAML(data)
+	if err != nil {
+		var le *loadError
+		errors.As(err, &le)
+		return nil, nil, failed(file, le).Findings
+	}
+	root, isMap := doc.value.(map[string]any)
+	if isMap && envOverride != "" {
+		root["environment"] = string(envOverride)
+	}
+	findings, err := validateSchema(doc, file)
+	if err != nil {
+		return nil, nil, []runner.Finding{{Reason: runner.ReasonOf(err), Message: err.Error()}}
+	}
+	if len(findings) == 0 {
+		findings = checkRules(doc, file, envOverride != "")
+	}
+	if len(findings) > 0 {
+		return identity(root), doc, findings
+	}
+	raw, err := json.Marshal(doc.value)
+	if err != nil {
+		return nil, nil, []runner.Finding{{Reason: runner.InternalError, Message: fmt.Sprintf("re-encoding contract: %v", err)}}
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	dec.DisallowUnknownFields()
+	var c runner.Contract
+	if err := dec.Decode(&c); err != nil {
+		// The schema and the Go type disagree: a Nova bug, not the author's.
+		return nil, nil, []runner.Finding{{Reason: runner.InternalError, Message: fmt.Sprintf("decoding validated contract: %v", err)}}
+	}
+	return &c, doc, nil
+}
+
+// identity returns a contract holding only a well-formed id and
+// environment, or nil.
+func identity(root map[string]any) *runner.Contract {
+	id, _ := root["id"].(string)
+	env, _ := root["environment"].(string)
+	if id == "" || !runner.Environment(env).Valid() || !uuidLike(id) {
+		return nil
+	}
+	return &runner.Contract{ID: id, Environment: runner.Environment(env)}
+}
+
+func uuidLike(s string) bool {
+	if len(s) != 36 {
+		return false
+	}
+	for i, r := range s {
+		switch {
+		case i == 8 || i == 13 || i == 18 || i == 23:
+			if r != '-' {
+				return false
+			}
+		case !(r >= '0' && r <= '9' || r >= 'a' && r <= 'f' || r >= 'A' && r <= 'F'):
+			return false
+		}
+	}
+	return true
+}
+
+// readContract reads at most MaxContractBytes+1 bytes, so a huge file is
+// refused without being read whole.
+func readContract(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, runner.Errorf(runner.ContractNotFound, "no contract at %s", path)
+		}
+		return nil, runner.Errorf(runner.ContractUnreadable, "opening contract: %w", err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxContractBytes+1))
+	if err != nil {
+		return nil, runner.Errorf(runner.ContractUnreadable, "reading contract %s: %w", path, err)
+	}
+	if len(data) > MaxContractBytes {
+		return nil, &loadError{reason: runner.ContractTooLarge, msg: fmt.Sprintf("the contract is larger than %d bytes", MaxContractBytes)}
+	}
+	return data, nil
+}
+
+func failed(file string, le *loadError) runner.Result {
+	f := runner.Finding{Reason: le.reason, Message: le.msg, Location: locate(file, le.pos)}
+	return runner.Result{Verdict: runner.Fail, Summary: summarize([]runner.Finding{f}), Findings: []runner.Finding{f}}
+}
+
+func summarize(fs []runner.Finding) string {
+	first := fs[0]
+	s := string(first.Reason)
+	if first.Location != "" {
+		s += " at " + first.Location
+	}
+	s += ": " + first.Message
+	if len(fs) > 1 {
+		s += fmt.Sprintf(" (and %d more)", len(fs)-1)
+	}
+	return s
+}

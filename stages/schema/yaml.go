@@ -1,0 +1,213 @@
+package schema
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"regexp"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/nova-platform/nova/runner"
+)
+
+// Limits on what a contract may be. Contracts declare intent; anything near
+// these limits is an accident or an attack, and is refused before any
+// expensive work.
+const (
+	MaxContractBytes = 1 << 20
+	maxNodes         = 100_000
+	maxDepth         = 64
+)
+
+// position is where a value starts in the contract file.
+type position struct{ line, col int }
+
+// document is a contract file turned into JSON-shaped values, with the
+// position of every value keyed by its JSON pointer ("" is the root).
+type document struct {
+	value any
+	pos   map[string]position
+	// keyPos holds where a mapping key starts, so that an unknown field is
+	// reported at its key rather than at its value.
+	keyPos map[string]position
+}
+
+// loadError is a load failure with its reason and, when known, its position.
+type loadError struct {
+	reason runner.Reason
+	pos    position
+	msg    string
+}
+
+func (e *loadError) Error() string { return e.msg }
+
+var yamlLine = regexp.MustCompile(`^yaml: line (\d+): `)
+
+// parseYAML turns raw contract bytes into a document. It never expands an
+// alias beyond the node budget, so an alias bomb costs milliseconds.
+func parseYAML(data []byte) (*document, error) {
+	if !utf8.Valid(data) || bytes.IndexByte(data, 0) >= 0 {
+		return nil, &loadError{reason: runner.ContractEncodingInvalid, msg: "the contract is not valid UTF-8 text"}
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var root yaml.Node
+	if err := dec.Decode(&root); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, &loadError{reason: runner.ContractEmpty, msg: "the contract holds no YAML document"}
+		}
+		return nil, yamlSyntaxError(err)
+	}
+	var second yaml.Node
+	switch err := dec.Decode(&second); {
+	case err == nil:
+		return nil, &loadError{reason: runner.ContractYAMLMultipleDocs, pos: position{second.Line, second.Column},
+			msg: "the contract holds more than one YAML document; keep one contract per file"}
+	case !errors.Is(err, io.EOF):
+		return nil, yamlSyntaxError(err)
+	}
+	if len(root.Content) == 0 || (root.Content[0].Kind == yaml.ScalarNode && root.Content[0].ShortTag() == "!!null") {
+		return nil, &loadError{reason: runner.ContractEmpty, msg: "the contract holds no YAML document"}
+	}
+	c := &converter{doc: &document{pos: map[string]position{}, keyPos: map[string]position{}}}
+	v, err := c.convert(root.Content[0], "", 0)
+	if err != nil {
+		return nil, err
+	}
+	c.doc.value = v
+	return c.doc, nil
+}
+
+func yamlSyntaxError(err error) error {
+	msg := err.Error()
+	le := &loadError{reason: runner.ContractYAMLInvalid, msg: strings.TrimPrefix(msg, "yaml: ")}
+	if m := yamlLine.FindStringSubmatch(msg); m != nil {
+		le.pos.line, _ = strconv.Atoi(m[1])
+		le.msg = strings.TrimPrefix(msg, m[0])
+	}
+	return le
+}
+
+type converter struct {
+	doc   *document
+	nodes int
+}
+
+func (c *converter) convert(n *yaml.Node, ptr string, depth int) (any, error) {
+	c.nodes++
+	if c.nodes > maxNodes {
+		return nil, &loadError{reason: runner.ContractYAMLAliasLimit, pos: position{n.Line, n.Column},
+			msg: fmt.Sprintf("the contract expands to more than %d YAML nodes (are anchors and aliases multiplying each other?)", maxNodes)}
+	}
+	if depth > maxDepth {
+		return nil, &loadError{reason: runner.ContractYAMLInvalid, pos: position{n.Line, n.Column},
+			msg: fmt.Sprintf("the contract nests deeper than %d levels", maxDepth)}
+	}
+	if _, seen := c.doc.pos[ptr]; !seen {
+		c.doc.pos[ptr] = position{n.Line, n.Column}
+	}
+	switch n.Kind {
+	case yaml.AliasNode:
+		return c.convert(n.Alias, ptr, depth+1)
+	case yaml.MappingNode:
+		if err := checkTag(n, "!!map"); err != nil {
+			return nil, err
+		}
+		m := make(map[string]any, len(n.Content)/2)
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			if k.Kind != yaml.ScalarNode || k.ShortTag() == "!!merge" {
+				return nil, &loadError{reason: runner.ContractYAMLInvalid, pos: position{k.Line, k.Column},
+					msg: "mapping keys must be plain strings (merge keys << are not supported)"}
+			}
+			if _, dup := m[k.Value]; dup {
+				return nil, &loadError{reason: runner.ContractYAMLDuplicateKey, pos: position{k.Line, k.Column},
+					msg: fmt.Sprintf("key %q appears twice in the same mapping", k.Value)}
+			}
+			child := ptr + "/" + escapePointer(k.Value)
+			c.doc.keyPos[child] = position{k.Line, k.Column}
+			val, err := c.convert(v, child, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			m[k.Value] = val
+		}
+		return m, nil
+	case yaml.SequenceNode:
+		if err := checkTag(n, "!!seq"); err != nil {
+			return nil, err
+		}
+		s := make([]any, 0, len(n.Content))
+		for i, item := range n.Content {
+			val, err := c.convert(item, ptr+"/"+strconv.Itoa(i), depth+1)
+			if err != nil {
+				return nil, err
+			}
+			s = append(s, val)
+		}
+		return s, nil
+	case yaml.ScalarNode:
+		return scalar(n)
+	}
+	return nil, &loadError{reason: runner.ContractYAMLInvalid, pos: position{n.Line, n.Column}, msg: "unexpected YAML node"}
+}
+
+// checkTag refuses explicit tags beyond YAML's core schema: a custom tag
+// means the author expects behaviour Nova does not have.
+func checkTag(n *yaml.Node, want string) error {
+	if n.ShortTag() != want {
+		return &loadError{reason: runner.ContractYAMLUnsupportedTag, pos: position{n.Line, n.Column},
+			msg: fmt.Sprintf("YAML tag %s is not supported", n.Tag)}
+	}
+	return nil
+}
+
+func scalar(n *yaml.Node) (any, error) {
+	pos := position{n.Line, n.Column}
+	switch n.ShortTag() {
+	case "!!str":
+		return n.Value, nil
+	case "!!timestamp":
+		// Dates stay the text the author wrote; nothing in a contract is a
+		// time value and the round trip through time.Time would alter it.
+		return n.Value, nil
+	case "!!null":
+		return nil, nil
+	case "!!bool":
+		var b bool
+		if err := n.Decode(&b); err != nil {
+			return nil, &loadError{reason: runner.ContractYAMLInvalid, pos: pos, msg: err.Error()}
+		}
+		return b, nil
+	case "!!int", "!!float":
+		var v any
+		if err := n.Decode(&v); err != nil {
+			return nil, &loadError{reason: runner.ContractYAMLInvalid, pos: pos, msg: err.Error()}
+		}
+		switch x := v.(type) {
+		case int:
+			return json.Number(strconv.Itoa(x)), nil
+		case int64:
+			return json.Number(strconv.FormatInt(x, 10)), nil
+		case uint64:
+			return json.Number(strconv.FormatUint(x, 10)), nil
+		case float64:
+			if math.IsInf(x, 0) || math.IsNaN(x) {
+				return nil, &loadError{reason: runner.ContractFieldValue, pos: pos, msg: fmt.Sprintf("%s is not a finite number", n.Value)}
+			}
+			return json.Number(strconv.FormatFloat(x, 'g', -1, 64)), nil
+		}
+		return nil, &loadError{reason: runner.ContractYAMLInvalid, pos: pos, msg: fmt.Sprintf("number %s cannot be represented", n.Value)}
+	}
+	return nil, &loadError{reason: runner.ContractYAMLUnsupportedTag, pos: pos, msg: fmt.Sprintf("YAML tag %s is not supported", n.Tag)}
+}
+
+func escapePointer(s string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
+}
