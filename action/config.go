@@ -129,7 +129,11 @@ func parseConfig(cmd string, args []string, env Env) (Config, error) {
 // so `nova validate` works on a machine without terraform.
 func (c Config) terraformPath() (string, error) {
 	if c.TerraformPath != "" {
-		return c.TerraformPath, nil
+		p, err := exec.LookPath(c.TerraformPath)
+		if err != nil {
+			return "", runner.Errorf(runner.TerraformNotFound, "--terraform %s: %w", c.TerraformPath, err)
+		}
+		return p, nil
 	}
 	p, err := exec.LookPath("terraform")
 	if err != nil {

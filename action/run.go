@@ -37,6 +37,9 @@ Run 'nova <command> -h' for the flags. Exit codes: 0 pass, 1 verdict fail,
 
 // run is nova's whole life short of os.Exit: it returns the exit code.
 func run(ctx context.Context, env Env) int {
+	if len(env.Args) == 0 && env.Getenv("GITHUB_ACTIONS") == "true" {
+		env.Args = actionArgs(env.Getenv)
+	}
 	if len(env.Args) == 0 {
 		fmt.Fprint(env.Stderr, usage)
 		return ExitError

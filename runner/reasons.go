@@ -114,7 +114,7 @@ var reasonTable = []ReasonInfo{
 	{ContractTooLarge, "contract", KindVerdict, "The contract file is larger than 1 MiB; contracts declare intent and are never that big."},
 	{ContractEncodingInvalid, "contract", KindVerdict, "The contract file is not valid UTF-8 (or contains a NUL byte)."},
 	{ContractEmpty, "contract", KindVerdict, "The contract file holds no YAML document."},
-	{ContractYAMLInvalid, "contract", KindVerdict, "The contract is not well-formed YAML; the finding gives line and column."},
+	{ContractYAMLInvalid, "contract", KindVerdict, "The contract is not well-formed YAML; the finding gives the line."},
 	{ContractYAMLMultipleDocs, "contract", KindVerdict, "The contract file holds more than one YAML document (`---`)."},
 	{ContractYAMLDuplicateKey, "contract", KindVerdict, "A mapping in the contract repeats a key."},
 	{ContractYAMLAliasLimit, "contract", KindVerdict, "YAML anchors and aliases expand beyond the limit (an alias bomb)."},

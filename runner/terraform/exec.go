@@ -132,6 +132,16 @@ func (w *Workspace) Destroy(ctx context.Context) error {
 	return nil
 }
 
+// ShowState reads a state file as JSON.
+func (w *Workspace) ShowState(ctx context.Context, statePath string) (*tfjson.State, error) {
+	defer w.quiet()()
+	st, err := w.tf.ShowStateFile(ctx, statePath, tfexec.JSONNumber(true))
+	if err != nil {
+		return nil, wrap(ctx, runner.TerraformShowFailed, "terraform show -json state", err)
+	}
+	return st, nil
+}
+
 // Outputs returns the root module's outputs after an apply.
 func (w *Workspace) Outputs(ctx context.Context) (map[string]tfexec.OutputMeta, error) {
 	defer w.quiet()()

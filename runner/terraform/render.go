@@ -22,6 +22,17 @@ import (
 
 var identifier = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_-]*$`)
 
+// metaArguments are the names Terraform reserves inside a module block; an
+// input of that name would be read as the meta-argument instead.
+var metaArguments = map[string]bool{
+	"source": true, "version": true, "providers": true, "count": true,
+	"for_each": true, "depends_on": true, "lifecycle": true,
+}
+
+// IsReservedInput reports whether name cannot be a module input because
+// Terraform reserves it in module blocks.
+func IsReservedInput(name string) bool { return metaArguments[name] }
+
 // ModuleDir is where, relative to the root module, the adapter places the
 // copy of a registry module.
 func ModuleDir(module, version string) string {
@@ -74,7 +85,7 @@ func RenderRoot(t *runner.TargetStack, backendType string) ([]byte, error) {
 			Source: literal(cty.StringVal("./" + ModuleDir(inst.Module, inst.Version))),
 		}
 		for _, name := range sortedKeys(inst.Inputs) {
-			if !identifier.MatchString(name) {
+			if !identifier.MatchString(name) || metaArguments[name] {
 				return nil, runner.Errorf(runner.RenderFailed, "input name %q of %s is not an identifier", name, inst.Name)
 			}
 			v, err := ctyValue(inst.Inputs[name].Value)
@@ -85,7 +96,7 @@ func RenderRoot(t *runner.TargetStack, backendType string) ([]byte, error) {
 		}
 		for _, name := range sortedKeys(inst.Wires) {
 			ref := inst.Wires[name]
-			if !identifier.MatchString(name) || !identifier.MatchString(ref.Instance) || !identifier.MatchString(ref.Output) {
+			if !identifier.MatchString(name) || metaArguments[name] || !identifier.MatchString(ref.Instance) || !identifier.MatchString(ref.Output) {
 				return nil, runner.Errorf(runner.RenderFailed, "wire %s.%s ← %s.%s is not made of identifiers", inst.Name, name, ref.Instance, ref.Output)
 			}
 			m.Args = append(m.Args, argData{Name: name, Expr: string(hclwrite.TokensForTraversal(hcl.Traversal{

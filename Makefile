@@ -1,0 +1,46 @@
+# Nova's build. `make demo` and `make test` are the README's quick start.
+
+GO        ?= go
+BIN       := bin/nova
+VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS   := -s -w -X main.version=$(VERSION)
+# Test tools (terraform, …) are built into a cache outside the repo by
+# .ci/tools.sh; their bin directory goes first on PATH for every recipe.
+TOOLS_BIN := $(or $(NOVA_TOOLS_BIN),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/nova-tools/bin)
+export PATH := $(TOOLS_BIN):$(PATH)
+
+.PHONY: build demo test check vet fmt bench docs tools clean
+
+build:
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./action
+
+## demo: the main job on the embedded default: validate, plan and apply
+## examples/hello in dev with real Terraform and local state.
+demo: build tools
+	./$(BIN) run --dir examples/hello
+
+## test: formatting, vet and every test, with real Terraform.
+test: tools check
+	$(GO) test -count=1 ./...
+
+check: fmt vet
+
+fmt:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
+
+vet:
+	$(GO) vet ./...
+
+bench: tools
+	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+## docs: regenerate generated documentation.
+docs:
+	$(GO) test ./runner -run TestReasonCodesDocIsCurrent -update
+
+tools:
+	@./.ci/tools.sh terraform >/dev/null
+
+clean:
+	rm -rf bin

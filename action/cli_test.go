@@ -1,0 +1,124 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/nova-platform/nova/runner"
+)
+
+func runCLI(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	code := run(t.Context(), Env{Args: args, Getenv: func(k string) string {
+		if k == "HOME" {
+			return t.TempDir()
+		}
+		return ""
+	}, Stdout: &stdout, Stderr: &stderr})
+	return code, stdout.String(), stderr.String()
+}
+
+func TestCommandLine(t *testing.T) {
+	valid := t.TempDir()
+	writeFile(t, filepath.Join(valid, ".nova", "contract.yml"), helloContract("world", "dev"))
+	invalid := t.TempDir()
+	writeFile(t, filepath.Join(invalid, ".nova", "contract.yml"), "apiVersion: nova/v1\nid: 0c0ffee0-1111-4222-8333-444455556666\nstack: hello\nenviroment: dev\n")
+
+	tests := []struct {
+		name       string
+		args       []string
+		wantCode   int
+		wantStdout []string
+		wantStderr []string
+	}{
+		{"version", []string{"version"}, ExitPass, []string{"nova dev"}, nil},
+		{"help", []string{"help"}, ExitPass, []string{"nova validate", "Exit codes"}, nil},
+		{"no command", nil, ExitError, nil, []string{"Usage:"}},
+		{"unknown command", []string{"deploy"}, ExitError, nil, []string{`unknown command "deploy"`}},
+		{"unknown flag", []string{"validate", "--frobnicate"}, ExitError, nil, []string{"flag provided but not defined"}},
+		{"stray argument", []string{"validate", "extra"}, ExitError, nil, []string{`unexpected argument "extra"`}},
+		{"bad env", []string{"validate", "--env", "staging"}, ExitError, nil, []string{string(runner.ConfigInvalid), "--env"}},
+		{"bad output", []string{"validate", "--output", "xml"}, ExitError, nil, []string{string(runner.ConfigInvalid)}},
+		{"valid contract", []string{"validate", "--dir", valid}, ExitPass, []string{"schema   pass", "result: pass (exit 0)"}, nil},
+		{"invalid contract", []string{"validate", "--dir", invalid}, ExitFail,
+			[]string{"schema   fail", string(runner.ContractUnknownField), `.nova/contract.yml:4:1`, `did you mean "environment"`, "result: fail (exit 1)"}, nil},
+		{"env override adds requirements", []string{"validate", "--dir", invalid, "--env", "prod"}, ExitFail, []string{string(runner.ContractUnknownField)}, nil},
+		{"missing contract", []string{"validate", "--dir", t.TempDir()}, ExitError, []string{string(runner.ContractNotFound), "result: error (exit 2)"}, nil},
+		{"missing registry", []string{"validate", "--dir", valid, "--registry", filepath.Join(t.TempDir(), "nope")}, ExitError, []string{string(runner.ConfigInvalid)}, nil},
+		{"missing terraform", []string{"plan", "--dir", valid, "--terraform", filepath.Join(t.TempDir(), "terraform")}, ExitError, []string{string(runner.TerraformNotFound)}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, stdout, stderr := runCLI(t, tt.args...)
+			if code != tt.wantCode {
+				t.Errorf("exit code %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tt.wantCode, stdout, stderr)
+			}
+			for _, w := range tt.wantStdout {
+				if !strings.Contains(stdout, w) {
+					t.Errorf("stdout lacks %q:\n%s", w, stdout)
+				}
+			}
+			for _, w := range tt.wantStderr {
+				if !strings.Contains(stderr, w) {
+					t.Errorf("stderr lacks %q:\n%s", w, stderr)
+				}
+			}
+		})
+	}
+}
+
+func TestActionOutputs(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, ".nova", "contract.yml"), helloContract("world", "dev"))
+	outFile := filepath.Join(t.TempDir(), "output")
+	summaryFile := filepath.Join(t.TempDir(), "summary")
+	env := map[string]string{"GITHUB_ACTIONS": "true", "GITHUB_OUTPUT": outFile, "GITHUB_STEP_SUMMARY": summaryFile, "HOME": t.TempDir()}
+	var stdout, stderr bytes.Buffer
+	code := run(t.Context(), Env{Args: []string{"validate", "--dir", dir}, Getenv: func(k string) string { return env[k] }, Stdout: &stdout, Stderr: &stderr})
+	if code != ExitPass {
+		t.Fatalf("exit %d: %s %s", code, stdout.String(), stderr.String())
+	}
+	out, _ := os.ReadFile(outFile)
+	for _, w := range []string{"verdict<<", "pass", "exit-code<<", "run-id<<"} {
+		if !strings.Contains(string(out), w) {
+			t.Errorf("GITHUB_OUTPUT lacks %q:\n%s", w, out)
+		}
+	}
+	summary, _ := os.ReadFile(summaryFile)
+	if !strings.Contains(string(summary), "| schema | pass |") {
+		t.Errorf("step summary lacks the stage table:\n%s", summary)
+	}
+}
+
+func writeFile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestActionInputsBecomeFlags(t *testing.T) {
+	env := map[string]string{
+		"GITHUB_ACTIONS":       "true",
+		"INPUT_COMMAND":        "apply",
+		"INPUT_DIR":            "svc",
+		"INPUT_ENVIRONMENT":    "prod",
+		"INPUT_BUNDLE":         "",
+		"INPUT_BACKEND-CONFIG": "bucket=state\n\n  key=svc.tfstate  \n",
+	}
+	got := actionArgs(func(k string) string { return env[k] })
+	want := []string{"apply", "--dir", "svc", "--env", "prod", "--backend-config", "bucket=state", "--backend-config", "key=svc.tfstate"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("actionArgs = %q, want %q", got, want)
+	}
+	if got := actionArgs(func(string) string { return "" }); len(got) != 1 || got[0] != "run" {
+		t.Errorf("without inputs actionArgs = %q, want [run]", got)
+	}
+}

@@ -1,0 +1,344 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	tfjson "github.com/hashicorp/terraform-json"
+
+	"github.com/nova-platform/nova/runner"
+	"github.com/nova-platform/nova/runner/terraform"
+	"github.com/nova-platform/nova/stages/plan"
+)
+
+// These tests run the nova command in-process against real Terraform and
+// real files: no fakes. Terraform must be on PATH; `make test` installs it
+// through the Go module proxy when it is missing.
+
+type consumer struct {
+	t        *testing.T
+	dir      string
+	stateDir string
+	extra    []string
+}
+
+func newConsumer(t *testing.T, contract string) *consumer {
+	t.Helper()
+	if _, err := exec.LookPath("terraform"); err != nil {
+		t.Fatal("terraform is not on PATH: run `make test`, which installs it")
+	}
+	c := &consumer{t: t, dir: t.TempDir(), stateDir: t.TempDir()}
+	c.writeContract(contract)
+	return c
+}
+
+func (c *consumer) writeContract(contract string) {
+	c.t.Helper()
+	if err := os.MkdirAll(filepath.Join(c.dir, ".nova"), 0o755); err != nil {
+		c.t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(c.dir, ".nova", "contract.yml"), []byte(contract), 0o644); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+// nova runs one command with --output json and returns the exit code and
+// the decoded run.
+func (c *consumer) nova(ctx context.Context, args ...string) (int, runView, string) {
+	c.t.Helper()
+	var stdout, stderr bytes.Buffer
+	full := append([]string{args[0], "--dir", c.dir, "--state-dir", c.stateDir, "--output", "json"}, args[1:]...)
+	full = append(full, c.extra...)
+	code := run(ctx, Env{
+		Args:    full,
+		Getenv:  func(string) string { return "" },
+		Environ: os.Environ(),
+		Stdout:  &stdout,
+		Stderr:  &stderr,
+	})
+	var v runView
+	if err := json.Unmarshal(stdout.Bytes(), &v); err != nil {
+		c.t.Fatalf("nova %v: stdout is not one JSON document: %v\nstdout:\n%s\nstderr:\n%s", args, err, stdout.String(), stderr.String())
+	}
+	return code, v, stderr.String()
+}
+
+func helloContract(audience, env string) string {
+	return `apiVersion: nova/v1
+id: 0c0ffee0-1111-4222-8333-444455556666
+stack: hello
+environment: ` + env + `
+inputs:
+  audience: ` + audience + `
+  repeat: 2
+validation:
+  e2eSuite: reports/e2e.xml
+  loadTest: reports/load.xml
+runbook: https://runbooks.example.com/hello
+dashboard: https://grafana.example.com/d/hello
+oncall: team-hello
+drDrillRef: https://tickets.example.com/DR-42
+`
+}
+
+func verdicts(v runView) []string {
+	var out []string
+	for _, s := range v.Stages {
+		out = append(out, s.Stage+"="+string(s.Verdict))
+	}
+	return out
+}
+
+func readEvents(t *testing.T, path string) []runner.Event {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var events []runner.Event
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	for sc.Scan() {
+		var e runner.Event
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+			t.Fatalf("events line is not an event: %v", err)
+		}
+		// The file holds the canonical bytes, so its lines hash to the
+		// next event's preveventhash exactly as written.
+		canon, _ := e.Canonical()
+		if !bytes.Equal(canon, sc.Bytes()) {
+			t.Errorf("event %d is not stored in canonical form", e.Seq)
+		}
+		events = append(events, e)
+	}
+	return events
+}
+
+func checkChain(t *testing.T, events []runner.Event, wantTypes []string) {
+	t.Helper()
+	var types []string
+	prev := ""
+	for i, e := range events {
+		types = append(types, e.Type)
+		if e.Seq != int64(i+1) || e.PrevEventHash != prev {
+			t.Errorf("event %d: seq %d prev %q, want seq %d prev %q", i, e.Seq, e.PrevEventHash, i+1, prev)
+		}
+		prev, _ = e.Hash()
+	}
+	if !slices.Equal(types, wantTypes) {
+		t.Errorf("event types = %v, want %v", types, wantTypes)
+	}
+}
+
+func (c *consumer) state(ctx context.Context, env string) *tfjson.State {
+	c.t.Helper()
+	path := filepath.Join(c.stateDir, "0c0ffee0-1111-4222-8333-444455556666", env, "terraform.tfstate")
+	tf, err := terraform.New(c.t.TempDir(), terraform.Options{ExecPath: mustLookPath(c.t)})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	st, err := tf.ShowState(ctx, path)
+	if err != nil {
+		c.t.Fatalf("reading state %s: %v", path, err)
+	}
+	return st
+}
+
+func mustLookPath(t *testing.T) string {
+	t.Helper()
+	p, err := exec.LookPath("terraform")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestEndToEndPlanApplyChangeDestroy(t *testing.T) {
+	ctx := t.Context()
+	c := newConsumer(t, helloContract("world", "dev"))
+	c.extra = []string{"--commit", "1111111111111111111111111111111111111111"}
+
+	code, v, stderr := c.nova(ctx, "run")
+	if code != ExitPass || !slices.Equal(verdicts(v), []string{"schema=pass", "plan=pass", "gate=pass", "apply=pass"}) {
+		t.Fatalf("first run: exit %d, stages %v\n%s", code, verdicts(v), stderr)
+	}
+	checkChain(t, readEvents(t, v.EventsFile), []string{
+		runner.EventContractValidated, runner.EventPlanCreated, runner.EventApplyAuthorized, runner.EventApplyCompleted,
+	})
+	if got := outputValue(t, c.state(ctx, "dev"), "message__text"); got != "Hello, world!" {
+		t.Errorf("after first apply message__text = %q", got)
+	}
+
+	code, v, _ = c.nova(ctx, "run")
+	if code != ExitPass || !strings.Contains(v.Stages[1].Summary, "no changes") || !strings.Contains(v.Stages[3].Summary, "nothing to apply") {
+		t.Errorf("second run should see no changes: exit %d, %+v", code, v.Stages)
+	}
+
+	c.writeContract(helloContract("changed", "dev"))
+	code, v, stderr = c.nova(ctx, "plan")
+	if code != ExitPass || !slices.Equal(verdicts(v), []string{"schema=pass", "plan=pass"}) {
+		t.Fatalf("plan after change: exit %d, %v\n%s", code, verdicts(v), stderr)
+	}
+	m, err := plan.ReadManifest(v.BundleDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Changes.Change == 0 || m.Changes.Add != 0 || m.Changes.Destroy != 0 || !m.HasChanges {
+		t.Errorf("changing an input should plan in-place updates only, got %+v", m.Changes)
+	}
+	if got := outputValue(t, c.state(ctx, "dev"), "message__text"); got != "Hello, world!" {
+		t.Errorf("plan alone changed the state: message__text = %q", got)
+	}
+
+	code, v, stderr = c.nova(ctx, "apply", "--bundle", v.BundleDir)
+	if code != ExitPass || !slices.Equal(verdicts(v), []string{"schema=pass", "bundle=pass", "gate=pass", "apply=pass"}) {
+		t.Fatalf("apply of bundle: exit %d, %v\n%s", code, verdicts(v), stderr)
+	}
+	if got := outputValue(t, c.state(ctx, "dev"), "message__text"); got != "Hello, changed!" {
+		t.Errorf("after apply message__text = %q, want the changed greeting", got)
+	}
+
+	root := filepath.Join(v.BundleDir, plan.RootDir)
+	ws, err := terraform.New(root, terraform.Options{ExecPath: mustLookPath(t), Env: map[string]string{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ws.Init(ctx, []string{"path=" + filepath.Join(c.stateDir, "0c0ffee0-1111-4222-8333-444455556666", "dev", "terraform.tfstate")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := ws.Destroy(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if st := c.state(ctx, "dev"); st.Values != nil && st.Values.RootModule != nil && len(st.Values.RootModule.ChildModules) > 0 {
+		t.Errorf("resources left after destroy: %+v", st.Values.RootModule.ChildModules)
+	}
+}
+
+func outputValue(t *testing.T, st *tfjson.State, name string) string {
+	t.Helper()
+	if st.Values == nil || st.Values.Outputs[name] == nil {
+		t.Fatalf("state has no output %s", name)
+	}
+	s, _ := st.Values.Outputs[name].Value.(string)
+	return s
+}
+
+func TestGuardedEnvironmentsStopAtTheGate(t *testing.T) {
+	for _, env := range []string{"qa", "prod", "dr"} {
+		t.Run(env, func(t *testing.T) {
+			c := newConsumer(t, helloContract("world", env))
+			code, v, stderr := c.nova(t.Context(), "run")
+			if code != ExitAwaitingApproval || v.Reason != string(runner.ApprovalRequired) {
+				t.Fatalf("exit %d reason %s, want %d %s\n%s", code, v.Reason, ExitAwaitingApproval, runner.ApprovalRequired, stderr)
+			}
+			if !slices.Equal(verdicts(v), []string{"schema=pass", "plan=pass", "gate=awaiting_approval"}) {
+				t.Errorf("stages = %v", verdicts(v))
+			}
+			if _, err := os.Stat(filepath.Join(c.stateDir, "0c0ffee0-1111-4222-8333-444455556666", env, "terraform.tfstate")); err == nil {
+				if st := c.state(t.Context(), env); st.Values != nil && len(st.Values.RootModule.ChildModules) > 0 {
+					t.Error("a guarded environment was applied without approval")
+				}
+			}
+			checkChain(t, readEvents(t, v.EventsFile), []string{runner.EventContractValidated, runner.EventPlanCreated, runner.EventApprovalRequested})
+		})
+	}
+}
+
+func TestApplyRefusesBundlesItWasNotMadeFor(t *testing.T) {
+	ctx := t.Context()
+	c := newConsumer(t, helloContract("world", "dev"))
+	c.extra = []string{"--commit", "aaaa"}
+	_, first, _ := c.nova(ctx, "plan")
+	c.writeContract(helloContract("other", "dev"))
+	_, second, _ := c.nova(ctx, "plan")
+
+	t.Run("other commit", func(t *testing.T) {
+		c.extra = []string{"--commit", "bbbb"}
+		defer func() { c.extra = []string{"--commit", "aaaa"} }()
+		code, v, _ := c.nova(ctx, "apply", "--bundle", second.BundleDir)
+		if code != ExitFail || v.Reason != string(runner.PlanBundleMismatch) {
+			t.Errorf("exit %d reason %s, want %d %s", code, v.Reason, ExitFail, runner.PlanBundleMismatch)
+		}
+	})
+	t.Run("other contract content", func(t *testing.T) {
+		code, v, _ := c.nova(ctx, "apply", "--bundle", first.BundleDir)
+		if code != ExitFail || v.Reason != string(runner.PlanBundleMismatch) {
+			t.Errorf("exit %d reason %s, want %d %s", code, v.Reason, ExitFail, runner.PlanBundleMismatch)
+		}
+	})
+	t.Run("swapped saved plan", func(t *testing.T) {
+		// Put the first plan's tfplan into the second bundle: the manifest
+		// still names the second plan's digest, the file no longer has it.
+		data, err := os.ReadFile(filepath.Join(first.BundleDir, plan.PlanFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(second.BundleDir, plan.PlanFile), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		code, v, _ := c.nova(ctx, "apply", "--bundle", second.BundleDir)
+		if code != ExitFail || v.Reason != string(runner.PlanDigestMismatch) {
+			t.Errorf("exit %d reason %s, want %d %s", code, v.Reason, ExitFail, runner.PlanDigestMismatch)
+		}
+		if _, err := os.Stat(filepath.Join(c.stateDir, "0c0ffee0-1111-4222-8333-444455556666", "dev", "terraform.tfstate")); err == nil {
+			if st := c.state(ctx, "dev"); st.Values != nil && len(st.Values.RootModule.ChildModules) > 0 {
+				t.Error("a tampered bundle was applied")
+			}
+		}
+	})
+}
+
+// TestCancellationInterruptsTerraform cancels a run while terraform apply
+// is busy in a slow provisioner: nova must report the interruption (not a
+// failure of the configuration) and terraform must have released its state
+// lock, so the next run can proceed.
+func TestCancellationInterruptsTerraform(t *testing.T) {
+	c := newConsumer(t, `apiVersion: nova/v1
+id: 0c0ffee0-1111-4222-8333-444455556666
+stack: slow
+environment: dev
+inputs:
+  seconds: 60
+`)
+	c.extra = []string{"--registry", filepath.Join("testdata", "registry")}
+	ctx, cancel := context.WithCancel(t.Context())
+	lock := filepath.Join(c.stateDir, "0c0ffee0-1111-4222-8333-444455556666", "dev", ".terraform.tfstate.lock.info")
+	go func() {
+		// Cancel once apply holds the lock: the plan stage has passed and
+		// the provisioner is sleeping.
+		deadline := time.Now().Add(60 * time.Second)
+		for time.Now().Before(deadline) {
+			if runs, _ := filepath.Glob(filepath.Join(c.dir, ".nova", "runs", "*", "bundle", "bundle.json")); len(runs) > 0 {
+				if _, err := os.Stat(lock); err == nil {
+					time.Sleep(500 * time.Millisecond)
+					cancel()
+					return
+				}
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		cancel()
+	}()
+	start := time.Now()
+	code, v, stderr := c.nova(ctx, "run")
+	if code != ExitError || v.Reason != string(runner.TerraformInterrupted) {
+		t.Fatalf("exit %d reason %q, want %d %s\n%s", code, v.Reason, ExitError, runner.TerraformInterrupted, stderr)
+	}
+	if elapsed := time.Since(start); elapsed > 45*time.Second {
+		t.Errorf("terraform ran %s after cancellation; the interrupt did not reach it", elapsed)
+	}
+	if _, err := os.Stat(lock); err == nil {
+		t.Error("terraform left its state lock behind")
+	}
+	checkChain(t, readEvents(t, v.EventsFile), []string{runner.EventContractValidated, runner.EventPlanCreated, runner.EventApplyAuthorized, runner.EventRunFailed})
+}

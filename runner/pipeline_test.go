@@ -1,0 +1,224 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// fakeStage is a hand-written fake: a name and a function.
+type fakeStage struct {
+	name string
+	run  func(ctx context.Context, st *State) (Result, error)
+}
+
+func (f fakeStage) Name() string { return f.name }
+func (f fakeStage) Run(ctx context.Context, st *State) (Result, error) {
+	return f.run(ctx, st)
+}
+
+func passing(name string) fakeStage {
+	return fakeStage{name, func(context.Context, *State) (Result, error) {
+		return Result{Verdict: Pass, Summary: name + " ok", Event: "nova.test." + name}, nil
+	}}
+}
+
+type memRecorder struct {
+	events []Event
+	fail   error
+	head   *chainHead
+}
+
+func (m *memRecorder) Record(_ context.Context, e Event) error {
+	if m.fail != nil {
+		return m.fail
+	}
+	m.events = append(m.events, e)
+	return nil
+}
+
+type headRecorder struct {
+	memRecorder
+}
+
+func (h *headRecorder) ChainHead(context.Context, string) (int64, string, error) {
+	return h.head.seq, h.head.hash, nil
+}
+
+func contractState() *State {
+	return &State{RunID: "run-1", Contract: &Contract{ID: "c-1", Environment: Dev}}
+}
+
+func TestPipelineRecordsOneChainedEventPerStage(t *testing.T) {
+	rec := &memRecorder{}
+	p := Pipeline{
+		Stages: []Stage{passing("a"), passing("b"), passing("c")},
+		Events: NewEmitter(rec, "urn:test", "run-1", fixedClock()),
+	}
+	out := p.Run(t.Context(), contractState())
+	if out.Verdict != Pass || len(out.Results) != 3 {
+		t.Fatalf("outcome = %+v, want 3 passing results", out)
+	}
+	var types []string
+	prev := ""
+	for i, e := range rec.events {
+		types = append(types, e.Type)
+		if e.Seq != int64(i+1) {
+			t.Errorf("event %d has seq %d", i, e.Seq)
+		}
+		if e.PrevEventHash != prev {
+			t.Errorf("event %d preveventhash = %q, want hash of event %d %q", i, e.PrevEventHash, i-1, prev)
+		}
+		if e.SpecVersion != "1.0" || e.ID == "" || e.Source != "urn:test" || e.RunID != "run-1" || e.ContractID != "c-1" || e.Subject != "c-1" {
+			t.Errorf("event %d envelope incomplete: %+v", i, e)
+		}
+		var err error
+		if prev, err = e.Hash(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if diff := cmp.Diff([]string{"nova.test.a", "nova.test.b", "nova.test.c"}, types); diff != "" {
+		t.Errorf("event types (-want +got):\n%s", diff)
+	}
+}
+
+func TestPipelineStopsAtFirstNonPass(t *testing.T) {
+	failing := fakeStage{"policy", func(context.Context, *State) (Result, error) {
+		return Result{Verdict: Fail, Summary: "denied", Findings: []Finding{{Reason: StackUnknown, Message: "no"}}}, nil
+	}}
+	broken := fakeStage{"plan", func(context.Context, *State) (Result, error) {
+		return Result{}, Errorf(TerraformNotFound, "no terraform")
+	}}
+	gate := fakeStage{"gate", func(context.Context, *State) (Result, error) {
+		return Result{Verdict: AwaitingApproval, Summary: "wait", Event: EventApprovalRequested,
+			Findings: []Finding{{Reason: ApprovalRequired, Message: "wait"}}}, nil
+	}}
+	panicsIfRun := fakeStage{"never", func(context.Context, *State) (Result, error) {
+		t.Error("a stage after the stopping stage ran")
+		return Result{Verdict: Pass}, nil
+	}}
+	tests := []struct {
+		name        string
+		stop        Stage
+		wantVerdict Verdict
+		wantReason  Reason
+		wantEvent   string
+	}{
+		{"fail", failing, Fail, StackUnknown, EventRunFailed},
+		{"error", broken, Errored, TerraformNotFound, EventRunFailed},
+		{"awaiting approval", gate, AwaitingApproval, ApprovalRequired, EventApprovalRequested},
+		{"no verdict is a bug", fakeStage{"empty", func(context.Context, *State) (Result, error) { return Result{}, nil }}, Errored, InternalError, EventRunFailed},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rec := &memRecorder{}
+			p := Pipeline{Stages: []Stage{passing("schema"), tt.stop, panicsIfRun}, Events: NewEmitter(rec, "urn:test", "r", nil)}
+			out := p.Run(t.Context(), contractState())
+			if out.Verdict != tt.wantVerdict || out.Reason != tt.wantReason {
+				t.Errorf("outcome = %s/%s, want %s/%s", out.Verdict, out.Reason, tt.wantVerdict, tt.wantReason)
+			}
+			if len(rec.events) != 2 || rec.events[1].Type != tt.wantEvent {
+				t.Fatalf("events = %d, last type %q; want 2 with %q", len(rec.events), lastType(rec.events), tt.wantEvent)
+			}
+			var data stageEventData
+			if err := json.Unmarshal(rec.events[1].Data, &data); err != nil {
+				t.Fatal(err)
+			}
+			if data.Stage != tt.stop.Name() || data.Verdict != tt.wantVerdict || len(data.Findings) == 0 || data.Findings[0].Reason != tt.wantReason {
+				t.Errorf("failure event data = %+v", data)
+			}
+		})
+	}
+}
+
+func TestPipelineFailsClosedWhenEventsCannotBeWritten(t *testing.T) {
+	rec := &memRecorder{fail: errors.New("disk full")}
+	ran := false
+	second := fakeStage{"apply", func(context.Context, *State) (Result, error) {
+		ran = true
+		return Result{Verdict: Pass}, nil
+	}}
+	p := Pipeline{Stages: []Stage{passing("plan"), second}, Events: NewEmitter(rec, "urn:test", "r", nil)}
+	out := p.Run(t.Context(), contractState())
+	if ran {
+		t.Error("the stage after an unrecorded one ran")
+	}
+	if out.Verdict != Errored || out.Reason != EventWriteFailed {
+		t.Errorf("outcome = %s/%s, want error/%s", out.Verdict, out.Reason, EventWriteFailed)
+	}
+}
+
+func TestPipelineRecordsCancellation(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	rec := &memRecorder{}
+	first := fakeStage{"plan", func(context.Context, *State) (Result, error) {
+		cancel()
+		return Result{Verdict: Pass, Event: EventPlanCreated}, nil
+	}}
+	p := Pipeline{Stages: []Stage{first, passing("apply")}, Events: NewEmitter(rec, "urn:test", "r", nil)}
+	out := p.Run(ctx, contractState())
+	if out.Verdict != Errored || out.Reason != RunCancelled {
+		t.Errorf("outcome = %s/%s, want error/%s", out.Verdict, out.Reason, RunCancelled)
+	}
+	if got := lastType(rec.events); got != EventRunFailed {
+		t.Errorf("last event %q, want %q recorded despite the cancelled context", got, EventRunFailed)
+	}
+}
+
+func TestEmitterContinuesRecorderChain(t *testing.T) {
+	rec := &headRecorder{memRecorder{head: &chainHead{seq: 41, hash: "abc"}}}
+	em := NewEmitter(rec, "urn:test", "r", nil)
+	e, err := em.Emit(t.Context(), EventPlanCreated, "c-1", Dev, map[string]int{"x": 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.Seq != 42 || e.PrevEventHash != "abc" {
+		t.Errorf("first event continues at seq %d prev %q, want 42 and abc", e.Seq, e.PrevEventHash)
+	}
+	e2, _ := em.Emit(t.Context(), EventPlanCreated, "c-1", Dev, nil)
+	h, _ := e.Hash()
+	if e2.Seq != 43 || e2.PrevEventHash != h {
+		t.Errorf("second event seq %d prev %q, want 43 and %q", e2.Seq, e2.PrevEventHash, h)
+	}
+	other, _ := em.Emit(t.Context(), EventPlanCreated, "c-2", Dev, nil)
+	if other.Seq != 42 {
+		t.Errorf("another contract's chain starts at %d, want its own head + 1 = 42", other.Seq)
+	}
+}
+
+func TestGate(t *testing.T) {
+	for _, env := range Environments {
+		t.Run(string(env), func(t *testing.T) {
+			st := &State{Contract: &Contract{ID: "c", Environment: env}, Plan: &Plan{Digest: "d1"}}
+			res, err := Gate{}.Run(t.Context(), st)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if env == Dev {
+				if res.Verdict != Pass || st.Authorization == nil || st.Authorization.Digest != "d1" || res.Event != EventApplyAuthorized {
+					t.Errorf("dev gate = %+v, authorization %+v", res, st.Authorization)
+				}
+				return
+			}
+			if res.Verdict != AwaitingApproval || st.Authorization != nil || res.Findings[0].Reason != ApprovalRequired {
+				t.Errorf("%s gate = %+v, authorization %+v; want awaiting approval and none", env, res, st.Authorization)
+			}
+		})
+	}
+}
+
+func lastType(es []Event) string {
+	if len(es) == 0 {
+		return ""
+	}
+	return es[len(es)-1].Type
+}
+
+func fixedClock() func() time.Time {
+	t0 := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	return func() time.Time { return t0 }
+}
