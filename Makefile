@@ -9,7 +9,7 @@ LDFLAGS   := -s -w -X main.version=$(VERSION)
 TOOLS_BIN := $(or $(NOVA_TOOLS_BIN),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/nova-tools/bin)
 export PATH := $(TOOLS_BIN):$(PATH)
 
-.PHONY: build demo test check vet fmt bench docs tools clean
+.PHONY: build demo test check vet fmt bench docs workflows tools clean
 
 build:
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./action
@@ -38,6 +38,12 @@ bench: tools
 ## docs: regenerate generated documentation.
 docs:
 	$(GO) test ./runner -run TestReasonCodesDocIsCurrent -update
+
+## workflows: copy workflows-src/ to .github/workflows and .gitea/workflows.
+workflows:
+	@for f in workflows-src/*.yml; do \
+	  cp "$$f" .github/workflows/ && cp "$$f" .gitea/workflows/; \
+	done
 
 tools:
 	@./.ci/tools.sh terraform >/dev/null
