@@ -12,6 +12,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/nova-platform/nova/runner"
+	"github.com/nova-platform/nova/runner/terraform"
 )
 
 type moduleFile struct {
@@ -81,10 +82,27 @@ func loadModule(fsys fs.FS, dir string) (*Module, error) {
 		}
 		m.Outputs = append(m.Outputs, Output{Name: name, Type: t, Description: of.Description, Sensitive: of.Sensitive})
 	}
-	for _, c := range m.Capabilities {
-		if c.Input != "" {
-			if _, ok := m.Input(c.Input); !ok {
-				return nil, runner.Errorf(runner.RegistryInvalid, "%s: capability %s names unknown input %q", file, c.NFR, c.Input)
+	for i := range m.Capabilities {
+		c := &m.Capabilities[i]
+		// Values compared with resolved inputs must have the shape those
+		// have (json.Number, not YAML's int or float64), or equals: 2
+		// would never match a desired_count of 2.
+		if c.Equals, err = normalize(c.Equals); err != nil {
+			return nil, runner.Errorf(runner.RegistryInvalid, "%s: capability %s equals: %w", file, c.NFR, err)
+		}
+		if c.Provides, err = normalize(c.Provides); err != nil {
+			return nil, runner.Errorf(runner.RegistryInvalid, "%s: capability %s provides: %w", file, c.NFR, err)
+		}
+		if c.Input == "" {
+			continue
+		}
+		in, ok := m.Input(c.Input)
+		if !ok {
+			return nil, runner.Errorf(runner.RegistryInvalid, "%s: capability %s names unknown input %q", file, c.NFR, c.Input)
+		}
+		if c.Equals != nil {
+			if why := in.Type.Conforms(c.Equals); why != "" {
+				return nil, runner.Errorf(runner.RegistryInvalid, "%s: capability %s equals: %s, so it could never hold", file, c.NFR, why)
 			}
 		}
 	}
@@ -157,6 +175,9 @@ func parseFields(file, section string, doc *yaml.Node, fields map[string]fieldFi
 		ff := fields[name]
 		if !fieldName.MatchString(name) {
 			return nil, runner.Errorf(runner.RegistryInvalid, "%s: input name %q must match %s", file, name, fieldName)
+		}
+		if terraform.IsReservedInput(name) {
+			return nil, runner.Errorf(runner.RegistryInvalid, "%s: input name %q is a Terraform module meta-argument", file, name)
 		}
 		t, err := ParseType(ff.Type)
 		if err != nil {

@@ -17,6 +17,10 @@ const MaxDepth = 5
 var (
 	placeholder = regexp.MustCompile(`\$\{(input|nova)\.([a-z][a-z0-9_]*)\}`)
 	identifier  = regexp.MustCompile(`^[a-z][a-z0-9_]{0,62}$`)
+	// reference matches anything written like a placeholder, so that a typo
+	// such as ${inputs.name} or ${input.Name} is reported instead of reaching
+	// Terraform verbatim. Undotted forms like IAM's ${aws:username} pass.
+	reference = regexp.MustCompile(`\$\{\s*[A-Za-z_][A-Za-z0-9_-]*\s*\.[^}]*\}`)
 )
 
 // Resolve turns a validated contract into its target stack. It reports every
@@ -195,7 +199,7 @@ func (res *resolution) bindings() {
 			}
 			v, omit, err := res.substitute(inst.Inputs[key], 0)
 			if err != nil {
-				res.fail(runner.InputReferenceUnknown, "/stack", "%s: instance %s input %s: %v", res.stack.File, inst.Name, key, err)
+				res.fail(runner.ReasonOf(err), "/stack", "%s: instance %s input %s: %v", res.stack.File, inst.Name, key, err)
 				continue
 			}
 			if omit {
@@ -215,12 +219,19 @@ func (res *resolution) bindings() {
 // placeholder takes the referenced value with its type; placeholders inside
 // longer strings must be scalars. omit reports a whole-string reference to an
 // input whose value is null, which leaves the module's own default in force.
+// Errors carry the reason to report: an unknown reference, a value that
+// cannot be placed in a string, or nesting beyond maxValueDepth.
 func (res *resolution) substitute(v any, depth int) (out any, omit bool, err error) {
 	if depth > maxValueDepth {
-		return nil, false, fmt.Errorf("value nests deeper than %d levels", maxValueDepth)
+		return nil, false, runner.Errorf(runner.InputValueTooDeep, "%s", tooDeep)
 	}
 	switch x := v.(type) {
 	case string:
+		for _, ref := range reference.FindAllString(x, -1) {
+			if m := placeholder.FindString(ref); m != ref {
+				return nil, false, runner.Errorf(runner.InputReferenceUnknown, "%s is not a placeholder (write ${input.NAME} or ${nova.NAME})", ref)
+			}
+		}
 		if m := placeholder.FindStringSubmatch(x); m != nil && m[0] == x {
 			val, err := res.lookup(m[1], m[2])
 			return val, err == nil && val == nil, err
@@ -234,7 +245,7 @@ func (res *resolution) substitute(v any, depth int) (out any, omit bool, err err
 				if str, err = scalarString(val); err == nil {
 					return str
 				}
-				err = fmt.Errorf("${%s.%s} inside a string: %w", m[1], m[2], err)
+				err = runner.Errorf(runner.InputTypeMismatch, "${%s.%s} inside a string: %w", m[1], m[2], err)
 			}
 			if firstErr == nil {
 				firstErr = err
@@ -256,8 +267,9 @@ func (res *resolution) substitute(v any, depth int) (out any, omit bool, err err
 		return items, false, nil
 	case map[string]any:
 		m := make(map[string]any, len(x))
-		for k, item := range x {
-			nv, skip, err := res.substitute(item, depth+1)
+		// Sorted, so that the same stack always reports the same error first.
+		for _, k := range sortedKeys(x) {
+			nv, skip, err := res.substitute(x[k], depth+1)
 			if err != nil {
 				return nil, false, err
 			}
@@ -282,10 +294,10 @@ func (res *resolution) lookup(ns, name string) (any, error) {
 		case "stack":
 			return res.stack.Name, nil
 		}
-		return nil, fmt.Errorf("unknown Nova value ${nova.%s} (known: contract_id, contract_short, environment, stack)", name)
+		return nil, runner.Errorf(runner.InputReferenceUnknown, "unknown Nova value ${nova.%s} (known: contract_id, contract_short, environment, stack)", name)
 	}
 	if _, ok := findInput(res.stack.Inputs, name); !ok {
-		return nil, fmt.Errorf("${input.%s} names no input of stack %s", name, res.stack.Name)
+		return nil, runner.Errorf(runner.InputReferenceUnknown, "${input.%s} names no input of stack %s", name, res.stack.Name)
 	}
 	return res.values[name], nil
 }
@@ -435,7 +447,7 @@ func findCycle(nodes []string, edges map[string][]string) []string {
 }
 
 func typeReason(why string) runner.Reason {
-	if strings.Contains(why, "deeper than") {
+	if strings.HasSuffix(why, tooDeep) {
 		return runner.InputValueTooDeep
 	}
 	return runner.InputTypeMismatch

@@ -64,6 +64,11 @@ func (t Type) String() string {
 // contract from making the resolver recurse without limit.
 const maxValueDepth = 32
 
+// tooDeep ends every reason Conforms gives for a value nesting too deeply.
+// Callers tell it apart by suffix: element and key prefixes come first, so a
+// map key that happens to contain these words cannot be mistaken for it.
+var tooDeep = fmt.Sprintf("value nests deeper than %d levels", maxValueDepth)
+
 // Conforms reports why v is not a value of type t, or "" when it is. Values
 // are what encoding/json produces with UseNumber: string, json.Number, bool,
 // []any, map[string]any.
@@ -71,7 +76,7 @@ func (t Type) Conforms(v any) string { return t.conforms(v, 0) }
 
 func (t Type) conforms(v any, depth int) string {
 	if depth > maxValueDepth {
-		return fmt.Sprintf("value nests deeper than %d levels", maxValueDepth)
+		return tooDeep
 	}
 	if v == nil {
 		return "null is not allowed; leave the input out to take its default"
@@ -102,8 +107,9 @@ func (t Type) conforms(v any, depth int) string {
 		}
 	case "map":
 		if m, ok := v.(map[string]any); ok {
-			for k, item := range m {
-				if why := t.Elem.conforms(item, depth+1); why != "" {
+			// Sorted, so that the same contract always yields the same finding.
+			for _, k := range sortedKeys(m) {
+				if why := t.Elem.conforms(m[k], depth+1); why != "" {
 					return fmt.Sprintf("key %q: %s", k, why)
 				}
 			}
@@ -122,8 +128,8 @@ func anyConforms(v any, depth int) string {
 			}
 		}
 	case map[string]any:
-		for _, item := range x {
-			if why := (Type{Kind: "any"}).conforms(item, depth+1); why != "" {
+		for _, k := range sortedKeys(x) {
+			if why := (Type{Kind: "any"}).conforms(x[k], depth+1); why != "" {
 				return why
 			}
 		}

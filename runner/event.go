@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"time"
 
 	"github.com/google/uuid"
@@ -121,7 +122,14 @@ func (em *Emitter) Emit(ctx context.Context, typ, contractID string, env Environ
 		return Event{}, Errorf(EventWriteFailed, "hashing %s event: %w", typ, err)
 	}
 	if err := em.rec.Record(ctx, e); err != nil {
-		return Event{}, Errorf(EventWriteFailed, "recording %s event: %w", typ, err)
+		// A recorder that knows why it failed (the evidence push, say)
+		// keeps its reason; anything else is a failed write.
+		reason := EventWriteFailed
+		var re *Error
+		if errors.As(err, &re) {
+			reason = re.Reason
+		}
+		return Event{}, Errorf(reason, "recording %s event: %w", typ, err)
 	}
 	em.heads[contractID] = chainHead{seq: e.Seq, hash: hash}
 	return e, nil

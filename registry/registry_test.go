@@ -1,0 +1,47 @@
+package registry
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/nova-platform/nova/runner"
+)
+
+func TestEmbeddedRegistryLoads(t *testing.T) {
+	reg, err := Load(Embedded())
+	if err != nil {
+		t.Fatalf("loading the shipped registry: %v", err)
+	}
+	if _, ok := reg.Stack("hello"); !ok {
+		t.Fatal("shipped registry has no hello stack")
+	}
+	for _, s := range reg.Stacks() {
+		c := &runner.Contract{ID: "6f1c2b1e-3d4a-4b5c-8d9e-0f1a2b3c4d5e", Stack: s.Name, Environment: runner.Dev, Inputs: sampleInputs(s)}
+		if _, findings := reg.Resolve(c); len(findings) > 0 {
+			t.Errorf("stack %s does not resolve with its sample inputs: %+v", s.Name, findings)
+		}
+	}
+}
+
+// sampleInputs fills every required stack input with a value of its type.
+func sampleInputs(s *Stack) map[string]any {
+	in := map[string]any{}
+	for _, i := range s.Inputs {
+		if i.HasDefault {
+			continue
+		}
+		switch i.Type.Kind {
+		case "string":
+			in[i.Name] = "sample"
+		case "number":
+			in[i.Name] = json.Number("1")
+		case "bool":
+			in[i.Name] = true
+		case "list", "set":
+			in[i.Name] = []any{}
+		default:
+			in[i.Name] = map[string]any{}
+		}
+	}
+	return in
+}
