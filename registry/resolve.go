@@ -61,10 +61,12 @@ func (r *Registry) stackFor(name string) (*Stack, bool) {
 		bind[in.Name] = "${input." + in.Name + "}"
 	}
 	return &Stack{
-		Name:      m.Name,
-		Version:   m.Version,
-		Inputs:    m.Inputs,
-		Instances: []StackInstance{{Name: strings.ReplaceAll(m.Name, "-", "_"), Module: m.Name, Version: m.Version, Inputs: bind}},
+		Name:    m.Name,
+		Version: m.Version,
+		Inputs:  m.Inputs,
+		// No version pin: naming a module directly takes whatever version
+		// the registry holds, which the provenance input accounts for.
+		Instances: []StackInstance{{Name: strings.ReplaceAll(m.Name, "-", "_"), Module: m.Name, Inputs: bind}},
 		File:      m.Dir + "/module.yaml",
 	}, true
 }
@@ -374,7 +376,7 @@ func (res *resolution) target() *runner.TargetStack {
 		inst := byName[name]
 		m := res.modules[name]
 		ir := runner.Instance{
-			Name: name, Module: m.Name, Version: m.Version,
+			Name: name, Module: m.Name, Version: m.Version, Pinned: inst.Version != "",
 			Parent: res.parent[name], Depth: res.depth[name],
 			Inputs: res.bound[name], Wires: res.wired[name],
 		}

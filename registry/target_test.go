@@ -41,7 +41,7 @@ func TestResolveTargets(t *testing.T) {
 				StackVersion: "1.0.0",
 				Instances: []runner.Instance{
 					{
-						Name: "message", Module: "hello-message", Version: "1.0.0", Depth: 1,
+						Name: "message", Module: "hello-message", Version: "1.0.0", Pinned: true, Depth: 1,
 						Inputs: map[string]runner.Value{
 							"greeting": str("Hello"),
 							"audience": str("world"),
@@ -54,7 +54,7 @@ func TestResolveTargets(t *testing.T) {
 						Outputs: []string{"text", "id"},
 					},
 					{
-						Name: "echo", Module: "hello-echo", Version: "1.0.0", Parent: "message", Depth: 2,
+						Name: "echo", Module: "hello-echo", Version: "1.0.0", Pinned: true, Parent: "message", Depth: 2,
 						Inputs:  map[string]runner.Value{"repeat": num("1")},
 						Wires:   map[string]runner.Ref{"text": {Instance: "message", Output: "text"}},
 						Outputs: []string{"echoed"},
@@ -73,7 +73,7 @@ func TestResolveTargets(t *testing.T) {
 				StackVersion: "1.0.0",
 				Instances: []runner.Instance{
 					{
-						Name: "message", Module: "hello-message", Version: "1.0.0", Depth: 1,
+						Name: "message", Module: "hello-message", Version: "1.0.0", Pinned: true, Depth: 1,
 						Inputs: map[string]runner.Value{
 							"greeting": str("Hello"),
 							"audience": str("Nova"),
@@ -86,7 +86,7 @@ func TestResolveTargets(t *testing.T) {
 						Outputs: []string{"text", "id"},
 					},
 					{
-						Name: "echo", Module: "hello-echo", Version: "1.0.0", Parent: "message", Depth: 2,
+						Name: "echo", Module: "hello-echo", Version: "1.0.0", Pinned: true, Parent: "message", Depth: 2,
 						Inputs:  map[string]runner.Value{"repeat": num("3")},
 						Wires:   map[string]runner.Ref{"text": {Instance: "message", Output: "text"}},
 						Outputs: []string{"echoed"},
@@ -116,7 +116,7 @@ func TestResolveTargets(t *testing.T) {
 				StackVersion: "1.0.0",
 				Instances: []runner.Instance{
 					{
-						Name: "service", Module: "ecs-service", Version: "1.0.0", Depth: 1,
+						Name: "service", Module: "ecs-service", Version: "1.0.0", Pinned: true, Depth: 1,
 						Inputs: map[string]runner.Value{
 							"name":                  str("orders-qa"),
 							"image":                 str("123456789012.dkr.ecr.eu-west-1.amazonaws.com/orders@sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"),
@@ -138,7 +138,7 @@ func TestResolveTargets(t *testing.T) {
 						Outputs: []string{"service_name", "service_arn", "task_role_arn"},
 					},
 					{
-						Name: "assets", Module: "s3-bucket", Version: "1.0.0", Parent: "service", Depth: 2,
+						Name: "assets", Module: "s3-bucket", Version: "1.0.0", Pinned: true, Parent: "service", Depth: 2,
 						Inputs: map[string]runner.Value{
 							"bucket_name": str("orders-qa-6f1c2b1e-assets"),
 							"kms_key_arn": str(kmsKey),
@@ -147,7 +147,7 @@ func TestResolveTargets(t *testing.T) {
 						Outputs: []string{"bucket_arn", "bucket_name", "bucket_regional_domain_name"},
 					},
 					{
-						Name: "table", Module: "dynamodb-table", Version: "1.0.0", Parent: "service", Depth: 2,
+						Name: "table", Module: "dynamodb-table", Version: "1.0.0", Pinned: true, Parent: "service", Depth: 2,
 						Inputs: map[string]runner.Value{
 							"table_name":                  str("orders-qa-6f1c2b1e"),
 							"hash_key":                    str("pk"),

@@ -34,6 +34,7 @@ type stageEventData struct {
 	Summary    string    `json:"summary"`
 	DurationMs int64     `json:"durationMs"`
 	Findings   []Finding `json:"findings,omitempty"`
+	PCRs       []PCR     `json:"pcrs,omitempty"`
 	Result     any       `json:"result,omitempty"`
 }
 
@@ -65,6 +66,10 @@ func (p *Pipeline) Run(ctx context.Context, st *State) Outcome {
 		if err := p.record(ctx, st, &res); err != nil {
 			return p.finish(ctx, st, out, erroredResult(stage.Name(), err))
 		}
+		if err := p.recordAlso(ctx, st, res.Also); err != nil {
+			return p.finish(ctx, st, out, erroredResult(stage.Name(), err))
+		}
+		st.Completed = append(st.Completed, stage.Name())
 		out.Results = append(out.Results, res)
 		p.progress(res)
 	}
@@ -99,20 +104,37 @@ func (p *Pipeline) record(ctx context.Context, st *State, res *Result) error {
 	case typ == "":
 		typ = "nova." + res.Stage + ".completed"
 	}
-	var contractID string
-	var env Environment
-	if st.Contract != nil {
-		contractID, env = st.Contract.ID, st.Contract.Environment
-	}
+	contractID, env := contractOf(st)
 	_, err := p.Events.Emit(ctx, typ, contractID, env, stageEventData{
 		Stage:      res.Stage,
 		Verdict:    res.Verdict,
 		Summary:    res.Summary,
 		DurationMs: res.Duration.Milliseconds(),
 		Findings:   res.Findings,
+		PCRs:       res.PCRs,
 		Result:     res.Data,
 	})
 	return err
+}
+
+func (p *Pipeline) recordAlso(ctx context.Context, st *State, specs []EventSpec) error {
+	if p.Events == nil {
+		return nil
+	}
+	contractID, env := contractOf(st)
+	for _, spec := range specs {
+		if _, err := p.Events.Emit(ctx, spec.Type, contractID, env, spec.Data); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func contractOf(st *State) (string, Environment) {
+	if st.Contract == nil {
+		return "", ""
+	}
+	return st.Contract.ID, st.Contract.Environment
 }
 
 func (p *Pipeline) progress(res Result) {

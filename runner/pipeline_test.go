@@ -222,3 +222,26 @@ func fixedClock() func() time.Time {
 	t0 := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 	return func() time.Time { return t0 }
 }
+
+func TestPipelineRecordsFollowUpEventsAndCompletedStages(t *testing.T) {
+	rec := &memRecorder{}
+	decide := fakeStage{"confidence", func(context.Context, *State) (Result, error) {
+		return Result{Verdict: Pass, Event: "nova.confidence.computed", Also: []EventSpec{{Type: "nova.ai.decision.made", Data: map[string]string{"action": "proceed"}}}}, nil
+	}}
+	st := contractState()
+	p := Pipeline{Stages: []Stage{passing("policy"), decide, passing("plan")}, Events: NewEmitter(rec, "urn:test", "r", nil)}
+	out := p.Run(t.Context(), st)
+	if out.Verdict != Pass {
+		t.Fatalf("verdict %s", out.Verdict)
+	}
+	var types []string
+	for _, e := range rec.events {
+		types = append(types, e.Type)
+	}
+	if diff := cmp.Diff([]string{"nova.test.policy", "nova.confidence.computed", "nova.ai.decision.made", "nova.test.plan"}, types); diff != "" {
+		t.Errorf("event types (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"policy", "confidence", "plan"}, st.Completed); diff != "" {
+		t.Errorf("completed stages (-want +got):\n%s", diff)
+	}
+}

@@ -32,10 +32,12 @@ type Finding struct {
 
 // Result is what a stage returns: data, never rendered output.
 type Result struct {
-	Stage    string        `json:"stage"`
-	Verdict  Verdict       `json:"verdict"`
-	Summary  string        `json:"summary"`
-	Findings []Finding     `json:"findings,omitempty"`
+	Stage    string    `json:"stage"`
+	Verdict  Verdict   `json:"verdict"`
+	Summary  string    `json:"summary"`
+	Findings []Finding `json:"findings,omitempty"`
+	// PCRs are the policy records the stage produced (policy, nfr, plan).
+	PCRs     []PCR         `json:"pcrs,omitempty"`
 	Duration time.Duration `json:"-"`
 	// Event is the CloudEvents type recorded when the verdict is pass or
 	// awaiting approval; a fail or error is always recorded as
@@ -43,6 +45,15 @@ type Result struct {
 	Event string `json:"-"`
 	// Data is the stage's typed payload, recorded as the event's data.
 	Data any `json:"data,omitempty"`
+	// Also lists further events the stage's decision implies, recorded in
+	// order right after the stage's own event when it passes.
+	Also []EventSpec `json:"-"`
+}
+
+// EventSpec is an event a stage asks the runner to record.
+type EventSpec struct {
+	Type string
+	Data any
 }
 
 // Stage is one step of the pipeline. An error means the stage could not
@@ -71,8 +82,21 @@ type State struct {
 	Contract       *Contract
 	ContractDigest string
 	Target         *TargetStack
-	Plan           *Plan
-	Authorization  *Authorization
+	// Completed names the stages that have passed so far, in order; later
+	// stages use it to tell "evaluated, nothing found" from "never ran".
+	Completed []string
+	// PCRs accumulates every policy record of the run, in stage order.
+	PCRs []PCR
+	// Cost is the monthly cost estimate, when the NFR stage could make one.
+	Cost *CostEstimate
+	// Confidence is the latest confidence signal (post-plan replaces
+	// pre-plan).
+	Confidence *Confidence
+	// PlanJSON is `terraform show -json` of the saved plan, for plan-level
+	// rules.
+	PlanJSON      []byte
+	Plan          *Plan
+	Authorization *Authorization
 }
 
 // Plan is what the plan stage produced and the apply stage consumes.
@@ -100,3 +124,42 @@ type Authorization struct {
 	// Approver is "autonomous" for dev, otherwise the forge identity.
 	Approver string `json:"approver"`
 }
+
+// CostEstimate is a monthly cost estimate of the planned change.
+type CostEstimate struct {
+	// Skipped is true when no estimate could be made (no estimator or no
+	// credentials); Monthly is then meaningless.
+	Skipped  bool    `json:"skipped"`
+	Monthly  float64 `json:"monthly"`
+	Currency string  `json:"currency,omitempty"`
+	Reason   Reason  `json:"reason,omitempty"`
+}
+
+// Confidence is the confidence signal: a weighted score of six inputs
+// against the environment's frozen threshold.
+type Confidence struct {
+	Phase       Phase                      `json:"phase"`
+	Score       float64                    `json:"score"`
+	Band        Band                       `json:"band"`
+	Threshold   float64                    `json:"threshold"`
+	PerInput    map[string]ConfidenceInput `json:"perInput"`
+	ReasonCodes []Reason                   `json:"reasonCodes"`
+}
+
+// ConfidenceInput is one input's part of the score.
+type ConfidenceInput struct {
+	Value        float64  `json:"value"`
+	Weight       float64  `json:"weight"`
+	Contribution float64  `json:"contribution"`
+	Explanation  string   `json:"explanation"`
+	Reasons      []Reason `json:"reasons,omitempty"`
+}
+
+// Band is the confidence verdict.
+type Band string
+
+const (
+	BandPass    Band = "pass"
+	BandFail    Band = "fail"
+	BandBlocked Band = "blocked"
+)

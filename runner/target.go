@@ -15,8 +15,11 @@ type Instance struct {
 	Name    string `json:"name"`
 	Module  string `json:"module"`
 	Version string `json:"version"`
-	Parent  string `json:"parent,omitempty"`
-	Depth   int    `json:"depth"`
+	// Pinned is true when the stack names the exact module version, so a
+	// registry update cannot change what this contract deploys.
+	Pinned bool   `json:"pinned"`
+	Parent string `json:"parent,omitempty"`
+	Depth  int    `json:"depth"`
 	// Inputs holds literal values, already type-checked against the module.
 	Inputs map[string]Value `json:"inputs,omitempty"`
 	// Wires feeds inputs from other instances' outputs.

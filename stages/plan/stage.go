@@ -95,9 +95,14 @@ func (s *Stage) Run(ctx context.Context, st *runner.State) (runner.Result, error
 	if err != nil {
 		return runner.Result{}, err
 	}
-	if err := writeJSON(filepath.Join(bundle, PlanJSONFile), p); err != nil {
+	planJSON, err := runner.Canonical(p)
+	if err != nil {
+		return runner.Result{}, runner.Errorf(runner.TerraformShowFailed, "encoding plan JSON: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(bundle, PlanJSONFile), append(planJSON, '\n'), 0o644); err != nil {
 		return runner.Result{}, runner.Errorf(runner.TerraformShowFailed, "writing plan JSON: %w", err)
 	}
+	st.PlanJSON = planJSON
 	digest, err := runner.PlanDigest(p.ResourceChanges, st.ContractDigest, st.Commit)
 	if err != nil {
 		return runner.Result{}, runner.Errorf(runner.InternalError, "computing plan digest: %w", err)
@@ -283,12 +288,4 @@ func Summarize(p *tfjson.Plan) (runner.ChangeSummary, []ResourceChange) {
 		list = append(list, ResourceChange{Address: rc.Address, Actions: actions})
 	}
 	return sum, list
-}
-
-func writeJSON(path string, v any) error {
-	b, err := runner.Canonical(v)
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(path, append(b, '\n'), 0o644)
 }
