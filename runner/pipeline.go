@@ -83,6 +83,10 @@ func (p *Pipeline) Run(ctx context.Context, st *State) Outcome {
 func (p *Pipeline) finish(ctx context.Context, st *State, out Outcome, res Result) Outcome {
 	if err := p.record(context.WithoutCancel(ctx), st, &res); err != nil && res.Verdict != Errored {
 		res = erroredResult(res.Stage, err)
+	} else if res.Verdict != Errored {
+		if err := p.recordAlso(context.WithoutCancel(ctx), st, res.Also); err != nil {
+			res = erroredResult(res.Stage, err)
+		}
 	}
 	out.Results = append(out.Results, res)
 	out.Verdict = res.Verdict

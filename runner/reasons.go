@@ -99,6 +99,31 @@ const (
 	PlanChangedSinceApproval Reason = "PLAN_CHANGED_SINCE_APPROVAL"
 )
 
+// Confidence signal and its inputs.
+const (
+	ConfidenceInputMissing   Reason = "CONFIDENCE_INPUT_MISSING"
+	ConfidenceBelowThreshold Reason = "CONFIDENCE_BELOW_THRESHOLD"
+	PolicyCriticalFail       Reason = "POLICY_CRITICAL_FAIL"
+	SchemaIncomplete         Reason = "SCHEMA_INCOMPLETE"
+	PolicyPenalized          Reason = "POLICY_PENALIZED"
+	PolicyEngineFailed       Reason = "POLICY_ENGINE_FAILED"
+	NFRUnmet                 Reason = "NFR_UNMET"
+	NFRUndeclared            Reason = "NFR_UNDECLARED"
+	TestsNotProvided         Reason = "TESTS_NOT_PROVIDED"
+	TestsReportMissing       Reason = "TESTS_REPORT_MISSING"
+	TestsReportInvalid       Reason = "TESTS_REPORT_INVALID"
+	TestsFailing             Reason = "TESTS_FAILING"
+	CostEstimateSkipped      Reason = "COST_ESTIMATE_SKIPPED"
+	CostNoBudget             Reason = "COST_NO_BUDGET"
+	CostOverBudget           Reason = "COST_OVER_BUDGET"
+	ProvenanceUnsigned       Reason = "PROVENANCE_COMMIT_UNSIGNED"
+	ProvenanceUnverified     Reason = "PROVENANCE_COMMIT_UNVERIFIED"
+	ProvenanceUnknown        Reason = "PROVENANCE_COMMIT_UNKNOWN"
+	ProvenanceUnpinned       Reason = "PROVENANCE_MODULE_UNPINNED"
+	ProvenanceAgent          Reason = "PROVENANCE_AGENT_CONFIDENCE"
+	ConfidenceLoweredByPlan  Reason = "CONFIDENCE_LOWERED_POST_PLAN"
+)
+
 // Gate and run.
 const (
 	ApprovalRequired Reason = "APPROVAL_REQUIRED"
@@ -106,6 +131,24 @@ const (
 	EventWriteFailed Reason = "EVENT_WRITE_FAILED"
 	ConfigInvalid    Reason = "CONFIG_INVALID"
 	InternalError    Reason = "INTERNAL_ERROR"
+)
+
+// Evidence repo: signing, mirroring and verifying the audit trail, and the
+// indeterminate applies it remembers.
+const (
+	EvidencePushFailed             Reason = "EVIDENCE_PUSH_FAILED"
+	EvidenceRepoUnavailable        Reason = "EVIDENCE_REPO_UNAVAILABLE"
+	EvidenceKeyInvalid             Reason = "EVIDENCE_KEY_INVALID"
+	EvidenceChainBroken            Reason = "EVIDENCE_CHAIN_BROKEN"
+	EvidenceSignatureInvalid       Reason = "EVIDENCE_SIGNATURE_INVALID"
+	EvidenceCommitUnsigned         Reason = "EVIDENCE_COMMIT_UNSIGNED"
+	EvidenceCommitKeyUnknown       Reason = "EVIDENCE_COMMIT_KEY_UNKNOWN"
+	EvidenceCommitSignatureInvalid Reason = "EVIDENCE_COMMIT_SIGNATURE_INVALID"
+	EvidenceCommitInvalid          Reason = "EVIDENCE_COMMIT_INVALID"
+	EvidenceLayoutInvalid          Reason = "EVIDENCE_LAYOUT_INVALID"
+	EvidenceEventDuplicate         Reason = "EVIDENCE_EVENT_DUPLICATE"
+	EvidenceHistoryRewritten       Reason = "EVIDENCE_HISTORY_REWRITTEN"
+	ApplyIndeterminate             Reason = "APPLY_INDETERMINATE"
 )
 
 var reasonTable = []ReasonInfo{
@@ -165,11 +208,47 @@ var reasonTable = []ReasonInfo{
 	{PlanDigestMismatch, "apply", KindVerdict, "The saved plan no longer hashes to the digest recorded when it was planned (tampering or corruption)."},
 	{PlanChangedSinceApproval, "apply", KindVerdict, "A re-plan differs from the plan that was approved."},
 
+	{ConfidenceInputMissing, "confidence", KindVerdict, "A confidence input could not be computed (its stage did not run or errored, or a required test suite is missing or unreadable); the run halts rather than score without it."},
+	{ConfidenceBelowThreshold, "confidence", KindVerdict, "The confidence score is below the environment's frozen threshold (dev 0.50, qa 0.75, prod 0.90, dr 0.95)."},
+	{PolicyCriticalFail, "confidence", KindVerdict, "A policy check of critical severity failed; the run is blocked whatever the score."},
+	{SchemaIncomplete, "confidence", KindVerdict, "schema input: recommended contract fields are missing."},
+	{PolicyPenalized, "confidence", KindVerdict, "policy input: failing policy checks lowered the score (high 0.2, medium 0.05, low 0.01 each)."},
+	{PolicyEngineFailed, "confidence", KindVerdict, "policy input: a policy engine could not evaluate; counted like a high finding."},
+	{NFRUnmet, "confidence", KindVerdict, "nfr input: declared non-functional requirements are not satisfied by the stack."},
+	{NFRUndeclared, "confidence", KindVerdict, "nfr input: no NFR was declared (neutral in dev, 0 elsewhere)."},
+	{TestsNotProvided, "confidence", KindVerdict, "tests input: the contract points at no test report (dev only; scored 0.5)."},
+	{TestsReportMissing, "confidence", KindVerdict, "tests input: a test report the contract points at does not exist."},
+	{TestsReportInvalid, "confidence", KindVerdict, "tests input: a test report is not JUnit XML, is empty, or lies outside the checkout."},
+	{TestsFailing, "confidence", KindVerdict, "tests input: some tests in the reports failed."},
+	{CostEstimateSkipped, "confidence", KindVerdict, "cost input: no cost estimate could be made; scored 0.5."},
+	{CostNoBudget, "confidence", KindVerdict, "cost input: the contract declares no monthlyCostCeiling to compare with; scored 0.5."},
+	{CostOverBudget, "confidence", KindVerdict, "cost input: the estimate exceeds the budget (linear to 0 at twice the budget)."},
+	{ProvenanceUnsigned, "confidence", KindVerdict, "provenance input: the commit is not signed."},
+	{ProvenanceUnverified, "confidence", KindVerdict, "provenance input: the commit is signed but no trusted key verified it."},
+	{ProvenanceUnknown, "confidence", KindVerdict, "provenance input: the commit could not be read (no git checkout)."},
+	{ProvenanceUnpinned, "confidence", KindVerdict, "provenance input: a module is used without a pinned version."},
+	{ProvenanceAgent, "confidence", KindVerdict, "provenance input: an agent-written contract's own confidenceAtSubmission is blended in."},
+	{ConfidenceLoweredByPlan, "confidence", KindVerdict, "Plan-level findings lowered the confidence score after the plan (it can never rise)."},
+
 	{ApprovalRequired, "gate", KindVerdict, "The environment needs a human approval bound to this plan digest before apply."},
 	{RunCancelled, "run", KindError, "The run was cancelled (signal or timeout) before it finished."},
 	{EventWriteFailed, "run", KindError, "An event could not be written durably; the run stops rather than act unrecorded."},
 	{ConfigInvalid, "run", KindError, "A flag, environment variable or setting is invalid."},
 	{InternalError, "run", KindError, "A bug in Nova; please report it with the run's events."},
+
+	{EvidencePushFailed, "evidence", KindError, "An event could not be pushed to the evidence repo; for `nova.apply.authorized` the run stops before apply and the outbox keeps the events for the next run."},
+	{EvidenceRepoUnavailable, "evidence", KindError, "The evidence repo cannot be opened, cloned or fetched (path, URL or credentials)."},
+	{EvidenceKeyInvalid, "evidence", KindError, "A signing or verification key is missing, cannot be decrypted, or is not ECDSA P-256 / OpenPGP."},
+	{EvidenceChainBroken, "evidence", KindVerdict, "A contract's chain has a gap, a wrong `seq` or a `prevEventHash` that does not match the previous event file."},
+	{EvidenceSignatureInvalid, "evidence", KindVerdict, "An event's `.sig` is missing or does not verify with any allowed public key."},
+	{EvidenceCommitUnsigned, "evidence", KindVerdict, "An evidence commit carries no signature."},
+	{EvidenceCommitKeyUnknown, "evidence", KindVerdict, "An evidence commit is signed by a key that is not allowed."},
+	{EvidenceCommitSignatureInvalid, "evidence", KindVerdict, "An evidence commit's OpenPGP signature does not match its content."},
+	{EvidenceCommitInvalid, "evidence", KindVerdict, "An evidence commit does not add exactly the one event its message names (a merge, a modification, a deletion)."},
+	{EvidenceLayoutInvalid, "evidence", KindVerdict, "A file lies outside `contracts/<contractId>/<seq>-<type>.json|.sig`, or an event file disagrees with its path."},
+	{EvidenceEventDuplicate, "evidence", KindVerdict, "Two events in the evidence repo share a CloudEvents `id`."},
+	{EvidenceHistoryRewritten, "evidence", KindVerdict, "A head this machine pushed is no longer in the evidence repo's history (a force-push dropped or rewrote commits)."},
+	{ApplyIndeterminate, "evidence", KindVerdict, "An earlier apply of this contract was interrupted or unreadable; record `nova evidence resolve` before applying again."},
 }
 
 // Reasons returns the vocabulary in documentation order.

@@ -46,7 +46,7 @@ type Result struct {
 	// Data is the stage's typed payload, recorded as the event's data.
 	Data any `json:"data,omitempty"`
 	// Also lists further events the stage's decision implies, recorded in
-	// order right after the stage's own event when it passes.
+	// order right after the stage's own event (unless the stage errored).
 	Also []EventSpec `json:"-"`
 }
 
@@ -162,4 +162,15 @@ const (
 	BandPass    Band = "pass"
 	BandFail    Band = "fail"
 	BandBlocked Band = "blocked"
+)
+
+// CommitSignature is what is known about the deployed commit's signature.
+type CommitSignature string
+
+const (
+	CommitVerified   CommitSignature = "verified"
+	CommitUnverified CommitSignature = "signed-unverified"
+	CommitUnsigned   CommitSignature = "unsigned"
+	CommitInvalid    CommitSignature = "invalid"
+	CommitUnknown    CommitSignature = "unknown"
 )

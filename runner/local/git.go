@@ -1,9 +1,14 @@
 package local
 
 import (
+	"context"
 	"errors"
+	"strings"
 
 	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/nova-platform/nova/runner"
 )
 
 // HeadCommit returns the commit checked out in the repository containing
@@ -22,4 +27,34 @@ func HeadCommit(dir string) (string, error) {
 		return "", nil
 	}
 	return head.Hash().String(), nil
+}
+
+// CommitVerifier checks commit signatures with git's own data: no forge.
+type CommitVerifier struct {
+	// TrustedKeys is an armored OpenPGP public key ring; without it a
+	// signed commit can only be reported as signed-unverified.
+	TrustedKeys string
+}
+
+// VerifyCommit reports what is known about commit's signature.
+func (v CommitVerifier) VerifyCommit(_ context.Context, dir, commit string) (runner.CommitSignature, error) {
+	repo, err := git.PlainOpenWithOptions(dir, &git.PlainOpenOptions{DetectDotGit: true, EnableDotGitCommonDir: true})
+	if err != nil {
+		return runner.CommitUnknown, nil
+	}
+	c, err := repo.CommitObject(plumbing.NewHash(commit))
+	if err != nil {
+		// Not a commit of this checkout (a --commit from elsewhere).
+		return runner.CommitUnknown, nil
+	}
+	if c.PGPSignature == "" {
+		return runner.CommitUnsigned, nil
+	}
+	if v.TrustedKeys == "" || !strings.Contains(c.PGPSignature, "BEGIN PGP SIGNATURE") {
+		return runner.CommitUnverified, nil
+	}
+	if _, err := c.Verify(v.TrustedKeys); err != nil {
+		return runner.CommitInvalid, nil
+	}
+	return runner.CommitVerified, nil
 }
