@@ -299,9 +299,9 @@ func TestApplyRefusesBundlesItWasNotMadeFor(t *testing.T) {
 }
 
 // TestCancellationInterruptsTerraform cancels a run while terraform apply
-// is busy in a slow provisioner: nova must report the interruption (not a
-// failure of the configuration) and terraform must have released its state
-// lock, so the next run can proceed.
+// is busy in a slow provisioner: nova must report the apply's outcome as
+// unknown (not as a failure of the configuration) and terraform must have
+// released its state lock.
 func TestCancellationInterruptsTerraform(t *testing.T) {
 	c := newConsumer(t, `apiVersion: nova/v1
 id: 0c0ffee0-1111-4222-8333-444455556666
@@ -331,8 +331,8 @@ inputs:
 	}()
 	start := time.Now()
 	code, v, stderr := c.nova(ctx, "run")
-	if code != ExitError || v.Reason != string(runner.TerraformInterrupted) {
-		t.Fatalf("exit %d reason %q, want %d %s\n%s", code, v.Reason, ExitError, runner.TerraformInterrupted, stderr)
+	if code != ExitError || v.Reason != string(runner.ApplyIndeterminate) {
+		t.Fatalf("exit %d reason %q, want %d %s\n%s", code, v.Reason, ExitError, runner.ApplyIndeterminate, stderr)
 	}
 	if elapsed := time.Since(start); elapsed > 45*time.Second {
 		t.Errorf("terraform ran %s after cancellation; the interrupt did not reach it", elapsed)
@@ -340,5 +340,7 @@ inputs:
 	if _, err := os.Stat(lock); err == nil {
 		t.Error("terraform left its state lock behind")
 	}
-	checkChain(t, readEvents(t, v.EventsFile), []string{runner.EventContractValidated, runner.EventPlanCreated, runner.EventApplyAuthorized, runner.EventRunFailed})
+	// An interrupted apply is recorded as indeterminate, never as failed or
+	// completed by guess.
+	checkChain(t, readEvents(t, v.EventsFile), []string{runner.EventContractValidated, runner.EventPlanCreated, runner.EventApplyAuthorized, runner.EventRunFailed, runner.EventApplyIndeterminate})
 }

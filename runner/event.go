@@ -11,13 +11,15 @@ import (
 
 // Event types: a controlled vocabulary, so consumers can subscribe by type.
 const (
-	EventContractValidated = "nova.contract.validated"
-	EventPlanCreated       = "nova.plan.created"
-	EventPlanLoaded        = "nova.plan.loaded"
-	EventApprovalRequested = "nova.approval.requested"
-	EventApplyAuthorized   = "nova.apply.authorized"
-	EventApplyCompleted    = "nova.apply.completed"
-	EventRunFailed         = "nova.run.failed"
+	EventContractValidated  = "nova.contract.validated"
+	EventPlanCreated        = "nova.plan.created"
+	EventPlanLoaded         = "nova.plan.loaded"
+	EventApprovalRequested  = "nova.approval.requested"
+	EventApplyAuthorized    = "nova.apply.authorized"
+	EventApplyCompleted     = "nova.apply.completed"
+	EventApplyIndeterminate = "nova.apply.indeterminate"
+	EventApplyResolved      = "nova.apply.resolved"
+	EventRunFailed          = "nova.run.failed"
 )
 
 // Event is a CloudEvents 1.0 envelope in its JSON format.

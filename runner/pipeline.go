@@ -53,7 +53,12 @@ func (p *Pipeline) Run(ctx context.Context, st *State) Outcome {
 		start := now()
 		res, err := stage.Run(ctx, st)
 		if err != nil {
+			// The follow-up events survive: a stage that cannot finish may
+			// still know what must be on record (an apply whose outcome is
+			// unknown).
+			also := res.Also
 			res = erroredResult(stage.Name(), err)
+			res.Also = also
 		}
 		res.Stage = stage.Name()
 		res.Duration = now().Sub(start)
@@ -81,12 +86,12 @@ func (p *Pipeline) Run(ctx context.Context, st *State) Outcome {
 // even when the run's context is already cancelled: an interrupted run must
 // still leave a trace.
 func (p *Pipeline) finish(ctx context.Context, st *State, out Outcome, res Result) Outcome {
-	if err := p.record(context.WithoutCancel(ctx), st, &res); err != nil && res.Verdict != Errored {
-		res = erroredResult(res.Stage, err)
-	} else if res.Verdict != Errored {
-		if err := p.recordAlso(context.WithoutCancel(ctx), st, res.Also); err != nil {
+	if err := p.record(context.WithoutCancel(ctx), st, &res); err != nil {
+		if res.Verdict != Errored {
 			res = erroredResult(res.Stage, err)
 		}
+	} else if err := p.recordAlso(context.WithoutCancel(ctx), st, res.Also); err != nil {
+		res = erroredResult(res.Stage, err)
 	}
 	out.Results = append(out.Results, res)
 	out.Verdict = res.Verdict

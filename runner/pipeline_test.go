@@ -245,3 +245,57 @@ func TestPipelineRecordsFollowUpEventsAndCompletedStages(t *testing.T) {
 		t.Errorf("completed stages (-want +got):\n%s", diff)
 	}
 }
+
+type historyFunc func(ctx context.Context, contractID string, env Environment) (string, error)
+
+func (f historyFunc) UnresolvedApply(ctx context.Context, contractID string, env Environment) (string, error) {
+	return f(ctx, contractID, env)
+}
+
+func TestGateRefusesWhileAnApplyIsIndeterminate(t *testing.T) {
+	st := &State{Contract: &Contract{ID: "c", Environment: Dev}, Plan: &Plan{Digest: "d"}}
+	g := Gate{History: historyFunc(func(_ context.Context, id string, env Environment) (string, error) {
+		if id != "c" || env != Dev {
+			t.Errorf("history asked about %s/%s", id, env)
+		}
+		return "event-7", nil
+	})}
+	res, err := g.Run(t.Context(), st)
+	if err != nil || res.Verdict != Fail || res.Findings[0].Reason != ApplyIndeterminate || st.Authorization != nil {
+		t.Errorf("gate = %+v, %v, authorization %+v; want fail with %s and no authorization", res, err, st.Authorization, ApplyIndeterminate)
+	}
+	g.History = historyFunc(func(context.Context, string, Environment) (string, error) { return "", nil })
+	if res, _ := g.Run(t.Context(), st); res.Verdict != Pass {
+		t.Errorf("gate with resolved history = %s, want pass", res.Verdict)
+	}
+}
+
+func TestErroredStageKeepsItsFollowUpEvents(t *testing.T) {
+	rec := &memRecorder{}
+	broken := fakeStage{"apply", func(context.Context, *State) (Result, error) {
+		return Result{Also: []EventSpec{{Type: EventApplyIndeterminate}}}, Errorf(ApplyIndeterminate, "unknown outcome")
+	}}
+	p := Pipeline{Stages: []Stage{broken}, Events: NewEmitter(rec, "urn:test", "r", nil)}
+	out := p.Run(t.Context(), contractState())
+	if out.Verdict != Errored || out.Reason != ApplyIndeterminate {
+		t.Errorf("outcome %s/%s", out.Verdict, out.Reason)
+	}
+	if len(rec.events) != 2 || rec.events[0].Type != EventRunFailed || rec.events[1].Type != EventApplyIndeterminate {
+		t.Errorf("events %v, want run.failed then apply.indeterminate", rec.events)
+	}
+}
+
+func TestTeeRecordsInOrderAndStopsAtFirstFailure(t *testing.T) {
+	first, second := &memRecorder{}, &headRecorder{memRecorder{head: &chainHead{seq: 9, hash: "h"}}}
+	tee := Tee{first, second}
+	if seq, hash, _ := tee.ChainHead(t.Context(), "c"); seq != 9 || hash != "h" {
+		t.Errorf("chain head %d %q, want the chain-aware recorder's 9 h", seq, hash)
+	}
+	if err := tee.Record(t.Context(), Event{ID: "1"}); err != nil || len(first.events) != 1 || len(second.events) != 1 {
+		t.Errorf("record: %v, %d/%d events", err, len(first.events), len(second.events))
+	}
+	second.fail = errors.New("push rejected")
+	if err := tee.Record(t.Context(), Event{ID: "2"}); err == nil {
+		t.Error("a failing recorder did not fail the tee")
+	}
+}

@@ -46,7 +46,8 @@ type Result struct {
 	// Data is the stage's typed payload, recorded as the event's data.
 	Data any `json:"data,omitempty"`
 	// Also lists further events the stage's decision implies, recorded in
-	// order right after the stage's own event (unless the stage errored).
+	// order right after the stage's own event, even when the stage returns
+	// an error alongside.
 	Also []EventSpec `json:"-"`
 }
 

@@ -88,11 +88,16 @@ func (s *Stage) Run(ctx context.Context, st *runner.State) (runner.Result, error
 		}, nil
 	}
 	if err := ws.Apply(ctx, planFile); err != nil {
+		if runner.ReasonOf(err) == runner.TerraformInterrupted {
+			return indeterminate(digest, err)
+		}
 		return runner.Result{}, err
 	}
 	outputs, err := ws.Outputs(ctx)
 	if err != nil {
-		return runner.Result{}, err
+		// Terraform said it applied, but nothing can confirm what: the
+		// outcome is recorded as unknown, never guessed.
+		return indeterminate(digest, err)
 	}
 	public := map[string]any{}
 	names := make([]string, 0, len(outputs))
@@ -111,6 +116,18 @@ func (s *Stage) Run(ctx context.Context, st *runner.State) (runner.Result, error
 		Event:   runner.EventApplyCompleted,
 		Data:    Data{Digest: digest, Applied: true, Changes: changes, Outputs: public},
 	}, nil
+}
+
+// indeterminate records that the apply's outcome is unknown: terraform was
+// interrupted mid-apply or its result could not be read. It is never
+// reported as completed or failed by guess, and the gate refuses further
+// applies of the contract until an operator resolves it.
+func indeterminate(digest string, cause error) (runner.Result, error) {
+	return runner.Result{Also: []runner.EventSpec{{
+			Type: runner.EventApplyIndeterminate,
+			Data: map[string]string{"digest": digest, "cause": cause.Error()},
+		}}},
+		runner.Errorf(runner.ApplyIndeterminate, "the outcome of applying plan %s is unknown: %w", runner.ShortDigest(digest), cause)
 }
 
 // Bundle loads the plan bundle of an earlier `nova plan` into the run, for

@@ -1,0 +1,34 @@
+package runner
+
+import "context"
+
+// Tee records each event with every recorder in order, stopping at the
+// first failure: a run that cannot put an event where it must (the
+// evidence repo before apply) stops, even if an earlier copy was written.
+type Tee []Recorder
+
+var (
+	_ Recorder    = Tee(nil)
+	_ ChainHeader = Tee(nil)
+)
+
+// Record implements Recorder.
+func (t Tee) Record(ctx context.Context, e Event) error {
+	for _, r := range t {
+		if err := r.Record(ctx, e); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ChainHead implements ChainHeader with the first recorder that knows the
+// chain: the evidence repo is its authority, a local log is not.
+func (t Tee) ChainHead(ctx context.Context, contractID string) (int64, string, error) {
+	for _, r := range t {
+		if h, ok := r.(ChainHeader); ok {
+			return h.ChainHead(ctx, contractID)
+		}
+	}
+	return 0, "", nil
+}
