@@ -38,7 +38,9 @@ func stageState(t *testing.T, env runner.Environment) *runner.State {
 }
 
 func TestStageVerdicts(t *testing.T) {
-	verified := verifierFunc(func(context.Context, string, string) (runner.CommitSignature, error) { return runner.CommitVerified, nil })
+	verified := verifierFunc(func(context.Context, string, string) (runner.CommitSignature, error) {
+		return runner.CommitVerified, nil
+	})
 	tests := []struct {
 		name      string
 		env       runner.Environment
