@@ -183,7 +183,7 @@ func readContract(path string) ([]byte, error) {
 }
 
 func failed(file string, le *loadError) runner.Result {
-	f := runner.Finding{Reason: le.reason, Message: le.msg, Location: locate(file, le.pos)}
+	f := runner.Finding{Reason: le.reason, Message: le.msg, Field: le.field, Location: locate(file, le.pos)}
 	return runner.Result{Verdict: runner.Fail, Summary: summarize([]runner.Finding{f}), Findings: []runner.Finding{f}}
 }
 

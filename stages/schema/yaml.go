@@ -44,11 +44,31 @@ type loadError struct {
 	reason runner.Reason
 	pos    position
 	msg    string
+	// field is the JSON pointer of the offending value, when there is one.
+	field string
 }
 
 func (e *loadError) Error() string { return e.msg }
 
 var yamlLine = regexp.MustCompile(`^yaml: line (\d+): `)
+
+// yamlParserProblems are the messages of yaml.v3's parser, as opposed to its
+// scanner. yaml.v3 turns the 0-based line of a scanner error into a 1-based
+// one but not that of a parser error (see its (*parser).fail), so a parser
+// error's "line N" is really line N+1.
+var yamlParserProblems = map[string]bool{
+	"did not find expected ',' or ']'":       true,
+	"did not find expected ',' or '}'":       true,
+	"did not find expected '-' indicator":    true,
+	"did not find expected <document start>": true,
+	"did not find expected <stream-start>":   true,
+	"did not find expected key":              true,
+	"did not find expected node content":     true,
+	"found duplicate %TAG directive":         true,
+	"found duplicate %YAML directive":        true,
+	"found incompatible YAML document":       true,
+	"found undefined tag handle":             true,
+}
 
 // parseYAML turns raw contract bytes into a document. It never expands an
 // alias beyond the node budget, so an alias bomb costs milliseconds.
@@ -90,6 +110,9 @@ func yamlSyntaxError(err error) error {
 	if m := yamlLine.FindStringSubmatch(msg); m != nil {
 		le.pos.line, _ = strconv.Atoi(m[1])
 		le.msg = strings.TrimPrefix(msg, m[0])
+		if yamlParserProblems[le.msg] {
+			le.pos.line++
+		}
 	}
 	return le
 }
@@ -126,6 +149,12 @@ func (c *converter) convert(n *yaml.Node, ptr string, depth int) (any, error) {
 				return nil, &loadError{reason: runner.ContractYAMLInvalid, pos: position{k.Line, k.Column},
 					msg: "mapping keys must be plain strings (merge keys << are not supported)"}
 			}
+			// A key is used by its text alone, so a tag on it would be
+			// dropped silently; refuse it as on any other node.
+			if !coreScalarTags[k.ShortTag()] {
+				return nil, &loadError{reason: runner.ContractYAMLUnsupportedTag, pos: position{k.Line, k.Column},
+					msg: fmt.Sprintf("YAML tag %s is not supported", k.Tag)}
+			}
 			if _, dup := m[k.Value]; dup {
 				return nil, &loadError{reason: runner.ContractYAMLDuplicateKey, pos: position{k.Line, k.Column},
 					msg: fmt.Sprintf("key %q appears twice in the same mapping", k.Value)}
@@ -153,7 +182,12 @@ func (c *converter) convert(n *yaml.Node, ptr string, depth int) (any, error) {
 		}
 		return s, nil
 	case yaml.ScalarNode:
-		return scalar(n)
+		v, err := scalar(n)
+		var le *loadError
+		if errors.As(err, &le) && ptr != "" {
+			le.field = ptr
+		}
+		return v, err
 	}
 	return nil, &loadError{reason: runner.ContractYAMLInvalid, pos: position{n.Line, n.Column}, msg: "unexpected YAML node"}
 }
@@ -166,6 +200,12 @@ func checkTag(n *yaml.Node, want string) error {
 			msg: fmt.Sprintf("YAML tag %s is not supported", n.Tag)}
 	}
 	return nil
+}
+
+// coreScalarTags are the scalar tags of YAML's core schema (plus
+// timestamps, which yaml.v3 resolves unquoted dates to).
+var coreScalarTags = map[string]bool{
+	"!!str": true, "!!int": true, "!!float": true, "!!bool": true, "!!null": true, "!!timestamp": true,
 }
 
 func scalar(n *yaml.Node) (any, error) {
@@ -200,6 +240,12 @@ func scalar(n *yaml.Node) (any, error) {
 		case float64:
 			if math.IsInf(x, 0) || math.IsNaN(x) {
 				return nil, &loadError{reason: runner.ContractFieldValue, pos: pos, msg: fmt.Sprintf("%s is not a finite number", n.Value)}
+			}
+			// Whole numbers keep plain digits: 'g' would write 1e6 as
+			// "1e+06", which the schema accepts as an integer but
+			// encoding/json refuses to decode into an int field.
+			if x == math.Trunc(x) && math.Abs(x) < 1e21 {
+				return json.Number(strconv.FormatFloat(x, 'f', -1, 64)), nil
 			}
 			return json.Number(strconv.FormatFloat(x, 'g', -1, 64)), nil
 		}
