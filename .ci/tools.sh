@@ -4,6 +4,9 @@
 # bin directory to put on PATH.
 #
 #   .ci/tools.sh terraform   # terraform, unless one is already on PATH
+#   .ci/tools.sh cosign      # cosign (evidence interop tests), unless on PATH
+#   .ci/tools.sh gpg         # gpg (git verify-commit interop), from Debian if missing
+#   .ci/tools.sh conftest    # conftest (policy benchmark and conftest parity test), unless on PATH
 set -euo pipefail
 
 TOOLS_BIN="${NOVA_TOOLS_BIN:-${XDG_CACHE_HOME:-$HOME/.cache}/nova-tools/bin}"
@@ -13,6 +16,12 @@ export PATH="$TOOLS_BIN:$PATH"
 # Exact versions: the module proxy refuses @latest for some modules, and a
 # test run must not change because a new release appeared.
 TERRAFORM_VERSION=v1.5.7
+# cosign v2 builds with the Go this project pins (v2.6.x needs go >= 1.25);
+# v3 changed verify-blob's defaults, and the tests exercise the v2 CLI.
+COSIGN_VERSION=v2.6.5
+# conftest v0.71.1 builds with Go 1.26 and embeds OPA 1.21, the Rego
+# dialect Nova's policies are written in.
+CONFTEST_VERSION=v0.71.1
 
 install_terraform() {
   if command -v terraform >/dev/null 2>&1; then
@@ -22,9 +31,44 @@ install_terraform() {
   GOBIN="$TOOLS_BIN" GOFLAGS=-mod=mod go install "github.com/hashicorp/terraform@$TERRAFORM_VERSION" >&2
 }
 
+install_cosign() {
+  if command -v cosign >/dev/null 2>&1; then
+    return
+  fi
+  echo "installing cosign $COSIGN_VERSION into $TOOLS_BIN (go install; takes a few minutes once)" >&2
+  # GOTOOLCHAIN=local: fail rather than fetch another Go if a dependency
+  # ever asks for one; the tests then skip with the reason.
+  GOBIN="$TOOLS_BIN" GOFLAGS=-mod=mod GOTOOLCHAIN=local \
+    go install "github.com/sigstore/cosign/v2/cmd/cosign@$COSIGN_VERSION" >&2
+}
+
+install_gpg() {
+  if command -v gpg >/dev/null 2>&1; then
+    return
+  fi
+  echo "installing gnupg from Debian" >&2
+  if [ "$(id -u)" -eq 0 ]; then
+    (apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y gnupg) >&2
+  else
+    (sudo apt-get update && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y gnupg) >&2
+  fi
+}
+
+install_conftest() {
+  if command -v conftest >/dev/null 2>&1; then
+    return
+  fi
+  echo "installing conftest $CONFTEST_VERSION into $TOOLS_BIN (go install; takes a few minutes once)" >&2
+  GOBIN="$TOOLS_BIN" GOFLAGS=-mod=mod GOTOOLCHAIN=local \
+    go install "github.com/open-policy-agent/conftest@$CONFTEST_VERSION" >&2
+}
+
 for tool in "$@"; do
   case "$tool" in
     terraform) install_terraform ;;
+    cosign) install_cosign ;;
+    gpg) install_gpg ;;
+    conftest) install_conftest ;;
     *) echo "unknown tool: $tool" >&2; exit 2 ;;
   esac
 done

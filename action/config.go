@@ -41,6 +41,11 @@ type Config struct {
 	Commit        string
 	Bundle        string
 	Verbose       bool
+	// TrustedKeysFile holds armored OpenPGP keys that verify commits for
+	// the provenance input.
+	TrustedKeysFile string
+	// InfracostKey lets the nfr stage estimate cost.
+	InfracostKey string
 	// Source is the CloudEvents source of this run's events.
 	Source string
 	// TerraformEnv is the environment terraform runs with.
@@ -73,6 +78,7 @@ func parseConfig(cmd string, args []string, env Env) (Config, error) {
 	fs.Var(&backendConfig, "backend-config", "Terraform -backend-config key=value (repeatable)")
 	fs.StringVar(&cfg.Commit, "commit", "", "commit being deployed (default: $NOVA_COMMIT, $GITHUB_SHA, or HEAD of --dir)")
 	fs.BoolVar(&cfg.Verbose, "verbose", false, "stream terraform output to stderr")
+	fs.StringVar(&cfg.TrustedKeysFile, "trusted-keys", env.Getenv("NOVA_TRUSTED_KEYS"), "armored OpenPGP public keys that verify commit signatures")
 	if cmd == "apply" {
 		fs.StringVar(&cfg.Bundle, "bundle", "", "plan bundle from `nova plan` (default: the newest for this contract)")
 	}
@@ -116,6 +122,7 @@ func parseConfig(cmd string, args []string, env Env) (Config, error) {
 	if server, repo, runID := env.Getenv("GITHUB_SERVER_URL"), env.Getenv("GITHUB_REPOSITORY"), env.Getenv("GITHUB_RUN_ID"); server != "" && repo != "" && runID != "" {
 		cfg.Source = server + "/" + repo + "/actions/runs/" + runID
 	}
+	cfg.InfracostKey = env.Getenv("INFRACOST_API_KEY")
 	cfg.TerraformEnv = map[string]string{}
 	for _, kv := range env.Environ {
 		if k, v, ok := strings.Cut(kv, "="); ok {

@@ -13,6 +13,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ProtonMail/go-crypto/openpgp"
+	"github.com/ProtonMail/go-crypto/openpgp/armor"
+	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing/object"
 	tfjson "github.com/hashicorp/terraform-json"
 
 	"github.com/nova-platform/nova/runner"
@@ -29,6 +33,7 @@ type consumer struct {
 	dir      string
 	stateDir string
 	extra    []string
+	env      map[string]string
 }
 
 func newConsumer(t *testing.T, contract string) *consumer {
@@ -60,7 +65,7 @@ func (c *consumer) nova(ctx context.Context, args ...string) (int, runView, stri
 	full = append(full, c.extra...)
 	code := run(ctx, Env{
 		Args:    full,
-		Getenv:  func(string) string { return "" },
+		Getenv:  func(k string) string { return c.env[k] },
 		Environ: os.Environ(),
 		Stdout:  &stdout,
 		Stderr:  &stderr,
@@ -83,6 +88,7 @@ inputs:
 validation:
   e2eSuite: reports/e2e.xml
   loadTest: reports/load.xml
+  unitTests: reports/unit.xml
 runbook: https://runbooks.example.com/hello
 dashboard: https://grafana.example.com/d/hello
 oncall: team-hello
@@ -169,24 +175,22 @@ func TestEndToEndPlanApplyChangeDestroy(t *testing.T) {
 	c.extra = []string{"--commit", "1111111111111111111111111111111111111111"}
 
 	code, v, stderr := c.nova(ctx, "run")
-	if code != ExitPass || !slices.Equal(verdicts(v), []string{"schema=pass", "plan=pass", "gate=pass", "apply=pass"}) {
+	if code != ExitPass || !slices.Equal(verdicts(v), []string{"schema=pass", "policy=pass", "nfr=pass", "confidence=pass", "plan=pass", "plan-policy=pass", "plan-confidence=pass", "gate=pass", "apply=pass"}) {
 		t.Fatalf("first run: exit %d, stages %v\n%s", code, verdicts(v), stderr)
 	}
-	checkChain(t, readEvents(t, v.EventsFile), []string{
-		runner.EventContractValidated, runner.EventPlanCreated, runner.EventApplyAuthorized, runner.EventApplyCompleted,
-	})
+	checkChain(t, readEvents(t, v.EventsFile), slices.Concat(evaluated, planned, []string{runner.EventApplyAuthorized, runner.EventApplyCompleted}))
 	if got := outputValue(t, c.state(ctx, "dev"), "message__text"); got != "Hello, world!" {
 		t.Errorf("after first apply message__text = %q", got)
 	}
 
 	code, v, _ = c.nova(ctx, "run")
-	if code != ExitPass || !strings.Contains(v.Stages[1].Summary, "no changes") || !strings.Contains(v.Stages[3].Summary, "nothing to apply") {
+	if code != ExitPass || !strings.Contains(stage(v, "plan").Summary, "no changes") || !strings.Contains(stage(v, "apply").Summary, "nothing to apply") {
 		t.Errorf("second run should see no changes: exit %d, %+v", code, v.Stages)
 	}
 
 	c.writeContract(helloContract("changed", "dev"))
 	code, v, stderr = c.nova(ctx, "plan")
-	if code != ExitPass || !slices.Equal(verdicts(v), []string{"schema=pass", "plan=pass"}) {
+	if code != ExitPass || !slices.Equal(verdicts(v), []string{"schema=pass", "policy=pass", "nfr=pass", "confidence=pass", "plan=pass", "plan-policy=pass", "plan-confidence=pass"}) {
 		t.Fatalf("plan after change: exit %d, %v\n%s", code, verdicts(v), stderr)
 	}
 	m, err := plan.ReadManifest(v.BundleDir)
@@ -233,25 +237,107 @@ func outputValue(t *testing.T, st *tfjson.State, name string) string {
 	return s
 }
 
+// TestGuardedEnvironmentsStopAtTheGate gives each guarded environment
+// everything its confidence threshold asks for — passing test reports, a
+// cost estimate within budget (from a fake infracost, which cannot price
+// anything offline) and a commit signed with a trusted key — so that the run
+// reaches the gate, and checks that it stops there and applies nothing.
 func TestGuardedEnvironmentsStopAtTheGate(t *testing.T) {
+	fakeInfracost(t, `{"version":"0.2","currency":"USD","projects":[],"totalMonthlyCost":"12.50","diffTotalMonthlyCost":"12.50"}`)
 	for _, env := range []string{"qa", "prod", "dr"} {
 		t.Run(env, func(t *testing.T) {
-			c := newConsumer(t, helloContract("world", env))
+			c := newConsumer(t, helloContract("world", env)+"nfr:\n  monthlyCostCeiling: 50\n")
+			c.env = map[string]string{"INFRACOST_API_KEY": "fake-key"}
+			writeFile(t, filepath.Join(c.dir, "reports", "e2e.xml"), `<testsuite><testcase name="a"/><testcase name="b"/></testsuite>`)
+			writeFile(t, filepath.Join(c.dir, "reports", "load.xml"), `<testsuite><testcase name="p99"/></testsuite>`)
+			writeFile(t, filepath.Join(c.dir, "reports", "unit.xml"), `<testsuite><testcase name="u"/></testsuite>`)
+			c.extra = []string{"--trusted-keys", signedCheckout(t, c.dir)}
+
 			code, v, stderr := c.nova(t.Context(), "run")
 			if code != ExitAwaitingApproval || v.Reason != string(runner.ApprovalRequired) {
 				t.Fatalf("exit %d reason %s, want %d %s\n%s", code, v.Reason, ExitAwaitingApproval, runner.ApprovalRequired, stderr)
 			}
-			if !slices.Equal(verdicts(v), []string{"schema=pass", "plan=pass", "gate=awaiting_approval"}) {
-				t.Errorf("stages = %v", verdicts(v))
+			if got := verdicts(v); got[len(got)-1] != "gate=awaiting_approval" || slices.Contains(got, "apply=pass") {
+				t.Errorf("stages = %v", got)
+			}
+			if v.Confidence == nil || v.Confidence.Score != 1 {
+				t.Errorf("confidence = %+v, want 1.000 with every input satisfied", v.Confidence)
 			}
 			if _, err := os.Stat(filepath.Join(c.stateDir, "0c0ffee0-1111-4222-8333-444455556666", env, "terraform.tfstate")); err == nil {
 				if st := c.state(t.Context(), env); st.Values != nil && len(st.Values.RootModule.ChildModules) > 0 {
 					t.Error("a guarded environment was applied without approval")
 				}
 			}
-			checkChain(t, readEvents(t, v.EventsFile), []string{runner.EventContractValidated, runner.EventPlanCreated, runner.EventApprovalRequested})
+			checkChain(t, readEvents(t, v.EventsFile), slices.Concat(evaluated, planned, []string{runner.EventApprovalRequested}))
 		})
 	}
+}
+
+// The events of the evaluation stages and of planning, in order.
+var (
+	evaluated = []string{runner.EventContractValidated, "nova.policy.evaluated", "nova.nfr.evaluated", "nova.confidence.computed", "nova.ai.decision.made"}
+	planned   = []string{runner.EventPlanCreated, "nova.policy.evaluated", "nova.confidence.computed", "nova.ai.decision.made"}
+)
+
+func stage(v runView, name string) stageView {
+	for _, s := range v.Stages {
+		if s.Stage == name {
+			return s
+		}
+	}
+	return stageView{}
+}
+
+// fakeInfracost puts an infracost on PATH that prints a recorded breakdown:
+// the real one needs its pricing API, which no test can reach.
+func fakeInfracost(t *testing.T, breakdown string) {
+	t.Helper()
+	bin := t.TempDir()
+	writeFile(t, filepath.Join(bin, "breakdown.json"), breakdown)
+	script := "#!/bin/sh\ncat " + filepath.Join(bin, "breakdown.json") + "\n"
+	if err := os.WriteFile(filepath.Join(bin, "infracost"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+}
+
+// signedCheckout commits dir as a git repository signed with a fresh
+// OpenPGP key and returns a file holding that key, for --trusted-keys.
+func signedCheckout(t *testing.T, dir string) string {
+	t.Helper()
+	repo, err := git.PlainInit(dir, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wt, err := repo.Worktree()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := wt.AddGlob("."); err != nil {
+		t.Fatal(err)
+	}
+	key, err := openpgp.NewEntity("consumer", "", "consumer@example.com", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := wt.Commit("contract", &git.CommitOptions{
+		Author:  &object.Signature{Name: "consumer", Email: "consumer@example.com", When: time.Now()},
+		SignKey: key,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	w, err := armor.Encode(&buf, openpgp.PublicKeyType, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := key.Serialize(w); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	keys := filepath.Join(t.TempDir(), "trusted.asc")
+	writeFile(t, keys, buf.String())
+	return keys
 }
 
 func TestApplyRefusesBundlesItWasNotMadeFor(t *testing.T) {
@@ -342,5 +428,5 @@ inputs:
 	}
 	// An interrupted apply is recorded as indeterminate, never as failed or
 	// completed by guess.
-	checkChain(t, readEvents(t, v.EventsFile), []string{runner.EventContractValidated, runner.EventPlanCreated, runner.EventApplyAuthorized, runner.EventRunFailed, runner.EventApplyIndeterminate})
+	checkChain(t, readEvents(t, v.EventsFile), slices.Concat(evaluated, planned, []string{runner.EventApplyAuthorized, runner.EventRunFailed, runner.EventApplyIndeterminate}))
 }

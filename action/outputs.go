@@ -2,15 +2,21 @@ package main
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/sethvargo/go-githubactions"
+
+	"github.com/nova-platform/nova/runner"
+	"github.com/nova-platform/nova/stages/confidence"
+	"github.com/nova-platform/nova/stages/policy/report"
 )
 
 // actionOutputs publishes the verdict as step outputs and a job summary when
 // running inside GitHub or Gitea Actions, so a workflow can branch on the
 // verdict without parsing logs (conftest#387).
-func (r *reporter) actionOutputs(v runView) {
+func (r *reporter) actionOutputs(v runView, st *runner.State) {
 	if r.getenv("GITHUB_ACTIONS") != "true" || r.getenv("GITHUB_OUTPUT") == "" {
 		return
 	}
@@ -29,9 +35,20 @@ func (r *reporter) actionOutputs(v runView) {
 	gha.SetOutput("run-id", v.RunID)
 	gha.SetOutput("plan-digest", v.PlanDigest)
 	gha.SetOutput("bundle-dir", v.BundleDir)
+	if v.Confidence != nil {
+		gha.SetOutput("confidence", fmt.Sprintf("%.3f", v.Confidence.Score))
+	}
 	if r.getenv("GITHUB_STEP_SUMMARY") != "" {
 		gha.AddStepSummary(summaryMarkdown(v))
 	}
+	// Failing records become annotations on the contract, at the line of
+	// the field they are about when it is known.
+	file := filepath.ToSlash(r.cfg.ContractPath)
+	var locate report.Locator
+	if data, err := os.ReadFile(filepath.Join(r.cfg.Dir, r.cfg.ContractPath)); err == nil {
+		locate = report.ContractLocator(file, data)
+	}
+	_ = report.WriteAnnotations(r.progress, st.PCRs, locate)
 }
 
 func summaryMarkdown(v runView) string {
@@ -54,6 +71,9 @@ func summaryMarkdown(v runView) string {
 		}
 	}
 	b.WriteString("\n")
+	if v.Confidence != nil {
+		b.WriteString("\n" + confidence.Markdown(*v.Confidence))
+	}
 	return b.String()
 }
 

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/nova-platform/nova/runner"
+	"github.com/nova-platform/nova/stages/confidence"
+	"github.com/nova-platform/nova/stages/policy/report"
 )
 
 // reporter renders a run for people (text) or programs (json). It only
@@ -35,7 +37,7 @@ func (r *reporter) start(st *runner.State) {
 }
 
 func (r *reporter) stage(res runner.Result) {
-	fmt.Fprintf(r.progress, "  %-8s %-17s %7s  %s\n", res.Stage, res.Verdict, formatDuration(res.Duration), oneLine(res.Summary))
+	fmt.Fprintf(r.progress, "  %-15s %-17s %7s  %s\n", res.Stage, res.Verdict, formatDuration(res.Duration), oneLine(res.Summary))
 	if res.Verdict == runner.Pass {
 		return
 	}
@@ -64,6 +66,9 @@ type runView struct {
 	BundleDir   string      `json:"bundleDir,omitempty"`
 	EventsFile  string      `json:"eventsFile,omitempty"`
 	Stages      []stageView `json:"stages"`
+	// PCRs are every policy record of the run; Confidence the last signal.
+	PCRs       []runner.PCR       `json:"pcrs,omitempty"`
+	Confidence *runner.Confidence `json:"confidence,omitempty"`
 }
 
 type stageView struct {
@@ -88,18 +93,34 @@ func (r *reporter) finish(out runner.Outcome, st *runner.State, eventsFile strin
 	for _, res := range out.Results {
 		v.Stages = append(v.Stages, stageView{res.Stage, res.Verdict, res.Summary, res.Duration.Milliseconds(), res.Findings})
 	}
-	r.actionOutputs(v)
+	v.PCRs, v.Confidence = st.PCRs, st.Confidence
+	r.actionOutputs(v, st)
 	if r.cfg.Output == "json" {
 		enc := json.NewEncoder(r.stdout)
 		enc.SetIndent("", "  ")
 		_ = enc.Encode(v)
 		return
 	}
+	r.details(st)
 	fmt.Fprintf(r.stdout, "%s (exit %d)", verdictLine(out.Verdict), code)
 	if v.PlanDigest != "" {
 		fmt.Fprintf(r.stdout, " · plan %s", v.PlanDigest)
 	}
 	fmt.Fprintf(r.stdout, "\n  events: %s\n", r.rel(eventsFile))
+}
+
+// details prints what a reviewer needs below the stage lines: the policy
+// records and the confidence explanation (explain prints only the latter).
+func (r *reporter) details(st *runner.State) {
+	if len(st.PCRs) > 0 && r.cfg.Command != "explain" {
+		fmt.Fprintln(r.stdout, "\npolicy records:")
+		_ = report.WriteText(r.stdout, st.PCRs)
+	}
+	if st.Confidence != nil {
+		fmt.Fprintf(r.stdout, "\nconfidence (%s):\n", st.Confidence.Phase)
+		fmt.Fprint(r.stdout, confidence.Table(*st.Confidence))
+	}
+	fmt.Fprintln(r.stdout)
 }
 
 // abort reports an error that happened before any stage ran.

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/nova-platform/nova/registry"
@@ -15,7 +16,10 @@ import (
 	"github.com/nova-platform/nova/runner/local"
 	"github.com/nova-platform/nova/runner/terraform"
 	"github.com/nova-platform/nova/stages/apply"
+	"github.com/nova-platform/nova/stages/confidence"
+	"github.com/nova-platform/nova/stages/nfr"
 	"github.com/nova-platform/nova/stages/plan"
+	"github.com/nova-platform/nova/stages/policy"
 	"github.com/nova-platform/nova/stages/schema"
 )
 
@@ -26,9 +30,11 @@ const usage = `nova — GitOps pipeline runner
 
 Usage:
   nova validate [flags]   check the contract and resolve its stack
-  nova plan     [flags]   validate, then plan with Terraform and write a plan bundle
+  nova policy   [flags]   validate, then evaluate policy and NFRs (text, json, sarif, junit)
+  nova explain  [flags]   validate, evaluate, and explain the confidence score
+  nova plan     [flags]   evaluate, then plan with Terraform and write a plan bundle
   nova apply    [flags]   apply a plan bundle from 'nova plan' once the gate allows it
-  nova run      [flags]   validate, plan, gate and apply in one go
+  nova run      [flags]   evaluate, plan, gate and apply in one go
   nova version            print the version
 
 Run 'nova <command> -h' for the flags. Exit codes: 0 pass, 1 verdict fail,
@@ -52,7 +58,9 @@ func run(ctx context.Context, env Env) int {
 	case "help", "-h", "--help":
 		fmt.Fprint(env.Stdout, usage)
 		return ExitPass
-	case "validate", "plan", "apply", "run":
+	case "policy":
+		return policyCommand(ctx, env.Args[1:], env)
+	case "validate", "explain", "plan", "apply", "run":
 	default:
 		fmt.Fprintf(env.Stderr, "nova: unknown command %q\n\n%s", cmd, usage)
 		return ExitError
@@ -84,7 +92,7 @@ func execute(ctx context.Context, cfg Config, env Env) int {
 		Commit:       cfg.Commit,
 		RunDir:       filepath.Join(local.RunsDir(cfg.Dir), runID),
 	}
-	stages, err := buildStages(cfg, env)
+	stages, err := buildStages(ctx, cfg, env)
 	if err != nil {
 		return rep.abort(err)
 	}
@@ -101,7 +109,7 @@ func execute(ctx context.Context, cfg Config, env Env) int {
 	return code
 }
 
-func buildStages(cfg Config, env Env) ([]runner.Stage, error) {
+func buildStages(ctx context.Context, cfg Config, env Env) ([]runner.Stage, error) {
 	reg, err := loadRegistry(cfg.RegistryDir)
 	if err != nil {
 		return nil, err
@@ -110,28 +118,83 @@ func buildStages(cfg Config, env Env) ([]runner.Stage, error) {
 	if cfg.Command == "validate" {
 		return []runner.Stage{validate}, nil
 	}
-	tfPath, err := cfg.terraformPath()
+	if cfg.Command == "apply" {
+		// The apply job trusts the plan job's evaluation: it re-validates
+		// the contract, proves the bundle is the one planned for it, and
+		// applies only what the gate authorizes.
+		pc, err := planConfig(cfg, env, reg)
+		if err != nil {
+			return nil, err
+		}
+		return []runner.Stage{validate, &apply.Bundle{Dir: cfg.Bundle, RunsDir: local.RunsDir(cfg.Dir)}, runner.Gate{}, apply.New(pc)}, nil
+	}
+	policyCfg, err := policy.LoadConfig(cfg.Dir)
 	if err != nil {
 		return nil, err
+	}
+	// Rego is compiled here, once per run, and shared by the pre-plan and
+	// plan-level stages.
+	engines, err := policy.Engines(ctx, cfg.Dir, policyCfg, env.Environ)
+	if err != nil {
+		return nil, err
+	}
+	verifier, err := commitVerifier(cfg)
+	if err != nil {
+		return nil, err
+	}
+	evaluate := []runner.Stage{
+		validate,
+		policy.New(engines, runner.PrePlan),
+		nfr.New(reg, nfr.WithInfracost(nfr.Infracost{Bin: policyCfg.InfracostPath, APIKey: cfg.InfracostKey, Env: env.Environ})),
+		confidence.New(runner.PrePlan, verifier),
+	}
+	if cfg.Command == "explain" {
+		return evaluate, nil
+	}
+	pc, err := planConfig(cfg, env, reg)
+	if err != nil {
+		return nil, err
+	}
+	planned := slices.Concat(evaluate, []runner.Stage{
+		plan.New(pc),
+		policy.New(engines, runner.PostPlan),
+		confidence.New(runner.PostPlan, verifier),
+	})
+	if cfg.Command == "plan" {
+		return planned, nil
+	}
+	return slices.Concat(planned, []runner.Stage{runner.Gate{}, apply.New(pc)}), nil
+}
+
+func planConfig(cfg Config, env Env, reg *registry.Registry) (plan.Config, error) {
+	tfPath, err := cfg.terraformPath()
+	if err != nil {
+		return plan.Config{}, err
 	}
 	var tfLog io.Writer
 	if cfg.Verbose {
 		tfLog = env.Stderr
 	}
-	pc := plan.Config{
+	return plan.Config{
 		Registry:      reg,
 		Terraform:     terraform.Options{ExecPath: tfPath, Env: cfg.TerraformEnv, Log: tfLog},
 		StateDir:      cfg.StateDir,
 		BackendType:   cfg.BackendType,
 		BackendConfig: cfg.BackendConfig,
+	}, nil
+}
+
+// commitVerifier checks commit signatures against the trusted keys file
+// (--trusted-keys, $NOVA_TRUSTED_KEYS), when one is given.
+func commitVerifier(cfg Config) (local.CommitVerifier, error) {
+	if cfg.TrustedKeysFile == "" {
+		return local.CommitVerifier{}, nil
 	}
-	switch cfg.Command {
-	case "plan":
-		return []runner.Stage{validate, plan.New(pc)}, nil
-	case "apply":
-		return []runner.Stage{validate, &apply.Bundle{Dir: cfg.Bundle, RunsDir: local.RunsDir(cfg.Dir)}, runner.Gate{}, apply.New(pc)}, nil
+	keys, err := os.ReadFile(cfg.TrustedKeysFile)
+	if err != nil {
+		return local.CommitVerifier{}, runner.Errorf(runner.ConfigInvalid, "--trusted-keys: %w", err)
 	}
-	return []runner.Stage{validate, plan.New(pc), runner.Gate{}, apply.New(pc)}, nil
+	return local.CommitVerifier{TrustedKeys: string(keys)}, nil
 }
 
 func loadRegistry(dir string) (*registry.Registry, error) {

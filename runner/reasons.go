@@ -151,6 +151,25 @@ const (
 	ApplyIndeterminate             Reason = "APPLY_INDETERMINATE"
 )
 
+// Policy and NFR evaluation. Most of these are carried by PCRs (in
+// evidence.reason, and as the ruleId of records about an engine rather than a
+// rule) and do not stop the run; a critical failure stops it with
+// POLICY_CRITICAL_FAIL (declared with the confidence codes).
+const (
+	PolicyEngineError       Reason = "POLICY_ENGINE_ERROR"
+	PolicyResultInvalid     Reason = "POLICY_RESULT_INVALID"
+	PolicyConfigInvalid     Reason = "POLICY_CONFIG_INVALID"
+	PolicyCompileFailed     Reason = "POLICY_COMPILE_FAILED"
+	PolicyNamespaceReserved Reason = "POLICY_NAMESPACE_RESERVED"
+	CheckovNotConfigured    Reason = "CHECKOV_NOT_CONFIGURED"
+	KyvernoNotConfigured    Reason = "KJ_ENGINE_NOT_CONFIGURED"
+	InfracostNotConfigured  Reason = "INFRACOST_NOT_CONFIGURED"
+	InfracostFailed         Reason = "INFRACOST_FAILED"
+	NFRNotSatisfied         Reason = "NFR_NOT_SATISFIED"
+	NFRNotSatisfiable       Reason = "NFR_NOT_SATISFIABLE"
+	NFRBudgetExceeded       Reason = "NFR_BUDGET_EXCEEDED"
+)
+
 var reasonTable = []ReasonInfo{
 	{ContractNotFound, "contract", KindError, "No contract file exists at the given path (default `.nova/contract.yml`)."},
 	{ContractUnreadable, "contract", KindError, "The contract file exists but cannot be read (permissions, a directory, an I/O error)."},
@@ -249,6 +268,19 @@ var reasonTable = []ReasonInfo{
 	{EvidenceEventDuplicate, "evidence", KindVerdict, "Two events in the evidence repo share a CloudEvents `id`."},
 	{EvidenceHistoryRewritten, "evidence", KindVerdict, "A head this machine pushed is no longer in the evidence repo's history (a force-push dropped or rewrote commits)."},
 	{ApplyIndeterminate, "evidence", KindVerdict, "An earlier apply of this contract was interrupted or unreadable; record `nova evidence resolve` before applying again."},
+
+	{PolicyEngineError, "policy", KindError, "A policy engine could not evaluate (it crashed, exited abnormally or returned an error); recorded as an `error` PCR naming the engine, and the run continues."},
+	{PolicyResultInvalid, "policy", KindError, "An engine returned a record that does not validate against `docs/pcr.schema.json`; it is replaced by an `error` PCR naming the engine."},
+	{PolicyConfigInvalid, "policy", KindError, "`.nova/config.yml` or a policy flag is invalid (an unknown field, a wrong type, an unknown engine, a path outside the repository)."},
+	{PolicyCompileFailed, "policy", KindError, "The consumer's policies (`.nova/policy/`) do not parse or compile; platform rules still run."},
+	{PolicyNamespaceReserved, "policy", KindError, "A consumer policy declares a package under `nova`, which is reserved for platform rules; the consumer's policies are not evaluated."},
+	{CheckovNotConfigured, "policy", KindError, "checkov is not installed (or not at the configured path); recorded as one `skipped` PCR."},
+	{KyvernoNotConfigured, "policy", KindError, "kyverno-json is not installed, or no kyverno-json policies are configured; recorded as one `skipped` PCR."},
+	{InfracostNotConfigured, "policy", KindError, "infracost is not installed or `INFRACOST_API_KEY` is not set; the cost PCR is `skipped`."},
+	{InfracostFailed, "policy", KindError, "infracost exited abnormally or printed something other than its JSON format; the cost PCR is an `error`."},
+	{NFRNotSatisfied, "policy", KindVerdict, "A declared NFR is not met by the values the stack's modules get (the PCR names the instance and input)."},
+	{NFRNotSatisfiable, "policy", KindVerdict, "No module of the stack declares a capability that could meet a declared NFR."},
+	{NFRBudgetExceeded, "policy", KindVerdict, "The cost estimate exceeds the contract's `nfr.monthlyCostCeiling`."},
 }
 
 // Reasons returns the vocabulary in documentation order.

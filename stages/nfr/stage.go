@@ -1,0 +1,175 @@
+// Package nfr is the NFR stage: it matches each non-functional requirement
+// the contract declares against the capabilities the registry's modules
+// declare (which input must hold which value to satisfy which NFR), given
+// the values the resolved stack gives their inputs, and compares a cost
+// estimate from infracost with the contract's budget.
+//
+// Every declared NFR yields one PCR (engine "nfr", ruleId "nfr.<field>"):
+// pass when satisfied, fail when not satisfied or not satisfiable by this
+// stack. Unmet NFRs lower the confidence score; only a critical one (data
+// classified confidential or restricted left unencrypted) stops the run.
+package nfr
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/nova-platform/nova/registry"
+	"github.com/nova-platform/nova/runner"
+	"github.com/nova-platform/nova/stages/policy"
+)
+
+// EventEvaluated is the CloudEvents type the stage records on pass.
+const EventEvaluated = "nova.nfr.evaluated"
+
+// CostRuleID is the rule id of the budget NFR's record.
+const CostRuleID = "nfr.monthlyCostCeiling"
+
+// Stage evaluates a contract's NFRs.
+type Stage struct {
+	reg       *registry.Registry
+	infracost Infracost
+	now       func() time.Time
+}
+
+var _ runner.Stage = (*Stage)(nil)
+
+// Option configures a Stage.
+type Option func(*Stage)
+
+// WithInfracost sets how cost is estimated; without it (or without an API
+// key) the estimate is skipped with INFRACOST_NOT_CONFIGURED.
+func WithInfracost(c Infracost) Option { return func(s *Stage) { s.infracost = c } }
+
+// WithClock sets the clock that stamps evaluatedAt.
+func WithClock(now func() time.Time) Option { return func(s *Stage) { s.now = now } }
+
+// New returns the NFR stage matching against reg, the registry the
+// contract was resolved with.
+func New(reg *registry.Registry, opts ...Option) *Stage {
+	s := &Stage{reg: reg, now: time.Now}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
+}
+
+// Name implements runner.Stage.
+func (*Stage) Name() string { return "nfr" }
+
+// Data is what the stage records in its event.
+type Data struct {
+	Counts policy.Counts       `json:"counts"`
+	Cost   runner.CostEstimate `json:"cost"`
+	// CostDetail explains a skipped or failed estimate.
+	CostDetail string `json:"costDetail,omitempty"`
+}
+
+// Run implements runner.Stage.
+func (s *Stage) Run(ctx context.Context, st *runner.State) (runner.Result, error) {
+	if st.Contract == nil || st.Target == nil {
+		return runner.Result{}, runner.Errorf(runner.InternalError, "nfr stage ran before the contract was resolved")
+	}
+	c := st.Contract
+	var pcrs []runner.PCR
+	for _, k := range kinds {
+		required, ok := declared(c.NFR, k)
+		if !ok {
+			continue
+		}
+		pcrs = append(pcrs, record(k, required, assess(s.reg, st.Target, k, required), c.NFR))
+	}
+	est := s.estimateCost(ctx, st)
+	if ctx.Err() != nil {
+		return runner.Result{}, runner.Errorf(runner.RunCancelled, "estimating cost: %w", ctx.Err())
+	}
+	cost := est.cost
+	st.Cost = &cost
+	if c.NFR != nil && c.NFR.MonthlyCostCeiling != nil {
+		pcrs = append(pcrs, budgetRecord(*c.NFR.MonthlyCostCeiling, est))
+	}
+	pcrs = policy.Normalize(runner.EngineNFR, pcrs, c.ID, s.now().UTC())
+	st.PCRs = append(st.PCRs, pcrs...)
+	counts := policy.Count(pcrs)
+	res := runner.Result{
+		Verdict: runner.Pass,
+		Summary: fmt.Sprintf("%d NFR record(s): %s; cost %s", len(pcrs), policy.Summarize(counts), describeCost(est)),
+		PCRs:    pcrs,
+		Event:   EventEvaluated,
+		Data:    Data{Counts: counts, Cost: cost, CostDetail: est.detail},
+	}
+	if i := slices.IndexFunc(pcrs, func(p runner.PCR) bool { return p.Result == runner.PCRFail && p.Severity == runner.Critical }); i >= 0 {
+		res.Verdict = runner.Fail
+		field, _ := strings.CutPrefix(pcrs[i].ResourceRef, "contract:")
+		res.Findings = []runner.Finding{{Reason: runner.PolicyCriticalFail, Message: pcrs[i].Message, Field: field}}
+	}
+	return res, nil
+}
+
+// record turns an assessment into the NFR's PCR.
+func record(k kind, required any, a assessment, n *runner.NFR) runner.PCR {
+	sev := k.severity
+	// Sensitive data left unencrypted is not a matter of degree.
+	if k.name == "encryptionAtRest" && a.status != Satisfied && n != nil && classRank[n.DataClassification] >= classRank["confidential"] {
+		sev = runner.Critical
+	}
+	result := runner.PCRPass
+	if a.status != Satisfied {
+		result = runner.PCRFail
+	}
+	ev := map[string]any{"status": a.status, "required": required}
+	if a.provided != nil {
+		ev["provided"] = a.provided
+	}
+	if len(a.matches) > 0 {
+		ev["instances"] = a.matches
+	}
+	return runner.PCR{
+		Engine: runner.EngineNFR, RuleID: "nfr." + k.name, Severity: sev, Result: result,
+		Message: a.message, ResourceRef: "contract:/nfr/" + k.name, Evidence: policy.Evidence(a.reason, ev),
+	}
+}
+
+// budgetRecord compares the estimate with monthlyCostCeiling.
+func budgetRecord(ceiling float64, e estimate) runner.PCR {
+	p := runner.PCR{Engine: runner.EngineNFR, RuleID: CostRuleID, Severity: runner.High, ResourceRef: "contract:/nfr/monthlyCostCeiling"}
+	ev := map[string]any{"ceiling": ceiling}
+	switch {
+	case e.cost.Reason == runner.InfracostNotConfigured:
+		p.Severity, p.Result = runner.Info, runner.PCRSkipped
+		p.Message = "the budget was not checked: " + e.detail
+		ev["detail"] = e.detail
+	case e.cost.Skipped:
+		p.Result = runner.PCRError
+		p.Message = "the budget could not be checked: " + e.detail
+		ev["detail"] = e.detail
+	default:
+		ev["estimate"], ev["currency"], ev["priced"] = e.cost.Monthly, e.cost.Currency, e.input
+		if e.diff != nil {
+			ev["diff"] = *e.diff
+		}
+		if e.cost.Monthly > ceiling {
+			p.Result = runner.PCRFail
+			p.Message = fmt.Sprintf("estimated %.2f %s a month, over the ceiling of %.2f", e.cost.Monthly, e.cost.Currency, ceiling)
+			return withEvidence(p, runner.NFRBudgetExceeded, ev)
+		}
+		p.Result = runner.PCRPass
+		p.Message = fmt.Sprintf("estimated %.2f %s a month, within the ceiling of %.2f", e.cost.Monthly, e.cost.Currency, ceiling)
+	}
+	return withEvidence(p, e.cost.Reason, ev)
+}
+
+func withEvidence(p runner.PCR, r runner.Reason, ev map[string]any) runner.PCR {
+	p.Evidence = policy.Evidence(r, ev)
+	return p
+}
+
+func describeCost(e estimate) string {
+	if e.cost.Skipped {
+		return fmt.Sprintf("skipped (%s: %s)", e.cost.Reason, e.detail)
+	}
+	return fmt.Sprintf("%.2f %s/month (%s)", e.cost.Monthly, e.cost.Currency, e.input)
+}

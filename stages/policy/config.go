@@ -1,0 +1,171 @@
+package policy
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/nova-platform/nova/runner"
+)
+
+// ConfigFile is where a consumer repository configures policy evaluation.
+const ConfigFile = ".nova/config.yml"
+
+// Engine names, as written in the config file and --engines.
+const (
+	EngineRego    = "rego"
+	EngineCheckov = "checkov"
+	EngineKyverno = "kyverno"
+)
+
+// Config is the policy and NFR part of .nova/config.yml, with defaults
+// applied. Paths are relative to the repository and may not leave it.
+type Config struct {
+	// Engines run in this order. Default: rego, checkov, kyverno.
+	Engines []string
+	// PolicyDir holds the consumer's conftest-style policies.
+	PolicyDir string
+	// Namespaces are evaluated against the plan JSON after plan;
+	// ContractNamespaces against the contract before plan.
+	Namespaces         []string
+	ContractNamespaces []string
+	// CheckovPath, KyvernoPath and InfracostPath name the binaries (on
+	// PATH, or a path).
+	CheckovPath string
+	KyvernoPath string
+	// KyvernoPolicies is the directory of kyverno-json policies.
+	KyvernoPolicies string
+	// KyvernoPreProcess are the JMESPath expressions applied to the plan.
+	KyvernoPreProcess []string
+	InfracostPath     string
+}
+
+// DefaultConfig is the configuration of a repository without
+// .nova/config.yml: every engine, each reporting itself skipped when its
+// tool is absent.
+func DefaultConfig() Config {
+	return Config{
+		Engines:            []string{EngineRego, EngineCheckov, EngineKyverno},
+		PolicyDir:          ".nova/policy",
+		Namespaces:         []string{"main"},
+		ContractNamespaces: []string{"contract"},
+		CheckovPath:        "checkov",
+		KyvernoPath:        "kyverno-json",
+		KyvernoPolicies:    ".nova/kyverno",
+		KyvernoPreProcess:  []string{"resource_changes"},
+		InfracostPath:      "infracost",
+	}
+}
+
+// configFile is the file's shape. Unknown fields are errors: a misspelt
+// engine or path must not silently fall back to a default.
+type configFile struct {
+	Policy struct {
+		Engines            []string `yaml:"engines"`
+		Dir                *string  `yaml:"dir"`
+		Namespaces         []string `yaml:"namespaces"`
+		ContractNamespaces []string `yaml:"contractNamespaces"`
+		Checkov            struct {
+			Path string `yaml:"path"`
+		} `yaml:"checkov"`
+		Kyverno struct {
+			Path       string   `yaml:"path"`
+			Policies   string   `yaml:"policies"`
+			PreProcess []string `yaml:"preProcess"`
+		} `yaml:"kyverno"`
+	} `yaml:"policy"`
+	NFR struct {
+		Infracost struct {
+			Path string `yaml:"path"`
+		} `yaml:"infracost"`
+	} `yaml:"nfr"`
+}
+
+// LoadConfig reads repoDir/.nova/config.yml; a missing file is the default
+// configuration.
+func LoadConfig(repoDir string) (Config, error) {
+	data, err := os.ReadFile(filepath.Join(repoDir, ConfigFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return DefaultConfig(), nil
+	}
+	if err != nil {
+		return Config{}, runner.Errorf(runner.PolicyConfigInvalid, "reading %s: %w", ConfigFile, err)
+	}
+	return ParseConfig(data)
+}
+
+// ParseConfig reads the contents of a config file.
+func ParseConfig(data []byte) (Config, error) {
+	var f configFile
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&f); err != nil && !errors.Is(err, io.EOF) {
+		return Config{}, runner.Errorf(runner.PolicyConfigInvalid, "%s: %w", ConfigFile, err)
+	}
+	c := DefaultConfig()
+	if f.Policy.Engines != nil {
+		c.Engines = f.Policy.Engines
+	}
+	if f.Policy.Dir != nil {
+		c.PolicyDir = *f.Policy.Dir
+	}
+	if f.Policy.Namespaces != nil {
+		c.Namespaces = f.Policy.Namespaces
+	}
+	if f.Policy.ContractNamespaces != nil {
+		c.ContractNamespaces = f.Policy.ContractNamespaces
+	}
+	c.CheckovPath = or(f.Policy.Checkov.Path, c.CheckovPath)
+	c.KyvernoPath = or(f.Policy.Kyverno.Path, c.KyvernoPath)
+	c.KyvernoPolicies = or(f.Policy.Kyverno.Policies, c.KyvernoPolicies)
+	if f.Policy.Kyverno.PreProcess != nil {
+		c.KyvernoPreProcess = f.Policy.Kyverno.PreProcess
+	}
+	c.InfracostPath = or(f.NFR.Infracost.Path, c.InfracostPath)
+	if err := c.Validate(); err != nil {
+		return Config{}, err
+	}
+	return c, nil
+}
+
+var namespace = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*(\.[a-zA-Z_][a-zA-Z0-9_]*)*$`)
+
+// Validate checks a configuration, from the file or after flags changed it.
+func (c Config) Validate() error {
+	bad := func(format string, a ...any) error {
+		return runner.Errorf(runner.PolicyConfigInvalid, format, a...)
+	}
+	for i, e := range c.Engines {
+		if e != EngineRego && e != EngineCheckov && e != EngineKyverno {
+			return bad("policy.engines: unknown engine %q (want rego, checkov or kyverno)", e)
+		}
+		if slices.Contains(c.Engines[:i], e) {
+			return bad("policy.engines: %q is listed twice", e)
+		}
+	}
+	for field, p := range map[string]string{"policy.dir": c.PolicyDir, "policy.kyverno.policies": c.KyvernoPolicies} {
+		if p != "" && !filepath.IsLocal(p) {
+			return bad("%s: %q must be a relative path inside the repository", field, p)
+		}
+	}
+	for _, ns := range append(slices.Clone(c.Namespaces), c.ContractNamespaces...) {
+		if !namespace.MatchString(ns) {
+			return bad("policy namespace %q is not a Rego package name", ns)
+		}
+	}
+	return nil
+}
+
+func or(v, def string) string {
+	if v != "" {
+		return v
+	}
+	return def
+}

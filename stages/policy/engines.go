@@ -1,0 +1,58 @@
+package policy
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/nova-platform/nova/runner"
+	"github.com/nova-platform/nova/stages/policy/checkov"
+	"github.com/nova-platform/nova/stages/policy/kyvernojson"
+	"github.com/nova-platform/nova/stages/policy/rego"
+)
+
+// Engines builds the engines cfg lists, in its order, for the repository at
+// repoDir. env is the whole environment external tools run with. Building
+// compiles the Rego once for the run; it fails only for a configuration
+// that cannot work (a policy dir that is not a directory) or a broken build.
+func Engines(ctx context.Context, repoDir string, cfg Config, env []string) ([]runner.PolicyEngine, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	var out []runner.PolicyEngine
+	for _, name := range cfg.Engines {
+		switch name {
+		case EngineRego:
+			e, err := regoEngine(ctx, repoDir, cfg)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, e)
+		case EngineCheckov:
+			out = append(out, checkov.New(cfg.CheckovPath, env))
+		case EngineKyverno:
+			out = append(out, kyvernojson.New(cfg.KyvernoPath, filepath.Join(repoDir, cfg.KyvernoPolicies), cfg.KyvernoPreProcess, env))
+		}
+	}
+	return out, nil
+}
+
+func regoEngine(ctx context.Context, repoDir string, cfg Config) (*rego.Engine, error) {
+	opts := []rego.Option{rego.WithNamespaces(cfg.Namespaces, cfg.ContractNamespaces)}
+	dir := filepath.Join(repoDir, cfg.PolicyDir)
+	// An os.Root keeps a symlink in the policy dir from reading files
+	// outside it.
+	root, err := os.OpenRoot(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		// No consumer policies: the platform rules alone.
+	case err != nil:
+		return nil, runner.Errorf(runner.PolicyConfigInvalid, "opening policy dir %s: %w", cfg.PolicyDir, err)
+	default:
+		defer root.Close()
+		opts = append(opts, rego.WithConsumerPolicies(root.FS(), cfg.PolicyDir))
+	}
+	return rego.New(ctx, opts...)
+}

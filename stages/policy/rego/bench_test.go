@@ -1,0 +1,138 @@
+package rego
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/nova-platform/nova/runner"
+)
+
+var conftestInput = flag.String("conftest-input", "", "write the 500-change benchmark payload (payload.json) into this directory for the conftest comparison")
+
+// plan500 builds a plan of n resource changes by repeating the compliant
+// microservice plan's resources under new module names; every fifth
+// service's log group loses its KMS key, so the rules have findings to
+// report as they would on a real large change.
+func plan500(t testing.TB, n int) []byte {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("testdata", "plan", "microservice-pass.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p map[string]any
+	if err := json.Unmarshal(data, &p); err != nil {
+		t.Fatal(err)
+	}
+	templates := p["resource_changes"].([]any)
+	var changes []any
+	for copyNo := 0; len(changes) < n; copyNo++ {
+		for _, tmpl := range templates {
+			if len(changes) == n {
+				break
+			}
+			raw, _ := json.Marshal(tmpl)
+			s := string(raw)
+			for _, m := range []string{"service", "assets", "table"} {
+				s = strings.ReplaceAll(s, "module."+m+".", fmt.Sprintf("module.%s%03d.", m, copyNo))
+				s = strings.ReplaceAll(s, `"module.`+m+`"`, fmt.Sprintf(`"module.%s%03d"`, m, copyNo))
+			}
+			var rc map[string]any
+			if err := json.Unmarshal([]byte(s), &rc); err != nil {
+				t.Fatal(err)
+			}
+			if copyNo%5 == 0 && rc["type"] == "aws_cloudwatch_log_group" {
+				rc["change"].(map[string]any)["after"].(map[string]any)["kms_key_id"] = nil
+			}
+			changes = append(changes, rc)
+		}
+	}
+	p["resource_changes"] = changes
+	out, err := json.Marshal(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func benchPayload(b testing.TB) runner.PolicyPayload {
+	p := resolved(b, "microservice.yml")
+	p.Phase, p.Plan = runner.PostPlan, plan500(b, 500)
+	return p
+}
+
+// BenchmarkPolicyPlan500 is the built-in rules over a plan of 500 resource
+// changes, in-process, with the queries prepared once (as in a run).
+func BenchmarkPolicyPlan500(b *testing.B) {
+	e := newEngine(b)
+	p := benchPayload(b)
+	for b.Loop() {
+		if _, err := e.Evaluate(b.Context(), p); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkPolicyPlan14 is the same over the 14 changes of one
+// microservice: a typical change, where a tool's start-up cost dominates.
+func BenchmarkPolicyPlan14(b *testing.B) {
+	e := newEngine(b)
+	p := planPayload(b, "microservice-pass.json")
+	for b.Loop() {
+		if _, err := e.Evaluate(b.Context(), p); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkPolicyPlan500Cold also compiles the rules on every iteration: the
+// in-process cost of a run that evaluates only once.
+func BenchmarkPolicyPlan500Cold(b *testing.B) {
+	p := benchPayload(b)
+	for b.Loop() {
+		e := newEngine(b)
+		if _, err := e.Evaluate(b.Context(), p); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func TestPlan500HasFindings(t *testing.T) {
+	pcrs := evaluate(t, newEngine(t), benchPayload(t))
+	fails := 0
+	for _, p := range pcrs {
+		if p.Result == runner.PCRFail {
+			fails++
+		}
+	}
+	// 39 copies of the microservice, one log group without a key in every
+	// fifth: the benchmark measures rules that find things.
+	if fails != 8 {
+		t.Errorf("%d failing records on the benchmark plan, want 8", fails)
+	}
+}
+
+// TestWriteConftestBenchInput writes the benchmarks' inputs for conftest
+// when -conftest-input is given (see docs/benchmarks.md): payload.json (500
+// changes) and payload14.json (the microservice).
+func TestWriteConftestBenchInput(t *testing.T) {
+	if *conftestInput == "" {
+		t.Skip("set -conftest-input=DIR to write the conftest benchmark input")
+	}
+	if err := os.MkdirAll(*conftestInput, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, p := range map[string]runner.PolicyPayload{"payload.json": benchPayload(t), "payload14.json": planPayload(t, "microservice-pass.json")} {
+		raw, err := json.Marshal(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(*conftestInput, name), raw, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

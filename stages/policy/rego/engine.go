@@ -1,0 +1,126 @@
+// Package rego is Nova's built-in policy engine on embedded OPA: the
+// platform rules shipped in the binary (rules/*.rego) and the consumer's own
+// conftest-style policies from .nova/policy/.
+//
+// Platform and consumer policies are compiled apart. Platform rules live in
+// packages under nova.platform; a consumer package under nova is rejected
+// outright, and since the consumer's modules never enter the platform
+// compiler, no consumer rule can redefine, disable or even read a platform
+// rule. A consumer rule can only add records of its own (ruleId prefix
+// "consumer.").
+package rego
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+
+	"github.com/nova-platform/nova/runner"
+)
+
+// Engine evaluates the platform rules and the consumer's policies. Queries
+// are compiled and prepared once, in New; Evaluate only evaluates.
+type Engine struct {
+	platform *platform
+	consumer *consumer
+}
+
+var _ runner.PolicyEngine = (*Engine)(nil)
+
+type options struct {
+	policies           fs.FS
+	policyDir          string
+	namespaces         []string
+	contractNamespaces []string
+}
+
+// Option configures an Engine.
+type Option func(*options)
+
+// WithConsumerPolicies evaluates the .rego files under fsys as consumer
+// policies; dir names them in messages (".nova/policy").
+func WithConsumerPolicies(fsys fs.FS, dir string) Option {
+	return func(o *options) { o.policies, o.policyDir = fsys, dir }
+}
+
+// WithNamespaces sets which consumer packages are evaluated against the
+// plan JSON after plan (conftest's --namespace, default [main]) and which
+// against the contract before plan (default [contract]).
+func WithNamespaces(plan, contract []string) Option {
+	return func(o *options) { o.namespaces, o.contractNamespaces = plan, contract }
+}
+
+// DefaultNamespaces are conftest's default namespace for plan rules and
+// Nova's for contract rules.
+var (
+	DefaultNamespaces         = []string{"main"}
+	DefaultContractNamespaces = []string{"contract"}
+)
+
+// New compiles the platform rules and, when given, the consumer's policies.
+// It fails only if the platform rules do not compile, which the tests rule
+// out; a consumer policy that does not compile is reported by Evaluate as
+// an error record, and the platform rules still run.
+func New(ctx context.Context, opts ...Option) (*Engine, error) {
+	o := options{namespaces: DefaultNamespaces, contractNamespaces: DefaultContractNamespaces}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	p, err := compilePlatform(ctx)
+	if err != nil {
+		return nil, runner.Errorf(runner.InternalError, "%w", err)
+	}
+	e := &Engine{platform: p}
+	if o.policies != nil {
+		e.consumer = loadConsumer(ctx, o.policies, o.policyDir, map[runner.Phase][]string{
+			runner.PostPlan: o.namespaces,
+			runner.PrePlan:  o.contractNamespaces,
+		})
+	}
+	return e, nil
+}
+
+// Name implements runner.PolicyEngine.
+func (*Engine) Name() string { return runner.EngineRego }
+
+// Configured implements runner.PolicyEngine: the built-in engine always is.
+func (*Engine) Configured() bool { return true }
+
+// Evaluate implements runner.PolicyEngine.
+func (e *Engine) Evaluate(ctx context.Context, p runner.PolicyPayload) ([]runner.PCR, error) {
+	in, err := platformInput(p)
+	if err != nil {
+		return nil, err
+	}
+	out, err := e.platform.evaluate(ctx, p.Phase, in)
+	if err != nil {
+		return nil, err
+	}
+	if e.consumer == nil {
+		return out, nil
+	}
+	if e.consumer.err != nil {
+		return out, e.consumer.err
+	}
+	return append(out, e.consumer.evaluate(ctx, p.Phase, consumerInput(p, in))...), nil
+}
+
+func mustJSON(v any) json.RawMessage {
+	if v == nil {
+		return nil
+	}
+	raw, err := json.Marshal(v)
+	if err != nil {
+		raw, _ = json.Marshal(map[string]any{"error": fmt.Sprintf("evidence could not be encoded: %v", err)})
+	}
+	return raw
+}
+
+func remarshal(v any, out any) error {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(raw, out)
+}

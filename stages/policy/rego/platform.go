@@ -1,0 +1,208 @@
+package rego
+
+import (
+	"context"
+	"embed"
+	"fmt"
+	"io/fs"
+	"path"
+	"sort"
+	"strings"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+	opa "github.com/open-policy-agent/opa/v1/rego"
+
+	"github.com/nova-platform/nova/runner"
+)
+
+//go:embed rules/*.rego
+var rulesFS embed.FS
+
+// Rules returns the embedded platform rules and their Rego tests.
+func Rules() fs.FS {
+	sub, err := fs.Sub(rulesFS, "rules")
+	if err != nil {
+		panic(err) // the directory is embedded above
+	}
+	return sub
+}
+
+// platformPackage is where platform rules live. Consumer policies are
+// compiled apart and may not declare a package under "nova" at all.
+const platformPackage = "nova.platform"
+
+// RuleInfo describes one platform rule.
+type RuleInfo struct {
+	// Package is the rule's package below nova.platform.
+	Package  string          `json:"package"`
+	ID       string          `json:"id"`
+	Severity runner.Severity `json:"severity"`
+	Title    string          `json:"title"`
+}
+
+// platformQuery collects every rule's metadata, findings and count. A rule
+// whose parts are undefined drops out of the result, so Evaluate checks the
+// result against the rules it compiled.
+const platformQuery = `results := [r |
+	some name
+	rule := data.nova.platform[name].rule
+	r := {"package": name, "rule": rule, "findings": data.nova.platform[name].findings, "checked": data.nova.platform[name].checked}
+]`
+
+type platform struct {
+	query opa.PreparedEvalQuery
+	rules []RuleInfo
+}
+
+// parseRules parses the embedded rules, without their tests.
+func parseRules(withTests bool) (map[string]*ast.Module, error) {
+	mods := map[string]*ast.Module{}
+	err := fs.WalkDir(Rules(), ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || path.Ext(p) != ".rego" {
+			return err
+		}
+		if strings.HasSuffix(p, "_test.rego") && !withTests {
+			return nil
+		}
+		src, err := fs.ReadFile(Rules(), p)
+		if err != nil {
+			return err
+		}
+		m, err := ast.ParseModuleWithOpts(p, string(src), ast.ParserOptions{RegoVersion: ast.RegoV1})
+		if err != nil {
+			return err
+		}
+		mods[p] = m
+		return nil
+	})
+	return mods, err
+}
+
+// compilePlatform compiles the platform rules and prepares their query.
+func compilePlatform(ctx context.Context) (*platform, error) {
+	mods, err := parseRules(false)
+	if err != nil {
+		return nil, fmt.Errorf("parsing platform rules: %w", err)
+	}
+	c := ast.NewCompiler()
+	c.Compile(mods)
+	if c.Failed() {
+		return nil, fmt.Errorf("compiling platform rules: %w", c.Errors)
+	}
+	rules, err := ruleInfo(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	pq, err := opa.New(opa.Compiler(c), opa.Query(platformQuery)).PrepareForEval(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("preparing the platform query: %w", err)
+	}
+	return &platform{query: pq, rules: rules}, nil
+}
+
+// ruleInfo reads each platform package's rule object, which needs no input.
+func ruleInfo(ctx context.Context, c *ast.Compiler) ([]RuleInfo, error) {
+	rs, err := opa.New(opa.Compiler(c), opa.Query(`x := {name: r | r := data.nova.platform[name].rule}`)).Eval(ctx)
+	if err != nil || len(rs) != 1 {
+		return nil, fmt.Errorf("reading platform rule metadata: %v", err)
+	}
+	var byPkg map[string]RuleInfo
+	if err := remarshal(rs[0].Bindings["x"], &byPkg); err != nil {
+		return nil, fmt.Errorf("reading platform rule metadata: %w", err)
+	}
+	var out []RuleInfo
+	for pkg, r := range byPkg {
+		r.Package = pkg
+		out = append(out, r)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out, nil
+}
+
+// PlatformRules lists the built-in rules, by id.
+func PlatformRules(ctx context.Context) ([]RuleInfo, error) {
+	p, err := compilePlatform(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return p.rules, nil
+}
+
+// result is one element of the platform query's results.
+type result struct {
+	Package  string    `json:"package"`
+	Rule     RuleInfo  `json:"rule"`
+	Findings []finding `json:"findings"`
+	Checked  int       `json:"checked"`
+}
+
+type finding struct {
+	ResourceRef string         `json:"resourceRef"`
+	Message     string         `json:"message"`
+	Evidence    map[string]any `json:"evidence"`
+}
+
+// evaluate runs every platform rule over input: one fail record per
+// finding, one pass record for a rule without findings.
+func (p *platform) evaluate(ctx context.Context, phase runner.Phase, input ast.Value) ([]runner.PCR, error) {
+	rs, err := p.query.Eval(ctx, opa.EvalParsedInput(input))
+	if err != nil {
+		return nil, fmt.Errorf("evaluating platform rules: %w", err)
+	}
+	if len(rs) != 1 {
+		return nil, fmt.Errorf("evaluating platform rules: %d result sets, want 1", len(rs))
+	}
+	var results []result
+	if err := remarshal(rs[0].Bindings["results"], &results); err != nil {
+		return nil, fmt.Errorf("reading platform results: %w", err)
+	}
+	got := map[string]result{}
+	for _, r := range results {
+		got[r.Package] = r
+	}
+	scope := scopeOf(phase)
+	var out []runner.PCR
+	for _, info := range p.rules {
+		r, ok := got[info.Package]
+		if !ok {
+			// Never a silent pass: a rule that produced nothing is an
+			// error of the rule, recorded as such.
+			out = append(out, ruleError(info, fmt.Errorf("rule %s produced no result for phase %s", info.ID, phase)))
+			continue
+		}
+		sort.Slice(r.Findings, func(i, j int) bool {
+			if r.Findings[i].ResourceRef != r.Findings[j].ResourceRef {
+				return r.Findings[i].ResourceRef < r.Findings[j].ResourceRef
+			}
+			return r.Findings[i].Message < r.Findings[j].Message
+		})
+		for _, f := range r.Findings {
+			out = append(out, runner.PCR{
+				Engine: runner.EngineRego, RuleID: info.ID, Severity: info.Severity, Result: runner.PCRFail,
+				Message: f.Message, ResourceRef: f.ResourceRef, Evidence: mustJSON(f.Evidence),
+			})
+		}
+		if len(r.Findings) == 0 {
+			out = append(out, runner.PCR{
+				Engine: runner.EngineRego, RuleID: info.ID, Severity: info.Severity, Result: runner.PCRPass,
+				Message: fmt.Sprintf("%s: no violation in %d checked", info.Title, r.Checked), ResourceRef: scope,
+				Evidence: mustJSON(map[string]any{"checked": r.Checked}),
+			})
+		}
+	}
+	return out, nil
+}
+
+func ruleError(info RuleInfo, err error) runner.PCR {
+	return runner.PCR{
+		Engine: runner.EngineRego, RuleID: info.ID, Severity: info.Severity, Result: runner.PCRError,
+		Message: err.Error(), Evidence: mustJSON(map[string]any{"reason": runner.PolicyEngineError}),
+	}
+}
+
+func scopeOf(phase runner.Phase) string {
+	if phase == runner.PostPlan {
+		return "plan"
+	}
+	return "contract"
+}

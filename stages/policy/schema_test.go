@@ -1,0 +1,19 @@
+package policy
+
+import (
+	"bytes"
+	"os"
+	"testing"
+)
+
+// TestEmbeddedSchemaIsThePublishedOne: the schema records are validated
+// against is byte for byte the one published in docs/.
+func TestEmbeddedSchemaIsThePublishedOne(t *testing.T) {
+	published, err := os.ReadFile("../../docs/pcr.schema.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(published, SchemaJSON) {
+		t.Error("stages/policy/pcr.schema.json differs from docs/pcr.schema.json; copy docs/pcr.schema.json over it")
+	}
+}
