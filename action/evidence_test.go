@@ -1,0 +1,159 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/nova-platform/nova/runner"
+	"github.com/nova-platform/nova/runner/evidence"
+)
+
+// evidenceEnv is a process environment for local mode under a fresh HOME.
+func evidenceEnv(t *testing.T, vars map[string]string) (Env, *bytes.Buffer, *bytes.Buffer) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	return Env{Getenv: func(k string) string { return vars[k] }, Stdout: &stdout, Stderr: &stderr}, &stdout, &stderr
+}
+
+// TestEvidenceLocalMode walks local mode end to end: the first run creates
+// the repo and keys, verify finds them with no flags, an indeterminate apply
+// is resolved once, and a forged event fails verify with its reason code.
+func TestEvidenceLocalMode(t *testing.T) {
+	ctx := context.Background()
+	home := t.TempDir()
+	vars := map[string]string{"HOME": home, "USER": "operator"}
+	env, stdout, stderr := evidenceEnv(t, vars)
+
+	s, err := readEvidenceSettings("", "", env.Getenv)
+	if err != nil || !s.Local || s.Repo != filepath.Join(home, ".local", "share", "nova", "evidence.git") {
+		t.Fatalf("settings = %+v, %v", s, err)
+	}
+	store, err := openEvidenceStore(ctx, s, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	em := runner.NewEmitter(store, "urn:nova:test", "run-1", nil)
+	if _, err := em.Emit(ctx, runner.EventPlanCreated, "c-1", "dev", map[string]string{"digest": "d"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := em.Emit(ctx, runner.EventApplyIndeterminate, "c-1", "dev", map[string]string{"reason": "interrupted"}); err != nil {
+		t.Fatal(err)
+	}
+	store.Close()
+
+	if code := evidenceCommand(ctx, []string{"verify"}, env); code != ExitPass {
+		t.Fatalf("verify: exit %d\n%s%s", code, stdout, stderr)
+	}
+	for _, want := range []string{"events           2", "witnessed heads  2", "result           OK"} {
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("verify output lacks %q:\n%s", want, stdout)
+		}
+	}
+
+	resolve := []string{"resolve", "--contract", "c-1", "--env", "dev", "--outcome", "not-applied", "--note", "state shows no change"}
+	stdout.Reset()
+	if code := evidenceCommand(ctx, resolve, env); code != ExitPass {
+		t.Fatalf("resolve: exit %d\n%s%s", code, stdout, stderr)
+	}
+	stderr.Reset()
+	if code := evidenceCommand(ctx, resolve, env); code != ExitError || !strings.Contains(stderr.String(), "no unresolved indeterminate apply") {
+		t.Fatalf("second resolve: exit %d, stderr %s", code, stderr)
+	}
+
+	stdout.Reset()
+	if code := evidenceCommand(ctx, []string{"verify", "--output", "json", "--contract", "c-1"}, env); code != ExitPass {
+		t.Fatalf("verify json: exit %d\n%s%s", code, stdout, stderr)
+	}
+	var rep evidence.Report
+	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil || rep.Events != 3 || !rep.OK() {
+		t.Fatalf("json report %+v, %v", rep, err)
+	}
+
+	// Someone with push access but another event key adds an approval.
+	forgedVars := map[string]string{"HOME": home, "NOVA_SIGNING_KEY": string(newPEMKey(t))}
+	forgedEnv, _, _ := evidenceEnv(t, forgedVars)
+	forger, err := openEvidenceStore(ctx, s, forgedEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runner.NewEmitter(forger, "urn:x", "r", nil).Emit(ctx, runner.EventApprovalRecorded, "c-1", "prod", evidence.ApprovalData{Environment: "prod", Approver: "mallory", PlanDigest: "d"}); err != nil {
+		t.Fatal(err)
+	}
+	forger.Close()
+	stdout.Reset()
+	if code := evidenceCommand(ctx, []string{"verify"}, env); code != ExitFail {
+		t.Fatalf("verify of a forged event: exit %d, want %d\n%s", code, ExitFail, stdout)
+	}
+	if !strings.Contains(stdout.String(), string(runner.EvidenceSignatureInvalid)) || !strings.Contains(stdout.String(), "contracts/c-1/4-nova.approval.recorded.json") {
+		t.Errorf("verify output does not name the forged event:\n%s", stdout)
+	}
+}
+
+func TestEvidenceVerifyExplicitRepoAndKeys(t *testing.T) {
+	ctx := context.Background()
+	home := t.TempDir()
+	env, _, _ := evidenceEnv(t, map[string]string{"HOME": home})
+	s, _ := readEvidenceSettings("", "", env.Getenv)
+	store, err := openEvidenceStore(ctx, s, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runner.NewEmitter(store, "urn:x", "r", nil).Emit(ctx, runner.EventPlanCreated, "c-9", "dev", nil); err != nil {
+		t.Fatal(err)
+	}
+	store.Close()
+
+	// Another machine: nothing local, keys and repo given explicitly, the
+	// repo before or after the flags.
+	other, stdout2, stderr2 := evidenceEnv(t, map[string]string{"HOME": t.TempDir()})
+	keys := []string{"--key", s.Paths.SigningPublicKeyFile(), "--commit-key", s.Paths.CommitPublicKeyFile()}
+	for _, args := range [][]string{
+		append(append([]string{"verify", s.Repo}, keys...), "--contract", "c-9"),
+		append(append([]string{"verify"}, keys...), s.Repo),
+	} {
+		stdout2.Reset()
+		if code := evidenceCommand(ctx, args, other); code != ExitPass {
+			t.Errorf("%v: exit %d\n%s%s", args, code, stdout2, stderr2)
+		}
+	}
+
+	tests := []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"no keys on a new machine", []string{"verify", s.Repo}, ExitError, string(runner.EvidenceKeyInvalid)},
+		{"missing repo", append([]string{"verify", filepath.Join(t.TempDir(), "nope.git")}, keys...), ExitError, string(runner.EvidenceRepoUnavailable)},
+		{"bad output", append([]string{"verify", "--output", "xml", s.Repo}, keys...), ExitError, string(runner.ConfigInvalid)},
+		{"unknown subcommand", []string{"audit"}, ExitError, `unknown command "audit"`},
+		{"resolve without contract", []string{"resolve", "--env", "dev", "--outcome", "applied", "--note", "x"}, ExitError, "--contract is required"},
+		{"resolve bad outcome", []string{"resolve", "--contract", "c", "--env", "dev", "--outcome", "maybe", "--note", "x"}, ExitError, "want applied or not-applied"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			stderr2.Reset()
+			if code := evidenceCommand(ctx, tt.args, other); code != tt.code || !strings.Contains(stderr2.String(), tt.want) {
+				t.Errorf("exit %d (want %d), stderr %q lacks %q", code, tt.code, stderr2, tt.want)
+			}
+		})
+	}
+}
+
+func newPEMKey(t *testing.T) []byte {
+	t.Helper()
+	dir := t.TempDir()
+	if _, err := evidence.LocalSigner(dir); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "signing.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}

@@ -1,0 +1,156 @@
+package evidence
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/storer"
+)
+
+// staleLockAge is how old a ref lock must be before it is reported as
+// left behind by a crash rather than held by a live writer.
+const staleLockAge = 10 * time.Minute
+
+// bareTarget writes a bare repo on this machine in place: objects straight
+// into its object store, the branch moved with git's own lock protocol
+// (create <ref>.lock exclusively, check the old value, rename), so it is
+// safe against other nova writers and against git itself. Local mode's
+// repo is written this way: spawning git-receive-pack and a local clone
+// for every event would cost more than everything else together.
+type bareTarget struct {
+	path   string
+	branch plumbing.ReferenceName
+	repo   *git.Repository
+	close  func() error
+	packs  time.Time // mtime of objects/pack when repo was opened
+}
+
+var _ target = (*bareTarget)(nil)
+
+func openBare(path string, branch plumbing.ReferenceName) (*bareTarget, error) {
+	b := &bareTarget{path: path, branch: branch}
+	return b, b.reopen()
+}
+
+func (b *bareTarget) reopen() error {
+	if b.close != nil {
+		_ = b.close()
+	}
+	repo, closeFn, err := openLocal(b.path)
+	if err != nil {
+		return fmt.Errorf("opening evidence repo %s: %w", b.path, err)
+	}
+	b.repo, b.close = repo, closeFn
+	b.packs = b.packsChanged()
+	return nil
+}
+
+func (b *bareTarget) release() error { return b.close() }
+
+// packsChanged returns the pack dir's mtime: go-git reads the list of packs
+// once, so a `git gc` by someone else must be noticed and the repo reopened.
+func (b *bareTarget) packsChanged() time.Time {
+	fi, err := os.Stat(filepath.Join(b.path, "objects", "pack"))
+	if err != nil {
+		return time.Time{}
+	}
+	return fi.ModTime()
+}
+
+func (b *bareTarget) objects() storer.EncodedObjectStorer { return b.repo.Storer }
+
+func (b *bareTarget) head(context.Context) (plumbing.Hash, error) {
+	if !b.packsChanged().Equal(b.packs) {
+		if err := b.reopen(); err != nil {
+			return plumbing.ZeroHash, err
+		}
+	}
+	return readRef(b.path, b.branch)
+}
+
+// push moves the branch; the objects are already in the repo.
+func (b *bareTarget) push(_ context.Context, old, new plumbing.Hash, _ []plumbing.Hash) error {
+	refPath := filepath.Join(b.path, filepath.FromSlash(b.branch.String()))
+	lockPath := refPath + ".lock"
+	if err := os.MkdirAll(filepath.Dir(refPath), 0o755); err != nil {
+		return fmt.Errorf("creating ref dir: %w", err)
+	}
+	f, err := os.OpenFile(lockPath, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if errors.Is(err, os.ErrExist) {
+		if fi, serr := os.Stat(lockPath); serr == nil && time.Since(fi.ModTime()) > staleLockAge {
+			return fmt.Errorf("%s is older than %s: a writer crashed holding it; remove it once no nova or git process uses the repo", lockPath, staleLockAge)
+		}
+		return fmt.Errorf("%w: %s is held by another writer", errConflict, filepath.Base(lockPath))
+	}
+	if err != nil {
+		return fmt.Errorf("locking %s: %w", b.branch, err)
+	}
+	locked := true
+	defer func() {
+		if locked {
+			f.Close()
+			os.Remove(lockPath)
+		}
+	}()
+	current, err := readRef(b.path, b.branch)
+	if err != nil {
+		return err
+	}
+	if current != old {
+		return errConflict
+	}
+	if _, err := f.WriteString(new.String() + "\n"); err != nil {
+		return fmt.Errorf("writing %s: %w", lockPath, err)
+	}
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("syncing %s: %w", lockPath, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("writing %s: %w", lockPath, err)
+	}
+	if err := os.Rename(lockPath, refPath); err != nil {
+		return fmt.Errorf("updating %s: %w", b.branch, err)
+	}
+	locked = false
+	return nil
+}
+
+// readRef reads a branch as git does: the loose ref file, else its line in
+// packed-refs, else none (zero).
+func readRef(gitDir string, ref plumbing.ReferenceName) (plumbing.Hash, error) {
+	b, err := os.ReadFile(filepath.Join(gitDir, filepath.FromSlash(ref.String())))
+	if err == nil {
+		line := strings.TrimSpace(string(b))
+		if !plumbing.IsHash(line) {
+			return plumbing.ZeroHash, fmt.Errorf("ref %s holds %q, not a commit", ref, line)
+		}
+		return plumbing.NewHash(line), nil
+	}
+	if !errors.Is(err, os.ErrNotExist) {
+		return plumbing.ZeroHash, fmt.Errorf("reading ref %s: %w", ref, err)
+	}
+	f, err := os.Open(filepath.Join(gitDir, "packed-refs"))
+	if errors.Is(err, os.ErrNotExist) {
+		return plumbing.ZeroHash, nil
+	}
+	if err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("reading packed-refs: %w", err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		hash, name, ok := strings.Cut(sc.Text(), " ")
+		if ok && name == ref.String() && plumbing.IsHash(hash) {
+			return plumbing.NewHash(hash), nil
+		}
+	}
+	return plumbing.ZeroHash, sc.Err()
+}

@@ -1,0 +1,153 @@
+package evidence
+
+import (
+	"context"
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/nova-platform/nova/runner"
+)
+
+// testRetry keeps failure tests fast; conflicts still get plenty of tries.
+var testRetry = Retry{Conflicts: 1000, Unreachable: 2, Base: time.Millisecond, Max: 50 * time.Millisecond}
+
+// newBareRepo makes an empty bare repo like `git init --bare` on a forge.
+func newBareRepo(t testing.TB) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "evidence.git")
+	if err := initBareIfMissing(dir, plumbing.NewBranchReferenceName(DefaultBranch)); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func newKeys(t testing.TB) Keys {
+	t.Helper()
+	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev, err := NewSigner(priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := GenerateCommitSigner("Nova Test", "nova-test@example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Keys{Events: ev, Commit: cs}
+}
+
+func openStore(t testing.TB, repo string, keys Keys, opts ...Option) *Store {
+	t.Helper()
+	return openStoreIn(t, repo, t.TempDir(), keys, opts...)
+}
+
+func openStoreIn(t testing.TB, repo, stateDir string, keys Keys, opts ...Option) *Store {
+	t.Helper()
+	opts = append([]Option{WithRetry(testRetry), WithLogf(t.Logf)}, opts...)
+	s, err := Open(context.Background(), Config{Repo: repo, StateDir: stateDir, Keys: keys}, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func testClock() func() time.Time {
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	n := 0
+	return func() time.Time { n++; return t0.Add(time.Duration(n) * time.Second) }
+}
+
+// emitN records n stage events for contract through an Emitter, as a run
+// would, and returns them.
+func emitN(t testing.TB, rec runner.Recorder, contract string, n int) []runner.Event {
+	t.Helper()
+	em := runner.NewEmitter(rec, "urn:nova:test", "run-"+contract, testClock())
+	var out []runner.Event
+	for i := range n {
+		e, err := em.Emit(context.Background(), "nova.test.step", contract, runner.Environment("dev"), map[string]any{"i": i})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+func verifyOptions(t testing.TB, keys ...Keys) VerifyOptions {
+	t.Helper()
+	var ks []crypto.PublicKey
+	var rings [][]byte
+	for _, k := range keys {
+		ks = append(ks, k.Events.PublicKey())
+		pub, err := k.Commit.ArmoredPublicKey()
+		if err != nil {
+			t.Fatal(err)
+		}
+		rings = append(rings, pub)
+	}
+	eventKeys, err := NewKeySet(ks...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	commitKeys, err := LoadCommitKeyRing(rings...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return VerifyOptions{EventKeys: eventKeys, CommitKeys: commitKeys}
+}
+
+func verifyRepo(t testing.TB, repo string, opts VerifyOptions) *Report {
+	t.Helper()
+	r, err := OpenRepo(context.Background(), repo, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	rep, err := Verify(context.Background(), r, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep
+}
+
+// hasFinding reports whether rep names reason at path (any path when
+// path is "") and, when commit is set, at that commit.
+func hasFinding(rep *Report, reason runner.Reason, path, commit string) bool {
+	return slices.ContainsFunc(rep.Findings, func(f Finding) bool {
+		return f.Reason == reason && (path == "" || f.Path == path) && (commit == "" || f.Commit == commit)
+	})
+}
+
+func dumpFindings(rep *Report) string {
+	s := ""
+	for _, f := range rep.Findings {
+		s += fmt.Sprintf("\n  %s %s %s %s", f.Reason, f.Path, f.Commit, f.Message)
+	}
+	return s
+}
+
+func headOf(t testing.TB, repo string) plumbing.Hash {
+	t.Helper()
+	r, err := git.PlainOpen(repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := r.Reference(plumbing.NewBranchReferenceName(DefaultBranch), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ref.Hash()
+}

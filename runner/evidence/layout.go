@@ -1,0 +1,125 @@
+package evidence
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/nova-platform/nova/runner"
+)
+
+// contractsDir is the only top-level entry an evidence repo may hold.
+const contractsDir = "contracts"
+
+// noContractDir holds the events of runs that failed before a contract id
+// was known (a missing or unparsable contract): they are evidence too, and
+// a name starting with "_" can never collide with a contract id.
+const noContractDir = "_none"
+
+var (
+	// contractIDPattern keeps contract ids usable as one path segment.
+	contractIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
+	// eventTypePattern is the controlled vocabulary's shape: nova.<a>.<b>…
+	eventTypePattern = regexp.MustCompile(`^[a-z][a-z0-9]*(\.[a-z][a-z0-9_-]*)+$`)
+	// fileNamePattern is <seq>-<type>.json or .sig, seq without leading zeros.
+	fileNamePattern = regexp.MustCompile(`^([1-9][0-9]{0,18})-([a-z][a-z0-9._-]*)\.(json|sig)$`)
+	// messagePattern is the commit message: <type> <contractId> <env> seq=<n>.
+	messagePattern = regexp.MustCompile(`^(\S+) (\S+) (\S+) seq=([1-9][0-9]{0,18})\n?$`)
+)
+
+// contractDir is the directory name of a contract's events.
+func contractDir(contractID string) string {
+	if contractID == "" {
+		return noContractDir
+	}
+	return contractID
+}
+
+// checkEventNames refuses events whose contract id or type cannot be part
+// of a path: they would escape the layout or be unverifiable.
+func checkEventNames(e runner.Event) error {
+	if e.ContractID != "" && !contractIDPattern.MatchString(e.ContractID) {
+		return fmt.Errorf("contract id %q cannot name a directory", e.ContractID)
+	}
+	if !eventTypePattern.MatchString(e.Type) {
+		return fmt.Errorf("event type %q is not nova.<word>.<word>", e.Type)
+	}
+	if e.ID == "" {
+		return fmt.Errorf("event of type %s has no id", e.Type)
+	}
+	return nil
+}
+
+// EventPath is where an event lives in the evidence repo.
+func EventPath(contractID string, seq int64, typ string) string {
+	return contractsDir + "/" + contractDir(contractID) + "/" + eventFileName(seq, typ, "json")
+}
+
+func eventFileName(seq int64, typ, ext string) string {
+	return strconv.FormatInt(seq, 10) + "-" + typ + "." + ext
+}
+
+// sigPath is the detached signature beside an event file.
+func sigPath(jsonPath string) string { return strings.TrimSuffix(jsonPath, ".json") + ".sig" }
+
+// eventFile is what a path inside the layout says about its event.
+type eventFile struct {
+	Dir  string // directory name under contracts/
+	Seq  int64
+	Type string
+	Sig  bool
+}
+
+// parseEventFileName parses <seq>-<type>.(json|sig).
+func parseEventFileName(name string) (eventFile, bool) {
+	m := fileNamePattern.FindStringSubmatch(name)
+	if m == nil || !eventTypePattern.MatchString(m[2]) {
+		return eventFile{}, false
+	}
+	seq, err := strconv.ParseInt(m[1], 10, 64)
+	if err != nil {
+		return eventFile{}, false
+	}
+	return eventFile{Seq: seq, Type: m[2], Sig: m[3] == "sig"}, true
+}
+
+// validDir reports whether name may be a directory under contracts/.
+func validDir(name string) bool {
+	return name == noContractDir || contractIDPattern.MatchString(name)
+}
+
+// CommitMessage is the one-line message of the commit that adds e; env is
+// "-" when the event has none, so the message always has four fields.
+func CommitMessage(e runner.Event) string {
+	env := e.Environment
+	if env == "" {
+		env = "-"
+	}
+	return fmt.Sprintf("%s %s %s seq=%d\n", e.Type, contractDir(e.ContractID), env, e.Seq)
+}
+
+// commitSubject is what a commit message says about its event.
+type commitSubject struct {
+	Type string
+	Dir  string
+	Env  string
+	Seq  int64
+}
+
+func parseCommitMessage(msg string) (commitSubject, bool) {
+	m := messagePattern.FindStringSubmatch(msg)
+	if m == nil {
+		return commitSubject{}, false
+	}
+	seq, err := strconv.ParseInt(m[4], 10, 64)
+	if err != nil {
+		return commitSubject{}, false
+	}
+	return commitSubject{Type: m[1], Dir: m[2], Env: m[3], Seq: seq}, true
+}
+
+// path is the event file the commit subject names.
+func (s commitSubject) path() string {
+	return contractsDir + "/" + s.Dir + "/" + eventFileName(s.Seq, s.Type, "json")
+}

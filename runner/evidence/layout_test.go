@@ -1,0 +1,63 @@
+package evidence
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/nova-platform/nova/runner"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files in testdata")
+
+// TestCommitMessagesAndPaths pins the layout auditors and forges see: the
+// commit message and file path of representative events.
+func TestCommitMessagesAndPaths(t *testing.T) {
+	events := []runner.Event{
+		{Type: runner.EventPlanCreated, ContractID: "0c0ffee0-1111-4222-8333-444455556666", Environment: "qa", Seq: 3},
+		{Type: runner.EventApplyAuthorized, ContractID: "0c0ffee0-1111-4222-8333-444455556666", Environment: "prod", Seq: 12},
+		{Type: runner.EventApplyIndeterminate, ContractID: "0c0ffee0-1111-4222-8333-444455556666", Environment: "dev", Seq: 1},
+		{Type: runner.EventRunFailed, ContractID: "", Environment: "", Seq: 7},
+	}
+	var b strings.Builder
+	for _, e := range events {
+		p := EventPath(e.ContractID, e.Seq, e.Type)
+		b.WriteString(p + "\n" + sigPath(p) + "\n" + CommitMessage(e) + "\n")
+		subj, ok := parseCommitMessage(CommitMessage(e))
+		if !ok || subj.path() != p {
+			t.Errorf("message %q parses to %+v (ok=%v), want path %s", CommitMessage(e), subj, ok, p)
+		}
+	}
+	golden := filepath.Join("testdata", "commit-messages", "want.txt")
+	if *update {
+		if err := os.WriteFile(golden, []byte(b.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v; regenerate with: go test ./runner/evidence -run TestCommitMessagesAndPaths -update", err)
+	}
+	if string(want) != b.String() {
+		t.Errorf("commit messages or paths changed:\n%s\nwant:\n%s\nregenerate with: go test ./runner/evidence -run TestCommitMessagesAndPaths -update", b.String(), want)
+	}
+}
+
+func TestParseEventFileName(t *testing.T) {
+	for name, ok := range map[string]bool{
+		"1-nova.plan.created.json":  true,
+		"12-nova.plan.created.sig":  true,
+		"0-nova.plan.created.json":  false,
+		"01-nova.plan.created.json": false,
+		"1-nova.plan.created.txt":   false,
+		"1-Nova.plan.json":          false,
+		"x-nova.plan.created.json":  false,
+		"1-nova.json":               false,
+	} {
+		if _, got := parseEventFileName(name); got != ok {
+			t.Errorf("parseEventFileName(%q) ok = %v, want %v", name, got, ok)
+		}
+	}
+}

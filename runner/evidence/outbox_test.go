@@ -1,0 +1,105 @@
+package evidence
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/nova-platform/nova/runner"
+)
+
+// TestPushFailureBeforeApply: with the evidence repo unreachable an
+// ordinary event is kept in the outbox and acknowledged, but the
+// authorizing event fails closed with EVIDENCE_PUSH_FAILED so apply never
+// starts. The next run's drain delivers everything exactly once.
+func TestPushFailureBeforeApply(t *testing.T) {
+	ctx := context.Background()
+	keys := newKeys(t)
+	stateDir := t.TempDir()
+	remote := filepath.Join(t.TempDir(), "not-yet", "evidence.git") // unreachable: nothing there
+
+	s := openStoreIn(t, remote, stateDir, keys)
+	em := runner.NewEmitter(s, "urn:nova:test", "run-1", nil)
+	plan, err := em.Emit(ctx, runner.EventPlanCreated, "c-1", "dev", map[string]string{"digest": "abc"})
+	if err != nil {
+		t.Fatalf("plan event with the repo down = %v, want nil (kept in the outbox)", err)
+	}
+	_, err = em.Emit(ctx, runner.EventApplyAuthorized, "c-1", "dev", map[string]string{"digest": "abc"})
+	if runner.ReasonOf(err) != runner.EvidencePushFailed {
+		t.Fatalf("apply.authorized with the repo down = %v, want EVIDENCE_PUSH_FAILED", err)
+	}
+	pending, err := s.Pending()
+	if err != nil || len(pending) != 2 || pending[0].ID != plan.ID || pending[1].Type != runner.EventApplyAuthorized {
+		t.Fatalf("outbox holds %d events (%v), want plan + authorization", len(pending), err)
+	}
+
+	// The next run: the repo is back, a new Store on the same state dir.
+	if err := initBareIfMissing(remote, "refs/heads/main"); err != nil {
+		t.Fatal(err)
+	}
+	next := openStoreIn(t, remote, stateDir, keys)
+	if err := next.Drain(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := next.Drain(ctx); err != nil { // nothing left: a no-op
+		t.Fatal(err)
+	}
+	// A redelivery of an already pushed event (a crash between push and
+	// outbox rewrite) is dropped by id.
+	if err := next.Record(ctx, pending[0]); err != nil {
+		t.Fatal(err)
+	}
+	rep := verifyRepo(t, remote, verifyOptions(t, keys))
+	if !rep.OK() || rep.Events != 2 {
+		t.Fatalf("after drain: %d events, findings:%s", rep.Events, dumpFindings(rep))
+	}
+	if p, _ := next.Pending(); len(p) != 0 {
+		t.Fatalf("outbox still holds %d events", len(p))
+	}
+}
+
+func TestPushFailureUnreachableURL(t *testing.T) {
+	keys := newKeys(t)
+	// A closed port on loopback: connection refused, no traffic leaves.
+	s := openStore(t, "http://127.0.0.1:1/evidence.git", keys, WithBasicAuth("x-access-token", "s3cr3t-token"))
+	err := s.Record(context.Background(), runner.Event{SpecVersion: "1.0", ID: "a-1", Type: runner.EventApplyAuthorized, ContractID: "c"})
+	if runner.ReasonOf(err) != runner.EvidencePushFailed {
+		t.Fatalf("Record = %v, want EVIDENCE_PUSH_FAILED", err)
+	}
+	if strings.Contains(err.Error(), "s3cr3t-token") {
+		t.Fatalf("token leaked into the error: %v", err)
+	}
+	if p, _ := s.Pending(); len(p) != 1 {
+		t.Fatalf("outbox holds %d events, want 1", len(p))
+	}
+}
+
+func TestOutboxDropsTornLastLine(t *testing.T) {
+	dir := t.TempDir()
+	o := outbox{path: filepath.Join(dir, outboxFile)}
+	e := runner.Event{SpecVersion: "1.0", ID: "e-1", Type: "nova.test.step"}
+	if err := o.add(e); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.add(e); err != nil { // redelivery: no second line
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(o.path, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = f.WriteString(`{"id":"torn","ty`) // a crash mid-append
+	f.Close()
+	got, err := o.load()
+	if err != nil || len(got) != 1 || got[0].ID != "e-1" {
+		t.Fatalf("load = %+v, %v; want just e-1", got, err)
+	}
+	if err := o.add(runner.Event{SpecVersion: "1.0", ID: "e-2", Type: "nova.test.step"}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err = o.load(); err != nil || len(got) != 2 {
+		t.Fatalf("after append: %d events, %v", len(got), err)
+	}
+}

@@ -1,0 +1,224 @@
+package evidence
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/ProtonMail/go-crypto/openpgp"
+	"github.com/ProtonMail/go-crypto/openpgp/armor"
+	pgperrors "github.com/ProtonMail/go-crypto/openpgp/errors"
+	"github.com/ProtonMail/go-crypto/openpgp/packet"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
+
+	"github.com/nova-platform/nova/runner"
+)
+
+// CommitSigner signs evidence commits with OpenPGP, the way go-git's
+// CommitOptions.SignKey does (an armored detached signature over the commit
+// encoded without its gpgsig header), so `git verify-commit`, GitHub, Gitea
+// and go-git's Commit.Verify all accept the result.
+type CommitSigner struct {
+	entity *openpgp.Entity
+	name   string
+	email  string
+}
+
+// LoadCommitSigner reads the first private key of an armored key ring,
+// decrypting it with passphrase when it is protected. name and email
+// default to the key's first identity.
+func LoadCommitSigner(armored, passphrase []byte, name, email string) (*CommitSigner, error) {
+	el, err := openpgp.ReadArmoredKeyRing(bytes.NewReader(armored))
+	if err != nil {
+		return nil, fmt.Errorf("reading OpenPGP key: %w", err)
+	}
+	for _, e := range el {
+		if e.PrivateKey == nil {
+			continue
+		}
+		if e.PrivateKey.Encrypted {
+			if passphrase == nil {
+				return nil, errors.New("OpenPGP key is passphrase-protected and no passphrase is set")
+			}
+			if err := e.DecryptPrivateKeys(passphrase); err != nil {
+				return nil, fmt.Errorf("decrypting OpenPGP key: %w", err)
+			}
+		}
+		return newCommitSigner(e, name, email), nil
+	}
+	return nil, errors.New("OpenPGP key ring holds no private key")
+}
+
+// GenerateCommitSigner makes a new Ed25519 OpenPGP key for name <email>.
+// Ed25519 signs in microseconds, and gpg, GitHub and Gitea all accept it.
+func GenerateCommitSigner(name, email string) (*CommitSigner, error) {
+	e, err := openpgp.NewEntity(name, "Nova evidence commits", email, &packet.Config{Algorithm: packet.PubKeyAlgoEdDSA})
+	if err != nil {
+		return nil, fmt.Errorf("generating OpenPGP key: %w", err)
+	}
+	return newCommitSigner(e, name, email), nil
+}
+
+func newCommitSigner(e *openpgp.Entity, name, email string) *CommitSigner {
+	if name == "" || email == "" {
+		if id := e.PrimaryIdentity(); id != nil && id.UserId != nil {
+			if name == "" {
+				name = id.UserId.Name
+			}
+			if email == "" {
+				email = id.UserId.Email
+			}
+		}
+	}
+	return &CommitSigner{entity: e, name: name, email: email}
+}
+
+// LocalCommitSigner loads the local-mode commit key from dir, generating it
+// on first use.
+func LocalCommitSigner(dir, name, email string) (*CommitSigner, error) {
+	path := filepath.Join(dir, localCommitKey)
+	b, err := os.ReadFile(path)
+	if err == nil {
+		c, err := LoadCommitSigner(b, nil, name, email)
+		if err != nil {
+			return nil, err
+		}
+		return c, ensurePublicFile(dir, localCommitPub, c.ArmoredPublicKey)
+	}
+	if !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("reading local commit key: %w", err)
+	}
+	c, err := GenerateCommitSigner(localCommitIdentity, localCommitEmail)
+	if err != nil {
+		return nil, err
+	}
+	priv, err := c.armoredPrivateKey()
+	if err != nil {
+		return nil, err
+	}
+	if err := installPrivateKey(dir, localCommitKey, priv); err != nil && !errors.Is(err, os.ErrExist) {
+		return nil, err
+	}
+	return LocalCommitSigner(dir, name, email)
+}
+
+// Identity is the committer and author of evidence commits.
+func (c *CommitSigner) Identity(when time.Time) object.Signature {
+	return object.Signature{Name: c.name, Email: c.email, When: when}
+}
+
+// KeyID is the signing key's long id in hex, as gpg prints it.
+func (c *CommitSigner) KeyID() string {
+	return fmt.Sprintf("%016X", c.entity.PrimaryKey.KeyId)
+}
+
+// ArmoredPublicKey is the key to register with the forge (GitHub, Gitea
+// `POST /user/gpg_keys`) and to give `nova evidence verify --commit-key`.
+func (c *CommitSigner) ArmoredPublicKey() ([]byte, error) {
+	var b bytes.Buffer
+	w, err := armor.Encode(&b, openpgp.PublicKeyType, nil)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.entity.Serialize(w); err != nil {
+		return nil, fmt.Errorf("encoding OpenPGP public key: %w", err)
+	}
+	if err := w.Close(); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+func (c *CommitSigner) armoredPrivateKey() ([]byte, error) {
+	var b bytes.Buffer
+	w, err := armor.Encode(&b, openpgp.PrivateKeyType, nil)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.entity.SerializePrivate(w, nil); err != nil {
+		return nil, fmt.Errorf("encoding OpenPGP private key: %w", err)
+	}
+	if err := w.Close(); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+// KeyRing is the public half, for verifiers.
+func (c *CommitSigner) KeyRing() *CommitKeyRing {
+	return &CommitKeyRing{keys: openpgp.EntityList{c.entity}}
+}
+
+// sign sets commit.PGPSignature exactly as go-git's gpgSigner would.
+func (c *CommitSigner) sign(commit *object.Commit) error {
+	payload := &plumbing.MemoryObject{}
+	if err := commit.EncodeWithoutSignature(payload); err != nil {
+		return fmt.Errorf("encoding commit for signing: %w", err)
+	}
+	r, err := payload.Reader()
+	if err != nil {
+		return err
+	}
+	var sig bytes.Buffer
+	if err := openpgp.ArmoredDetachSign(&sig, c.entity, r, nil); err != nil {
+		return fmt.Errorf("signing commit: %w", err)
+	}
+	commit.PGPSignature = sig.String()
+	return nil
+}
+
+// CommitKeyRing holds the OpenPGP public keys allowed to sign evidence
+// commits.
+type CommitKeyRing struct {
+	keys openpgp.EntityList
+}
+
+// LoadCommitKeyRing reads armored public (or private) keys; each argument
+// may hold several.
+func LoadCommitKeyRing(armored ...[]byte) (*CommitKeyRing, error) {
+	kr := &CommitKeyRing{}
+	for _, a := range armored {
+		el, err := openpgp.ReadArmoredKeyRing(bytes.NewReader(a))
+		if err != nil {
+			return nil, fmt.Errorf("reading OpenPGP public key: %w", err)
+		}
+		kr.keys = append(kr.keys, el...)
+	}
+	if len(kr.keys) == 0 {
+		return nil, errors.New("no OpenPGP public key given")
+	}
+	return kr, nil
+}
+
+// checkCommit returns "" when commit carries a valid signature by an
+// allowed key, otherwise the reason it does not.
+func (k *CommitKeyRing) checkCommit(commit *object.Commit) (runner.Reason, error) {
+	if commit.PGPSignature == "" {
+		return runner.EvidenceCommitUnsigned, errors.New("commit is not signed")
+	}
+	if !strings.HasPrefix(commit.PGPSignature, "-----BEGIN PGP SIGNATURE-----") {
+		return runner.EvidenceCommitKeyUnknown, errors.New("commit is not signed with OpenPGP")
+	}
+	payload := &plumbing.MemoryObject{}
+	if err := commit.EncodeWithoutSignature(payload); err != nil {
+		return runner.EvidenceCommitSignatureInvalid, fmt.Errorf("encoding commit: %w", err)
+	}
+	r, err := payload.Reader()
+	if err != nil {
+		return runner.EvidenceCommitSignatureInvalid, err
+	}
+	_, err = openpgp.CheckArmoredDetachedSignature(k.keys, r, strings.NewReader(commit.PGPSignature), nil)
+	switch {
+	case err == nil:
+		return "", nil
+	case errors.Is(err, pgperrors.ErrUnknownIssuer):
+		return runner.EvidenceCommitKeyUnknown, errors.New("commit is signed by a key that is not allowed")
+	default:
+		return runner.EvidenceCommitSignatureInvalid, fmt.Errorf("commit signature does not verify: %w", err)
+	}
+}

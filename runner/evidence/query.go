@@ -1,0 +1,265 @@
+package evidence
+
+import (
+	"context"
+	"crypto"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/plumbing/storer"
+
+	"github.com/nova-platform/nova/runner"
+)
+
+// ApprovalData is the data of a nova.approval.recorded event.
+type ApprovalData struct {
+	Environment runner.Environment `json:"environment"`
+	Approver    string             `json:"approver"`
+	PlanDigest  string             `json:"planDigest"`
+}
+
+// ResolutionData is the data of a nova.apply.resolved event.
+type ResolutionData struct {
+	// Outcome is what the operator found: applied or not-applied.
+	Outcome string `json:"outcome"`
+	Note    string `json:"note"`
+	// Resolves is the id of the nova.apply.indeterminate event.
+	Resolves string `json:"resolves"`
+	// ResolvedBy is who established the outcome.
+	ResolvedBy string `json:"resolvedBy"`
+}
+
+// Resolution outcomes.
+const (
+	OutcomeApplied    = "applied"
+	OutcomeNotApplied = "not-applied"
+)
+
+// Approval is one recorded approval with where it came from.
+type Approval struct {
+	ApprovalData
+	EventID string `json:"eventId"`
+	Seq     int64  `json:"seq"`
+}
+
+// Reader answers the gate's questions from one version of the evidence
+// repo. With a KeySet it returns only events whose signature verifies, so
+// someone who can push to the repo but does not hold the signing key
+// cannot forge an approval. A Reader is not safe for use concurrently with
+// the Store it came from.
+type Reader struct {
+	st   storer.EncodedObjectStorer
+	head plumbing.Hash
+	keys *KeySet
+}
+
+// NewReader reads repo at head, verifying event signatures with keys when
+// keys is not nil.
+func NewReader(repo *git.Repository, head plumbing.Hash, keys *KeySet) *Reader {
+	return &Reader{st: repo.Storer, head: head, keys: keys}
+}
+
+// Reader fetches the evidence repo and returns a Reader over its head.
+// A gate must not decide on a stale copy (it could miss an indeterminate
+// apply recorded elsewhere), so an unreachable repo is an error. Events are
+// verified with the store's own key and any extra trusted keys.
+func (s *Store) Reader(ctx context.Context, trusted ...crypto.PublicKey) (*Reader, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.sync(ctx); err != nil {
+		if runner.ReasonOf(err) == runner.EvidenceHistoryRewritten {
+			return nil, err
+		}
+		return nil, runner.Errorf(runner.EvidenceRepoUnavailable, "reading the evidence repo: %w", err)
+	}
+	return s.readerAt(s.head, trusted...)
+}
+
+// readerAt reads the store's objects at head, trusting the store's own
+// event key and any extra keys. The caller holds s.mu.
+func (s *Store) readerAt(head plumbing.Hash, trusted ...crypto.PublicKey) (*Reader, error) {
+	keys, err := NewKeySet(append([]crypto.PublicKey{s.cfg.Keys.Events.PublicKey()}, trusted...)...)
+	if err != nil {
+		return nil, runner.Errorf(runner.EvidenceKeyInvalid, "%w", err)
+	}
+	return &Reader{st: s.target.objects(), head: head, keys: keys}, nil
+}
+
+// Events returns a contract's events in seq order.
+func (r *Reader) Events(contractID string) ([]runner.Event, error) {
+	if r.head.IsZero() {
+		return nil, nil
+	}
+	c, err := object.GetCommit(r.st, r.head)
+	if err != nil {
+		return nil, fmt.Errorf("reading evidence head: %w", err)
+	}
+	root, err := c.Tree()
+	if err != nil {
+		return nil, fmt.Errorf("reading evidence tree: %w", err)
+	}
+	dir, err := root.Tree(contractsDir + "/" + contractDir(contractID))
+	if errors.Is(err, object.ErrDirectoryNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading contract %s: %w", contractID, err)
+	}
+	sigs := map[string]plumbing.Hash{}
+	for _, e := range dir.Entries {
+		if f, ok := parseEventFileName(e.Name); ok && f.Sig {
+			sigs[e.Name] = e.Hash
+		}
+	}
+	var events []runner.Event
+	for _, entry := range dir.Entries {
+		f, ok := parseEventFileName(entry.Name)
+		if !ok || f.Sig {
+			continue
+		}
+		b, err := readBlob(r.st, entry.Hash)
+		if err != nil {
+			return nil, err
+		}
+		if r.keys != nil {
+			sh, ok := sigs[sigPath(entry.Name)]
+			if !ok {
+				return nil, runner.Errorf(runner.EvidenceSignatureInvalid, "event %s has no signature", entry.Name)
+			}
+			sig, err := readBlob(r.st, sh)
+			if err != nil {
+				return nil, err
+			}
+			if err := r.keys.Verify(b, sig); err != nil {
+				return nil, runner.Errorf(runner.EvidenceSignatureInvalid, "event %s/%s: %w", contractID, entry.Name, err)
+			}
+		}
+		var e runner.Event
+		if err := json.Unmarshal(b, &e); err != nil {
+			return nil, runner.Errorf(runner.EvidenceLayoutInvalid, "reading event %s: %w", entry.Name, err)
+		}
+		events = append(events, e)
+	}
+	sort.Slice(events, func(i, j int) bool { return events[i].Seq < events[j].Seq })
+	return events, nil
+}
+
+// LastEvent returns the newest event of a contract; ok is false when the
+// contract has none.
+func (r *Reader) LastEvent(contractID string) (e runner.Event, ok bool, err error) {
+	events, err := r.Events(contractID)
+	if err != nil || len(events) == 0 {
+		return runner.Event{}, false, err
+	}
+	return events[len(events)-1], true, nil
+}
+
+// Approvals returns the approvals recorded for a contract in env, oldest
+// first.
+func (r *Reader) Approvals(contractID string, env runner.Environment) ([]Approval, error) {
+	events, err := r.Events(contractID)
+	if err != nil {
+		return nil, err
+	}
+	var out []Approval
+	for _, e := range events {
+		if e.Type != runner.EventApprovalRecorded {
+			continue
+		}
+		var a ApprovalData
+		if err := decodeData(e.Data, &a); err != nil {
+			return nil, runner.Errorf(runner.EvidenceLayoutInvalid, "reading approval %s: %w", e.ID, err)
+		}
+		if a.Environment == env {
+			out = append(out, Approval{ApprovalData: a, EventID: e.ID, Seq: e.Seq})
+		}
+	}
+	return out, nil
+}
+
+// ApprovedPlanDigest is the plan digest of the newest approval for a
+// contract in env; ok is false when nothing was approved.
+func (r *Reader) ApprovedPlanDigest(contractID string, env runner.Environment) (digest string, ok bool, err error) {
+	approvals, err := r.Approvals(contractID, env)
+	if err != nil || len(approvals) == 0 {
+		return "", false, err
+	}
+	return approvals[len(approvals)-1].PlanDigest, true, nil
+}
+
+// UnresolvedIndeterminate returns the newest nova.apply.indeterminate event
+// of a contract in env that no later nova.apply.resolved of the same
+// environment settles, or nil. While it exists the gate refuses to apply
+// there (APPLY_INDETERMINATE): nobody knows what the last apply did. Other
+// environments of the same contract have their own state and are not held.
+func (r *Reader) UnresolvedIndeterminate(contractID string, env runner.Environment) (*runner.Event, error) {
+	events, err := r.Events(contractID)
+	if err != nil {
+		return nil, err
+	}
+	var open *runner.Event
+	for i := range events {
+		if events[i].Environment != string(env) {
+			continue
+		}
+		switch events[i].Type {
+		case runner.EventApplyIndeterminate:
+			open = &events[i]
+		case runner.EventApplyResolved:
+			open = nil
+		}
+	}
+	return open, nil
+}
+
+var _ runner.ApplyHistory = (*Store)(nil)
+
+// UnresolvedApply implements runner.ApplyHistory. When the repo cannot be
+// reached it answers from the last head this store knows, and says so: the
+// answer only gates an authorization that must itself be pushed, and
+// deliver re-checks on the repo's fresh head before it pushes one, so a
+// stale "none" can never let an apply through. Failing here instead would
+// report an unreachable repo as something other than the push failure it
+// is.
+func (s *Store) UnresolvedApply(ctx context.Context, contractID string, env runner.Environment) (string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.sync(ctx); err != nil {
+		if runner.ReasonOf(err) == runner.EvidenceHistoryRewritten {
+			return "", err
+		}
+		s.logf("evidence: %v; checking earlier applies against the last known head", err)
+	}
+	return s.unresolvedAt(s.head, contractID, env)
+}
+
+// unresolvedAt is UnresolvedApply at a given head. The caller holds s.mu.
+func (s *Store) unresolvedAt(head plumbing.Hash, contractID string, env runner.Environment) (string, error) {
+	r, err := s.readerAt(head)
+	if err != nil {
+		return "", err
+	}
+	open, err := r.UnresolvedIndeterminate(contractID, env)
+	if err != nil || open == nil {
+		return "", err
+	}
+	return open.ID, nil
+}
+
+// decodeData reads event data into v, accepting both data recorded
+// directly and data a pipeline stage wrapped as {"result": …}.
+func decodeData(data json.RawMessage, v any) error {
+	var wrapped struct {
+		Stage  string          `json:"stage"`
+		Result json.RawMessage `json:"result"`
+	}
+	if json.Unmarshal(data, &wrapped) == nil && wrapped.Stage != "" && len(wrapped.Result) > 0 {
+		data = wrapped.Result
+	}
+	return json.Unmarshal(data, v)
+}

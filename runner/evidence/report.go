@@ -1,0 +1,72 @@
+package evidence
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"text/tabwriter"
+
+	"github.com/nova-platform/nova/runner"
+)
+
+// WriteText renders the report for a terminal: a summary table, then one
+// line per finding with its reason code, path and commit, so an auditor
+// can go straight to the broken item.
+func (r *Report) WriteText(w io.Writer, repo string) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	head := r.Head
+	if head == "" {
+		head = "(empty)"
+	}
+	status := "OK"
+	if !r.OK() {
+		status = fmt.Sprintf("FAILED (%d findings)", len(r.Findings))
+	}
+	fmt.Fprintf(tw, "evidence repo\t%s\n", repo)
+	fmt.Fprintf(tw, "head\t%s\n", head)
+	fmt.Fprintf(tw, "commits\t%d\n", r.Commits)
+	fmt.Fprintf(tw, "contracts\t%d\n", r.Contracts)
+	fmt.Fprintf(tw, "events\t%d\n", r.Events)
+	fmt.Fprintf(tw, "witnessed heads\t%d\n", r.Witnessed)
+	fmt.Fprintf(tw, "result\t%s\n", status)
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if r.OK() {
+		return nil
+	}
+	counts := map[runner.Reason]int{}
+	for _, f := range r.Findings {
+		counts[f.Reason]++
+	}
+	reasons := make([]string, 0, len(counts))
+	for reason := range counts {
+		reasons = append(reasons, string(reason))
+	}
+	sort.Strings(reasons)
+	fmt.Fprintln(w)
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "REASON\tCOUNT")
+	for _, reason := range reasons {
+		fmt.Fprintf(tw, "%s\t%d\n", reason, counts[runner.Reason(reason)])
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(w)
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "REASON\tPATH\tCOMMIT\tDETAIL")
+	for _, f := range r.Findings {
+		path, commit := f.Path, f.Commit
+		if path == "" {
+			path = "-"
+		}
+		if commit == "" {
+			commit = "-"
+		} else if len(commit) > 12 {
+			commit = commit[:12]
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", f.Reason, path, commit, f.Message)
+	}
+	return tw.Flush()
+}

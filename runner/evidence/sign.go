@@ -1,0 +1,102 @@
+package evidence
+
+import (
+	"bytes"
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"encoding/base64"
+	"errors"
+	"fmt"
+
+	"github.com/sigstore/sigstore/pkg/cryptoutils"
+	"github.com/sigstore/sigstore/pkg/signature"
+)
+
+// Signer signs events: ECDSA P-256 over SHA-256 of the event's canonical
+// bytes, ASN.1 DER, base64-encoded — exactly what `cosign sign-blob`
+// writes, so `cosign verify-blob --key` accepts the .sig files as they are.
+type Signer struct {
+	sv  signature.SignerVerifier
+	pub *ecdsa.PublicKey
+}
+
+// NewSigner wraps a P-256 private key. Other curves are refused: cosign
+// and the design both name P-256, and a verifier must know what to expect.
+func NewSigner(priv *ecdsa.PrivateKey) (*Signer, error) {
+	if priv == nil || priv.Curve != elliptic.P256() {
+		return nil, errors.New("event signing key must be ECDSA P-256")
+	}
+	sv, err := signature.LoadECDSASignerVerifier(priv, crypto.SHA256)
+	if err != nil {
+		return nil, fmt.Errorf("loading ECDSA signer: %w", err)
+	}
+	return &Signer{sv: sv, pub: &priv.PublicKey}, nil
+}
+
+// Sign returns the .sig file content for msg (an event's canonical bytes).
+func (s *Signer) Sign(msg []byte) ([]byte, error) {
+	der, err := s.sv.SignMessage(bytes.NewReader(msg))
+	if err != nil {
+		return nil, fmt.Errorf("signing event: %w", err)
+	}
+	out := make([]byte, base64.StdEncoding.EncodedLen(len(der)))
+	base64.StdEncoding.Encode(out, der)
+	return out, nil
+}
+
+// PublicKey is the key a verifier needs.
+func (s *Signer) PublicKey() crypto.PublicKey { return s.pub }
+
+// PublicKeyPEM is the public key as cosign writes cosign.pub.
+func (s *Signer) PublicKeyPEM() ([]byte, error) {
+	return cryptoutils.MarshalPublicKeyToPEM(s.pub)
+}
+
+// KeySet verifies event signatures against one or more allowed public keys
+// (a key rotation leaves old events signed by the old key).
+type KeySet struct {
+	verifiers []signature.Verifier
+}
+
+// NewKeySet accepts ECDSA public keys; anything else is a configuration
+// mistake worth failing on rather than silently never matching.
+func NewKeySet(keys ...crypto.PublicKey) (*KeySet, error) {
+	if len(keys) == 0 {
+		return nil, errors.New("no event public key given")
+	}
+	ks := &KeySet{}
+	for i, k := range keys {
+		pub, ok := k.(*ecdsa.PublicKey)
+		if !ok {
+			return nil, fmt.Errorf("event public key %d is %T, want ECDSA P-256", i+1, k)
+		}
+		v, err := signature.LoadECDSAVerifier(pub, crypto.SHA256)
+		if err != nil {
+			return nil, fmt.Errorf("loading event public key %d: %w", i+1, err)
+		}
+		ks.verifiers = append(ks.verifiers, v)
+	}
+	return ks, nil
+}
+
+// errSignatureMismatch is returned when no allowed key verifies a signature.
+var errSignatureMismatch = errors.New("signature does not verify with any allowed key")
+
+// Verify checks a .sig file's content against msg. Like cosign it accepts
+// the base64 text (surrounding whitespace ignored) and, failing that, raw DER.
+func (k *KeySet) Verify(msg, sigFile []byte) error {
+	sig := bytes.TrimSpace(sigFile)
+	der := make([]byte, base64.StdEncoding.DecodedLen(len(sig)))
+	if n, err := base64.StdEncoding.Decode(der, sig); err == nil {
+		der = der[:n]
+	} else {
+		der = sig
+	}
+	for _, v := range k.verifiers {
+		if v.VerifySignature(bytes.NewReader(der), bytes.NewReader(msg)) == nil {
+			return nil
+		}
+	}
+	return errSignatureMismatch
+}

@@ -1,0 +1,303 @@
+package evidence
+
+import (
+	"context"
+	"io"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/object"
+
+	"github.com/nova-platform/nova/runner"
+)
+
+// TestTamperMatrix damages a healthy evidence repo in each way the issue
+// lists and checks verify names the damage with its reason code. Tampering
+// commits are signed with the allowed commit key where the attack allows
+// it, so detection must come from the event layer, not just from an
+// unsigned commit.
+func TestTamperMatrix(t *testing.T) {
+	const a2 = "contracts/c-a/2-nova.test.step.json"
+	tests := []struct {
+		name   string
+		tamper func(t *testing.T, f *tamperFixture) (path, commit string)
+		want   runner.Reason
+	}{{
+		name: "byte flipped in an event",
+		tamper: func(t *testing.T, f *tamperFixture) (string, string) {
+			f.rewriteFiles(t, f.keys.Commit, func(files map[string][]byte) {
+				files[a2] = []byte(strings.Replace(string(files[a2]), "urn:nova:test", "urn:nova:tesT", 1))
+			})
+			return a2, ""
+		},
+		want: runner.EvidenceSignatureInvalid,
+	}, {
+		name: "event deleted",
+		tamper: func(t *testing.T, f *tamperFixture) (string, string) {
+			f.rewriteFiles(t, f.keys.Commit, func(files map[string][]byte) {
+				delete(files, a2)
+				delete(files, sigPath(a2))
+			})
+			return "contracts/c-a", ""
+		},
+		want: runner.EvidenceChainBroken,
+	}, {
+		name: "last event deleted",
+		tamper: func(t *testing.T, f *tamperFixture) (string, string) {
+			last := "contracts/c-a/4-nova.test.step.json"
+			f.rewriteFiles(t, f.keys.Commit, func(files map[string][]byte) {
+				delete(files, last)
+				delete(files, sigPath(last))
+			})
+			return last, ""
+		},
+		want: runner.EvidenceChainBroken,
+	}, {
+		name: "two events swapped",
+		tamper: func(t *testing.T, f *tamperFixture) (string, string) {
+			a3 := "contracts/c-a/3-nova.test.step.json"
+			f.rewriteFiles(t, f.keys.Commit, func(files map[string][]byte) {
+				files[a2], files[a3] = files[a3], files[a2]
+				files[sigPath(a2)], files[sigPath(a3)] = files[sigPath(a3)], files[sigPath(a2)]
+			})
+			return a2, ""
+		},
+		want: runner.EvidenceChainBroken,
+	}, {
+		name: "sig replaced by another event's",
+		tamper: func(t *testing.T, f *tamperFixture) (string, string) {
+			f.rewriteFiles(t, f.keys.Commit, func(files map[string][]byte) {
+				files[sigPath(a2)] = files["contracts/c-b/1-nova.test.step.sig"]
+			})
+			return a2, ""
+		},
+		want: runner.EvidenceSignatureInvalid,
+	}, {
+		name: "commit made unsigned",
+		tamper: func(t *testing.T, f *tamperFixture) (string, string) {
+			h := f.rewriteHead(t, func(c *object.Commit) { c.PGPSignature = "" })
+			return "", h.String()
+		},
+		want: runner.EvidenceCommitUnsigned,
+	}, {
+		name: "commit signature copied from another commit",
+		tamper: func(t *testing.T, f *tamperFixture) (string, string) {
+			other := f.commit(t, f.head(t)).ParentHashes[0]
+			sig := f.commit(t, other).PGPSignature
+			h := f.rewriteHead(t, func(c *object.Commit) { c.PGPSignature = sig })
+			return "", h.String()
+		},
+		want: runner.EvidenceCommitSignatureInvalid,
+	}, {
+		name: "commit signed by a key not allowed",
+		tamper: func(t *testing.T, f *tamperFixture) (string, string) {
+			rogue := newKeys(t)
+			s := openStore(t, f.repo, Keys{Events: f.keys.Events, Commit: rogue.Commit})
+			emitN(t, s, "c-a", 1)
+			return "", f.head(t).String()
+		},
+		want: runner.EvidenceCommitKeyUnknown,
+	}, {
+		name: "forged event signed by a wrong key",
+		tamper: func(t *testing.T, f *tamperFixture) (string, string) {
+			rogue := newKeys(t)
+			s := openStore(t, f.repo, Keys{Events: rogue.Events, Commit: f.keys.Commit})
+			emitN(t, s, "c-b", 1)
+			return "contracts/c-b/3-nova.test.step.json", f.head(t).String()
+		},
+		want: runner.EvidenceSignatureInvalid,
+	}, {
+		name: "file outside the layout",
+		tamper: func(t *testing.T, f *tamperFixture) (string, string) {
+			f.rewriteFiles(t, f.keys.Commit, func(files map[string][]byte) {
+				files["README.md"] = []byte("hello")
+			})
+			return "README.md", ""
+		},
+		want: runner.EvidenceLayoutInvalid,
+	}, {
+		name: "history rewritten with a force-push",
+		tamper: func(t *testing.T, f *tamperFixture) (string, string) {
+			dropped := f.head(t)
+			// Reset the branch two events back and write a different
+			// event there, with valid keys: only the witness can tell.
+			back := f.commit(t, f.commit(t, dropped).ParentHashes[0]).ParentHashes[0]
+			f.setHead(t, back)
+			other := openStore(t, f.repo, f.keys)
+			emitN(t, other, "c-b", 1)
+			return "", dropped.String()
+		},
+		want: runner.EvidenceHistoryRewritten,
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newTamperFixture(t)
+			opts := verifyOptions(t, f.keys)
+			var err error
+			if opts.Witness, err = ReadWitness(f.store.WitnessPath()); err != nil || len(opts.Witness) != 6 {
+				t.Fatalf("witness: %d heads, %v", len(opts.Witness), err)
+			}
+			if rep := verifyRepo(t, f.repo, opts); !rep.OK() {
+				t.Fatalf("healthy repo does not verify:%s", dumpFindings(rep))
+			}
+			path, commit := tt.tamper(t, f)
+			rep := verifyRepo(t, f.repo, opts)
+			if !hasFinding(rep, tt.want, path, commit) {
+				t.Fatalf("verify did not report %s at path %q commit %q; findings:%s", tt.want, path, commit, dumpFindings(rep))
+			}
+			t.Logf("findings:%s", dumpFindings(rep))
+		})
+	}
+}
+
+// TestStoreRefusesToExtendRewrittenHistory: a writer that sees its own
+// pushed head gone stops instead of signing on top of the rewrite.
+func TestStoreRefusesToExtendRewrittenHistory(t *testing.T) {
+	f := newTamperFixture(t)
+	dropped := f.head(t)
+	f.setHead(t, f.commit(t, dropped).ParentHashes[0])
+	err := f.store.Record(context.Background(), runner.Event{ID: "auth-1", Type: runner.EventApplyAuthorized, ContractID: "c-a", SpecVersion: "1.0"})
+	if runner.ReasonOf(err) != runner.EvidenceHistoryRewritten {
+		t.Fatalf("Record after a force-push = %v, want EVIDENCE_HISTORY_REWRITTEN", err)
+	}
+	if f.head(t) == dropped {
+		t.Fatal("test broken: head not rewritten")
+	}
+}
+
+// tamperFixture is a healthy repo: contract c-a with 4 events, c-b with 2.
+type tamperFixture struct {
+	repo  string
+	keys  Keys
+	store *Store
+	git   *git.Repository
+}
+
+func newTamperFixture(t *testing.T) *tamperFixture {
+	f := &tamperFixture{repo: newBareRepo(t), keys: newKeys(t)}
+	f.store = openStore(t, f.repo, f.keys)
+	emitN(t, f.store, "c-a", 4)
+	emitN(t, f.store, "c-b", 2)
+	var err error
+	if f.git, err = git.PlainOpen(f.repo); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+func (f *tamperFixture) head(t *testing.T) plumbing.Hash { return headOf(t, f.repo) }
+
+func (f *tamperFixture) commit(t *testing.T, h plumbing.Hash) *object.Commit {
+	t.Helper()
+	c, err := f.git.CommitObject(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// setHead moves the branch as a force-push would.
+func (f *tamperFixture) setHead(t *testing.T, h plumbing.Hash) {
+	t.Helper()
+	if err := f.git.Storer.SetReference(plumbing.NewHashReference(plumbing.NewBranchReferenceName(DefaultBranch), h)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// rewriteFiles commits a changed copy of the head's files on top of the
+// head, signed by signer (nil: unsigned), and moves the branch to it.
+func (f *tamperFixture) rewriteFiles(t *testing.T, signer *CommitSigner, mutate func(map[string][]byte)) plumbing.Hash {
+	t.Helper()
+	head := f.commit(t, f.head(t))
+	tree, err := head.Tree()
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string][]byte{}
+	err = tree.Files().ForEach(func(file *object.File) error {
+		r, err := file.Reader()
+		if err != nil {
+			return err
+		}
+		defer r.Close()
+		files[file.Name], err = io.ReadAll(r)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mutate(files)
+	root := f.writeTree(t, files, "")
+	who := object.Signature{Name: "Mallory", Email: "mallory@example.com", When: time.Now()}
+	c := &object.Commit{Author: who, Committer: who, Message: "nova.test.step c-a dev seq=9\n", TreeHash: root, ParentHashes: []plumbing.Hash{head.Hash}}
+	if signer != nil {
+		if err := signer.sign(c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h := f.put(t, c)
+	f.setHead(t, h)
+	return h
+}
+
+// rewriteHead replaces the head commit by an edited copy.
+func (f *tamperFixture) rewriteHead(t *testing.T, edit func(*object.Commit)) plumbing.Hash {
+	t.Helper()
+	c := *f.commit(t, f.head(t))
+	edit(&c)
+	h := f.put(t, &c)
+	f.setHead(t, h)
+	return h
+}
+
+func (f *tamperFixture) put(t *testing.T, o interface {
+	Encode(plumbing.EncodedObject) error
+}) plumbing.Hash {
+	t.Helper()
+	eo := f.git.Storer.NewEncodedObject()
+	if err := o.Encode(eo); err != nil {
+		t.Fatal(err)
+	}
+	h, err := f.git.Storer.SetEncodedObject(eo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// writeTree writes files (paths relative to prefix) as nested trees.
+func (f *tamperFixture) writeTree(t *testing.T, files map[string][]byte, prefix string) plumbing.Hash {
+	t.Helper()
+	var entries []object.TreeEntry
+	dirs := map[string]map[string][]byte{}
+	for p, b := range files {
+		name, rest, nested := strings.Cut(p, "/")
+		if nested {
+			if dirs[name] == nil {
+				dirs[name] = map[string][]byte{}
+			}
+			dirs[name][rest] = b
+			continue
+		}
+		blob := f.git.Storer.NewEncodedObject()
+		blob.SetType(plumbing.BlobObject)
+		w, _ := blob.Writer()
+		_, _ = w.Write(b)
+		_ = w.Close()
+		h, err := f.git.Storer.SetEncodedObject(blob)
+		if err != nil {
+			t.Fatal(err)
+		}
+		entries = append(entries, object.TreeEntry{Name: name, Mode: filemode.Regular, Hash: h})
+	}
+	for name, sub := range dirs {
+		entries = append(entries, object.TreeEntry{Name: name, Mode: filemode.Dir, Hash: f.writeTree(t, sub, prefix+name+"/")})
+	}
+	sort.Slice(entries, func(i, j int) bool { return treeKey(entries[i]) < treeKey(entries[j]) })
+	return f.put(t, &object.Tree{Entries: entries})
+}

@@ -1,0 +1,70 @@
+package evidence
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/go-git/go-git/v5/plumbing"
+)
+
+// The witness is this machine's memory of every head it pushed. Git lets
+// anyone with push rights force-push a history without some commits, and a
+// repo cannot testify to what it no longer holds; the witness can: a
+// witnessed head that is not in the current history proves a rewrite.
+// It lives beside the outbox, outside the evidence repo.
+
+// readWitness returns the heads recorded in path, oldest first; a missing
+// file is an empty witness.
+func readWitness(path string) ([]plumbing.Hash, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading witness: %w", err)
+	}
+	defer f.Close()
+	var heads []plumbing.Hash
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" {
+			continue
+		}
+		field, _, _ := strings.Cut(line, " ")
+		if len(field) != 40 {
+			// A torn last line from a crash; the head before it still counts.
+			continue
+		}
+		heads = append(heads, plumbing.NewHash(field))
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("reading witness: %w", err)
+	}
+	return heads, nil
+}
+
+// ReadWitness is readWitness for callers of Verify.
+func ReadWitness(path string) ([]plumbing.Hash, error) { return readWitness(path) }
+
+// appendWitness records a pushed head durably.
+func appendWitness(path string, head plumbing.Hash) error {
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+	if err != nil {
+		return fmt.Errorf("opening witness: %w", err)
+	}
+	_, err = f.WriteString(head.String() + "\n")
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("appending to witness: %w", err)
+	}
+	return nil
+}
