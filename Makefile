@@ -16,12 +16,13 @@ build:
 
 ## demo: the main job on the embedded default: validate, plan and apply
 ## examples/hello in dev with real Terraform and local state.
-demo: build tools
+demo: build
+	@./.ci/tools.sh terraform >/dev/null
 	./$(BIN) run --dir examples/hello
 
 ## test: formatting, vet and every test, with real Terraform.
 test: tools check
-	$(GO) test -count=1 ./...
+	$(GO) test -count=1 -timeout 30m ./...
 
 check: fmt vet
 
@@ -45,8 +46,10 @@ workflows:
 	  cp "$$f" .github/workflows/ && cp "$$f" .gitea/workflows/; \
 	done
 
+## tools: what the tests run for real: terraform, gpg (git verify-commit),
+## cosign (verify-blob) and conftest (policy parity and benchmark).
 tools:
-	@./.ci/tools.sh terraform >/dev/null
+	@./.ci/tools.sh terraform gpg cosign conftest >/dev/null
 
 clean:
 	rm -rf bin

@@ -13,9 +13,10 @@ import (
 func runCLI(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
 	var stdout, stderr bytes.Buffer
+	home := t.TempDir()
 	code := run(t.Context(), Env{Args: args, Getenv: func(k string) string {
 		if k == "HOME" {
-			return t.TempDir()
+			return home
 		}
 		return ""
 	}, Stdout: &stdout, Stderr: &stderr})

@@ -46,6 +46,9 @@ type Config struct {
 	TrustedKeysFile string
 	// InfracostKey lets the nfr stage estimate cost.
 	InfracostKey string
+	// EvidenceRepo overrides $NOVA_EVIDENCE_REPO; empty with neither set
+	// means local mode's bare repo under the data dir.
+	EvidenceRepo string
 	// Source is the CloudEvents source of this run's events.
 	Source string
 	// TerraformEnv is the environment terraform runs with.
@@ -78,6 +81,7 @@ func parseConfig(cmd string, args []string, env Env) (Config, error) {
 	fs.Var(&backendConfig, "backend-config", "Terraform -backend-config key=value (repeatable)")
 	fs.StringVar(&cfg.Commit, "commit", "", "commit being deployed (default: $NOVA_COMMIT, $GITHUB_SHA, or HEAD of --dir)")
 	fs.BoolVar(&cfg.Verbose, "verbose", false, "stream terraform output to stderr")
+	fs.StringVar(&cfg.EvidenceRepo, "evidence-repo", "", "evidence repo path or URL (default: $NOVA_EVIDENCE_REPO, else a local bare repo)")
 	fs.StringVar(&cfg.TrustedKeysFile, "trusted-keys", env.Getenv("NOVA_TRUSTED_KEYS"), "armored OpenPGP public keys that verify commit signatures")
 	if cmd == "apply" {
 		fs.StringVar(&cfg.Bundle, "bundle", "", "plan bundle from `nova plan` (default: the newest for this contract)")

@@ -41,7 +41,8 @@ func newConsumer(t *testing.T, contract string) *consumer {
 	if _, err := exec.LookPath("terraform"); err != nil {
 		t.Fatal("terraform is not on PATH: run `make test`, which installs it")
 	}
-	c := &consumer{t: t, dir: t.TempDir(), stateDir: t.TempDir()}
+	// HOME holds local mode's evidence repo and the keys made on first use.
+	c := &consumer{t: t, dir: t.TempDir(), stateDir: t.TempDir(), env: map[string]string{"HOME": t.TempDir()}}
 	c.writeContract(contract)
 	return c
 }
@@ -247,7 +248,7 @@ func TestGuardedEnvironmentsStopAtTheGate(t *testing.T) {
 	for _, env := range []string{"qa", "prod", "dr"} {
 		t.Run(env, func(t *testing.T) {
 			c := newConsumer(t, helloContract("world", env)+"nfr:\n  monthlyCostCeiling: 50\n")
-			c.env = map[string]string{"INFRACOST_API_KEY": "fake-key"}
+			c.env["INFRACOST_API_KEY"] = "fake-key"
 			writeFile(t, filepath.Join(c.dir, "reports", "e2e.xml"), `<testsuite><testcase name="a"/><testcase name="b"/></testsuite>`)
 			writeFile(t, filepath.Join(c.dir, "reports", "load.xml"), `<testsuite><testcase name="p99"/></testsuite>`)
 			writeFile(t, filepath.Join(c.dir, "reports", "unit.xml"), `<testsuite><testcase name="u"/></testsuite>`)
@@ -429,4 +430,79 @@ inputs:
 	// An interrupted apply is recorded as indeterminate, never as failed or
 	// completed by guess.
 	checkChain(t, readEvents(t, v.EventsFile), slices.Concat(evaluated, planned, []string{runner.EventApplyAuthorized, runner.EventRunFailed, runner.EventApplyIndeterminate}))
+}
+
+// TestApplyFailsClosedWhenEvidenceCannotBePushed makes the evidence repo
+// unreachable between two runs: the second must stop before apply with
+// EVIDENCE_PUSH_FAILED and change nothing, keep its events in the outbox,
+// and hand them over exactly once when the repo is back.
+func TestApplyFailsClosedWhenEvidenceCannotBePushed(t *testing.T) {
+	ctx := t.Context()
+	c := newConsumer(t, helloContract("world", "dev"))
+	// A first command in local mode makes the keys; the shared repo then
+	// uses them explicitly, as a CI job would be given them.
+	if code, _, stderr := c.nova(ctx, "validate"); code != ExitPass {
+		t.Fatalf("validate: exit %d\n%s", code, stderr)
+	}
+	keys := filepath.Join(c.env["HOME"], ".config", "nova")
+	c.env["NOVA_SIGNING_KEY_FILE"] = filepath.Join(keys, "signing.key")
+	c.env["NOVA_COMMIT_KEY_FILE"] = filepath.Join(keys, "commit-key.asc")
+	remote := filepath.Join(t.TempDir(), "evidence.git")
+	if _, err := git.PlainInit(remote, true); err != nil {
+		t.Fatal(err)
+	}
+	c.extra = []string{"--evidence-repo", "file://" + remote, "--commit", "2222222222222222222222222222222222222222"}
+
+	var lines int
+	code, v, stderr := c.nova(ctx, "run")
+	if code != ExitPass {
+		t.Fatalf("first run: exit %d\n%s", code, stderr)
+	}
+	lines += len(readEvents(t, v.EventsFile))
+
+	if err := os.Rename(remote, remote+".away"); err != nil {
+		t.Fatal(err)
+	}
+	c.writeContract(helloContract("unpushed", "dev"))
+	code, v, stderr = c.nova(ctx, "run")
+	if code != ExitError || v.Reason != string(runner.EvidencePushFailed) {
+		t.Fatalf("run with the evidence repo away: exit %d reason %s, want %d %s\n%s", code, v.Reason, ExitError, runner.EvidencePushFailed, stderr)
+	}
+	if got := verdicts(v); got[len(got)-1] != "gate=error" || slices.Contains(got, "apply=pass") {
+		t.Errorf("stages = %v, want the gate to stop the run", got)
+	}
+	if got := outputValue(t, c.state(ctx, "dev"), "message__text"); got != "Hello, world!" {
+		t.Errorf("applied without pushed authorization: message__text = %q", got)
+	}
+	lines += len(readEvents(t, v.EventsFile))
+
+	if err := os.Rename(remote+".away", remote); err != nil {
+		t.Fatal(err)
+	}
+	code, v, stderr = c.nova(ctx, "run")
+	if code != ExitPass {
+		t.Fatalf("run with the repo back: exit %d\n%s", code, stderr)
+	}
+	lines += len(readEvents(t, v.EventsFile))
+	if got := outputValue(t, c.state(ctx, "dev"), "message__text"); got != "Hello, unpushed!" {
+		t.Errorf("after the repo came back message__text = %q", got)
+	}
+
+	var out, errOut bytes.Buffer
+	code = evidenceCommand(ctx, []string{"verify", "file://" + remote, "--output", "json",
+		"--key", filepath.Join(keys, "signing.pub"), "--commit-key", filepath.Join(keys, "commit-key.pub.asc")},
+		Env{Getenv: func(k string) string { return c.env[k] }, Stdout: &out, Stderr: &errOut})
+	if code != ExitPass {
+		t.Fatalf("evidence verify: exit %d\n%s\n%s", code, out.String(), errOut.String())
+	}
+	var report struct {
+		Events int `json:"events"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &report); err != nil {
+		t.Fatal(err)
+	}
+	// Every event of the three runs, the unpushed ones included, exactly once.
+	if report.Events != lines {
+		t.Errorf("evidence repo holds %d events, the runs wrote %d", report.Events, lines)
+	}
 }

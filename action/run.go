@@ -13,6 +13,7 @@ import (
 
 	"github.com/nova-platform/nova/registry"
 	"github.com/nova-platform/nova/runner"
+	"github.com/nova-platform/nova/runner/evidence"
 	"github.com/nova-platform/nova/runner/local"
 	"github.com/nova-platform/nova/runner/terraform"
 	"github.com/nova-platform/nova/stages/apply"
@@ -35,6 +36,7 @@ Usage:
   nova plan     [flags]   evaluate, then plan with Terraform and write a plan bundle
   nova apply    [flags]   apply a plan bundle from 'nova plan' once the gate allows it
   nova run      [flags]   evaluate, plan, gate and apply in one go
+  nova evidence verify|resolve   check the evidence repo, or resolve an indeterminate apply
   nova version            print the version
 
 Run 'nova <command> -h' for the flags. Exit codes: 0 pass, 1 verdict fail,
@@ -60,6 +62,8 @@ func run(ctx context.Context, env Env) int {
 		return ExitPass
 	case "policy":
 		return policyCommand(ctx, env.Args[1:], env)
+	case "evidence":
+		return evidenceCommand(ctx, env.Args[1:], env)
 	case "validate", "explain", "plan", "apply", "run":
 	default:
 		fmt.Fprintf(env.Stderr, "nova: unknown command %q\n\n%s", cmd, usage)
@@ -92,24 +96,51 @@ func execute(ctx context.Context, cfg Config, env Env) int {
 		Commit:       cfg.Commit,
 		RunDir:       filepath.Join(local.RunsDir(cfg.Dir), runID),
 	}
-	stages, err := buildStages(ctx, cfg, env)
+	settings, err := readEvidenceSettings(cfg.EvidenceRepo, "", env.Getenv)
+	if err != nil {
+		return rep.abort(err)
+	}
+	store, err := openEvidenceStore(ctx, settings, env)
+	if err != nil {
+		return rep.abort(err)
+	}
+	defer store.Close()
+	// Events an earlier run could not push go first, so this run's chain
+	// continues from them; failing that, they wait in the outbox and the
+	// run goes on (apply still refuses to start unless its authorization
+	// is pushed).
+	if err := store.Drain(ctx); err != nil {
+		fmt.Fprintf(env.Stderr, "nova: evidence repo not reachable, events stay in the outbox: %v\n", err)
+	}
+	stages, err := buildStages(ctx, cfg, env, store)
 	if err != nil {
 		return rep.abort(err)
 	}
 	events := local.NewEventLog(filepath.Join(st.RunDir, "events.jsonl"))
 	p := runner.Pipeline{
 		Stages:   stages,
-		Events:   runner.NewEmitter(events, cfg.Source, runID, nil),
+		Events:   runner.NewEmitter(runner.Tee{events, store}, cfg.Source, runID, nil),
 		OnResult: rep.stage,
 	}
 	rep.start(st)
 	out := p.Run(ctx, st)
+	if err := store.Drain(context.WithoutCancel(ctx)); err != nil {
+		fmt.Fprintf(env.Stderr, "nova: %d event(s) wait in the evidence outbox for the next run: %v\n", pendingCount(store), err)
+	}
 	code := exitCode(out.Verdict)
 	rep.finish(out, st, events.Path(), code)
 	return code
 }
 
-func buildStages(ctx context.Context, cfg Config, env Env) ([]runner.Stage, error) {
+func pendingCount(store *evidence.Store) int {
+	pending, err := store.Pending()
+	if err != nil {
+		return 0
+	}
+	return len(pending)
+}
+
+func buildStages(ctx context.Context, cfg Config, env Env, history runner.ApplyHistory) ([]runner.Stage, error) {
 	reg, err := loadRegistry(cfg.RegistryDir)
 	if err != nil {
 		return nil, err
@@ -126,7 +157,7 @@ func buildStages(ctx context.Context, cfg Config, env Env) ([]runner.Stage, erro
 		if err != nil {
 			return nil, err
 		}
-		return []runner.Stage{validate, &apply.Bundle{Dir: cfg.Bundle, RunsDir: local.RunsDir(cfg.Dir)}, runner.Gate{}, apply.New(pc)}, nil
+		return []runner.Stage{validate, &apply.Bundle{Dir: cfg.Bundle, RunsDir: local.RunsDir(cfg.Dir)}, runner.Gate{History: history}, apply.New(pc)}, nil
 	}
 	policyCfg, err := policy.LoadConfig(cfg.Dir)
 	if err != nil {
@@ -163,7 +194,7 @@ func buildStages(ctx context.Context, cfg Config, env Env) ([]runner.Stage, erro
 	if cfg.Command == "plan" {
 		return planned, nil
 	}
-	return slices.Concat(planned, []runner.Stage{runner.Gate{}, apply.New(pc)}), nil
+	return slices.Concat(planned, []runner.Stage{runner.Gate{History: history}, apply.New(pc)}), nil
 }
 
 func planConfig(cfg Config, env Env, reg *registry.Registry) (plan.Config, error) {

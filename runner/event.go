@@ -9,12 +9,18 @@ import (
 	"github.com/google/uuid"
 )
 
-// Event types: a controlled vocabulary, so consumers can subscribe by type.
+// Event types: the one controlled vocabulary, so consumers can subscribe by
+// type and auditors can read a chain without knowing which package wrote it.
 const (
 	EventContractValidated  = "nova.contract.validated"
+	EventPolicyEvaluated    = "nova.policy.evaluated"
+	EventNFREvaluated       = "nova.nfr.evaluated"
+	EventConfidenceComputed = "nova.confidence.computed"
+	EventDecisionMade       = "nova.ai.decision.made"
 	EventPlanCreated        = "nova.plan.created"
 	EventPlanLoaded         = "nova.plan.loaded"
 	EventApprovalRequested  = "nova.approval.requested"
+	EventApprovalRecorded   = "nova.approval.recorded"
 	EventApplyAuthorized    = "nova.apply.authorized"
 	EventApplyCompleted     = "nova.apply.completed"
 	EventApplyIndeterminate = "nova.apply.indeterminate"

@@ -19,12 +19,6 @@ type CommitVerifier interface {
 	VerifyCommit(ctx context.Context, dir, commit string) (runner.CommitSignature, error)
 }
 
-// Event types of the stage.
-const (
-	EventComputed = "nova.confidence.computed"
-	EventDecision = "nova.ai.decision.made"
-)
-
 // Stage computes the confidence signal.
 type Stage struct {
 	phase    runner.Phase
@@ -99,9 +93,9 @@ func (s *Stage) Run(ctx context.Context, st *runner.State) (runner.Result, error
 
 	res := runner.Result{
 		Summary: fmt.Sprintf("score %.3f, threshold %.3f (%s): %s", c.Score, c.Threshold, envOf(st), c.Band),
-		Event:   EventComputed,
+		Event:   runner.EventConfidenceComputed,
 		Data:    c,
-		Also: []runner.EventSpec{{Type: EventDecision, Data: Decision{
+		Also: []runner.EventSpec{{Type: runner.EventDecisionMade, Data: Decision{
 			DecisionID: uuid.NewString(), Phase: s.phase, ChosenAction: action(c), HumanOverride: false, Confidence: c,
 		}}},
 	}

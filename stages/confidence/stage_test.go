@@ -75,8 +75,8 @@ func TestStageVerdicts(t *testing.T) {
 			if tt.reason != "" && (len(res.Findings) == 0 || res.Findings[0].Reason != tt.reason) {
 				t.Errorf("findings %+v, want %s", res.Findings, tt.reason)
 			}
-			if res.Event != EventComputed || len(res.Also) != 1 || res.Also[0].Type != EventDecision {
-				t.Fatalf("events %s %+v, want %s then %s", res.Event, res.Also, EventComputed, EventDecision)
+			if res.Event != runner.EventConfidenceComputed || len(res.Also) != 1 || res.Also[0].Type != runner.EventDecisionMade {
+				t.Fatalf("events %s %+v, want %s then %s", res.Event, res.Also, runner.EventConfidenceComputed, runner.EventDecisionMade)
 			}
 			d := res.Also[0].Data.(Decision)
 			if d.ChosenAction != tt.wantEvent || d.HumanOverride || d.DecisionID == "" {

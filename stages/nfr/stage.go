@@ -22,9 +22,6 @@ import (
 	"github.com/nova-platform/nova/stages/policy"
 )
 
-// EventEvaluated is the CloudEvents type the stage records on pass.
-const EventEvaluated = "nova.nfr.evaluated"
-
 // CostRuleID is the rule id of the budget NFR's record.
 const CostRuleID = "nfr.monthlyCostCeiling"
 
@@ -98,7 +95,7 @@ func (s *Stage) Run(ctx context.Context, st *runner.State) (runner.Result, error
 		Verdict: runner.Pass,
 		Summary: fmt.Sprintf("%d NFR record(s): %s; cost %s", len(pcrs), policy.Summarize(counts), describeCost(est)),
 		PCRs:    pcrs,
-		Event:   EventEvaluated,
+		Event:   runner.EventNFREvaluated,
 		Data:    Data{Counts: counts, Cost: cost, CostDetail: est.detail},
 	}
 	if i := slices.IndexFunc(pcrs, func(p runner.PCR) bool { return p.Result == runner.PCRFail && p.Severity == runner.Critical }); i >= 0 {

@@ -165,7 +165,7 @@ func TestStageRecordsItsResult(t *testing.T) {
 	st := microservice(t, runner.NFR{Backups: ptr(true)}, nil)
 	st.PCRs = []runner.PCR{{RuleID: "earlier"}}
 	res := runStage(t, st)
-	if res.Verdict != runner.Pass || res.Event != EventEvaluated {
+	if res.Verdict != runner.Pass || res.Event != runner.EventNFREvaluated {
 		t.Errorf("verdict %s event %s", res.Verdict, res.Event)
 	}
 	if len(st.PCRs) != 2 || st.PCRs[1].RuleID != "nfr.backups" || st.PCRs[1].ContractID != st.Contract.ID || !st.PCRs[1].EvaluatedAt.Equal(testTime) {

@@ -17,9 +17,6 @@ import (
 	"github.com/nova-platform/nova/runner"
 )
 
-// EventEvaluated is the CloudEvents type the stage records on pass.
-const EventEvaluated = "nova.policy.evaluated"
-
 // Stage evaluates one phase's policies.
 type Stage struct {
 	engines []runner.PolicyEngine
@@ -105,7 +102,7 @@ func (s *Stage) Run(ctx context.Context, st *runner.State) (runner.Result, error
 		Verdict: runner.Pass,
 		Summary: fmt.Sprintf("%s: %s", s.phase, Summarize(counts)),
 		PCRs:    all,
-		Event:   EventEvaluated,
+		Event:   runner.EventPolicyEvaluated,
 		Data:    Data{Phase: s.phase, Counts: counts},
 	}
 	if len(crit) > 0 {

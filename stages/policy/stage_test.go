@@ -94,8 +94,8 @@ func TestNonCriticalFailuresPass(t *testing.T) {
 	if diff := cmp.Diff(res.PCRs, st.PCRs[1:]); diff != "" || st.PCRs[0].RuleID != "earlier.stage" {
 		t.Errorf("state records are not the earlier ones plus the result's (-result +state)\n%s", diff)
 	}
-	if res.Event != EventEvaluated {
-		t.Errorf("event %q, want %s", res.Event, EventEvaluated)
+	if res.Event != runner.EventPolicyEvaluated {
+		t.Errorf("event %q, want %s", res.Event, runner.EventPolicyEvaluated)
 	}
 	data := res.Data.(Data)
 	wantCounts := Counts{Pass: 1, Fail: 2, Failed: map[runner.Severity]int{runner.High: 1, runner.Medium: 1}}
