@@ -86,26 +86,17 @@ func parseConfig(cmd string, args []string, env Env) (Config, error) {
 	if cmd == "apply" {
 		fs.StringVar(&cfg.Bundle, "bundle", "", "plan bundle from `nova plan` (default: the newest for this contract)")
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return cfg, flag.ErrHelp
-		}
-		return cfg, errUsage
-	}
-	if fs.NArg() > 0 {
-		return cfg, fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
+	if err := parseFlags(fs, args); err != nil {
+		return cfg, err
 	}
 	cfg.BackendConfig = backendConfig
-	if envName != "" {
-		cfg.EnvOverride = runner.Environment(envName)
-		if !cfg.EnvOverride.Valid() {
-			return cfg, runner.Errorf(runner.ConfigInvalid, "--env %q: want dev, qa, prod or dr", envName)
-		}
+	var err error
+	if cfg.EnvOverride, err = parseEnvironment(envName); err != nil {
+		return cfg, err
 	}
 	if cfg.Output != "text" && cfg.Output != "json" {
 		return cfg, runner.Errorf(runner.ConfigInvalid, "--output %q: want text or json", cfg.Output)
 	}
-	var err error
 	if cfg.Dir, err = filepath.Abs(cfg.Dir); err != nil {
 		return cfg, runner.Errorf(runner.ConfigInvalid, "--dir: %w", err)
 	}
@@ -134,6 +125,30 @@ func parseConfig(cmd string, args []string, env Env) (Config, error) {
 		}
 	}
 	return cfg, nil
+}
+
+// parseFlags parses args, telling -h (flag.ErrHelp) from a mistake
+// (errUsage), and refuses stray positional arguments.
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return flag.ErrHelp
+		}
+		return errUsage
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
+	}
+	return nil
+}
+
+// parseEnvironment reads --env; empty means "the contract's own".
+func parseEnvironment(name string) (runner.Environment, error) {
+	env := runner.Environment(name)
+	if name != "" && !env.Valid() {
+		return "", runner.Errorf(runner.ConfigInvalid, "--env %q: want dev, qa, prod or dr", name)
+	}
+	return env, nil
 }
 
 // terraformPath finds the terraform binary only for commands that run it,

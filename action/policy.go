@@ -93,24 +93,15 @@ func parsePolicyConfig(args []string, env Env) (policyConfig, error) {
 	fs.StringVar(&checkovPath, "checkov", "", "checkov binary (default: checkov on PATH)")
 	fs.StringVar(&kyvernoPath, "kyverno-json", "", "kyverno-json binary (default: kyverno-json on PATH)")
 	fs.StringVar(&infracostPath, "infracost", "", "infracost binary (default: infracost on PATH; needs INFRACOST_API_KEY)")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return cfg, flag.ErrHelp
-		}
-		return cfg, errUsage
-	}
-	if fs.NArg() > 0 {
-		return cfg, fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
+	if err := parseFlags(fs, args); err != nil {
+		return cfg, err
 	}
 	var err error
 	if cfg.Output, err = report.ParseFormat(output); err != nil {
 		return cfg, runner.Errorf(runner.ConfigInvalid, "--output: %w", err)
 	}
-	if envName != "" {
-		cfg.EnvOverride = runner.Environment(envName)
-		if !cfg.EnvOverride.Valid() {
-			return cfg, runner.Errorf(runner.ConfigInvalid, "--env %q: want dev, qa, prod or dr", envName)
-		}
+	if cfg.EnvOverride, err = parseEnvironment(envName); err != nil {
+		return cfg, err
 	}
 	if cfg.Dir, err = filepath.Abs(cfg.Dir); err != nil {
 		return cfg, runner.Errorf(runner.ConfigInvalid, "--dir: %w", err)

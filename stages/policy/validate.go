@@ -15,6 +15,7 @@ import (
 	"golang.org/x/text/message"
 
 	"github.com/nova-platform/nova/runner"
+	"github.com/nova-platform/nova/stages/schema"
 )
 
 // SchemaJSON is the published JSON Schema of a PCR, a copy of
@@ -25,19 +26,7 @@ var SchemaJSON []byte
 
 const schemaURL = "https://github.com/nova-platform/nova/blob/main/docs/pcr.schema.json"
 
-var compiled = sync.OnceValues(func() (*jsonschema.Schema, error) {
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(SchemaJSON))
-	if err != nil {
-		return nil, err
-	}
-	c := jsonschema.NewCompiler()
-	c.DefaultDraft(jsonschema.Draft2020)
-	c.AssertFormat()
-	if err := c.AddResource(schemaURL, doc); err != nil {
-		return nil, err
-	}
-	return c.Compile(schemaURL)
-})
+var compiled = sync.OnceValues(func() (*jsonschema.Schema, error) { return schema.CompileJSONSchema(schemaURL, SchemaJSON) })
 
 var printer = message.NewPrinter(language.English)
 

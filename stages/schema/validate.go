@@ -24,19 +24,25 @@ var SchemaJSON []byte
 
 const schemaURL = "https://nova-platform.dev/schemas/contract/v1.json"
 
-var compiled = sync.OnceValues(func() (*jsonschema.Schema, error) {
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(SchemaJSON))
+var compiled = sync.OnceValues(func() (*jsonschema.Schema, error) { return CompileJSONSchema(schemaURL, SchemaJSON) })
+
+// CompileJSONSchema compiles an embedded draft 2020-12 schema published at
+// url, with formats asserted (a "uuid" that is not one must fail). Nova's
+// published schemas (the contract here, the PCR in stages/policy) are all
+// compiled the same way.
+func CompileJSONSchema(url string, data []byte) (*jsonschema.Schema, error) {
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
 	if err != nil {
 		return nil, err
 	}
 	c := jsonschema.NewCompiler()
 	c.DefaultDraft(jsonschema.Draft2020)
 	c.AssertFormat()
-	if err := c.AddResource(schemaURL, doc); err != nil {
+	if err := c.AddResource(url, doc); err != nil {
 		return nil, err
 	}
-	return c.Compile(schemaURL)
-})
+	return c.Compile(url)
+}
 
 var printer = message.NewPrinter(language.English)
 
