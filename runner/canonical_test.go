@@ -2,6 +2,7 @@ package runner
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 )
 
@@ -59,5 +60,23 @@ func TestPlanDigest(t *testing.T) {
 	again, _ := PlanDigest(rc, "cd", "abc")
 	if again != base || len(base) != 64 {
 		t.Errorf("digest not stable or not sha256 hex: %s / %s", base, again)
+	}
+}
+
+func TestRedactedTargetKeepsShapeNotValues(t *testing.T) {
+	full := &TargetStack{Stack: "s", Instances: []Instance{{Name: "a", Inputs: map[string]Value{"password": {Type: "string", Value: "hunter2"}}, Wires: map[string]Ref{"x": {Instance: "b", Output: "o"}}}}}
+	red := full.Redacted()
+	if got := red.Instances[0].Inputs["password"]; got.Value != nil || got.Type != "string" {
+		t.Errorf("redacted input = %+v, want type only", got)
+	}
+	if full.Instances[0].Inputs["password"].Value != "hunter2" {
+		t.Error("Redacted changed the original target")
+	}
+	if red.Instances[0].Wires["x"].Instance != "b" {
+		t.Error("Redacted lost the wires")
+	}
+	b, _ := Canonical(red)
+	if strings.Contains(string(b), "hunter2") {
+		t.Errorf("redacted target still holds the value: %s", b)
 	}
 }

@@ -52,3 +52,21 @@ func (t *TargetStack) Instance(name string) *Instance {
 	}
 	return nil
 }
+
+// Redacted returns a copy of t with every input value removed and its type
+// kept: what goes into events and evidence. Input values may hold what a
+// consumer should not have written in a contract (a password the secrets
+// rule is about to reject), and events are kept forever; the digest of the
+// full target, recorded beside it, still binds the exact values.
+func (t *TargetStack) Redacted() *TargetStack {
+	out := *t
+	out.Instances = make([]Instance, len(t.Instances))
+	for i, in := range t.Instances {
+		in.Inputs = make(map[string]Value, len(t.Instances[i].Inputs))
+		for name, v := range t.Instances[i].Inputs {
+			in.Inputs[name] = Value{Type: v.Type}
+		}
+		out.Instances[i] = in
+	}
+	return &out
+}

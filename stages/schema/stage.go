@@ -35,11 +35,14 @@ func New(reg *registry.Registry) *Stage { return &Stage{reg: reg} }
 // Name implements runner.Stage.
 func (*Stage) Name() string { return "schema" }
 
-// Data is what the stage records in its event.
+// Data is what the stage records in its event. The target is redacted
+// (input types, no values): events are kept forever and must not carry a
+// secret someone wrote into a contract; TargetDigest binds the values.
 type Data struct {
 	ContractID     string              `json:"contractId"`
 	Environment    runner.Environment  `json:"environment"`
 	ContractDigest string              `json:"contractDigest"`
+	TargetDigest   string              `json:"targetDigest"`
 	Target         *runner.TargetStack `json:"target"`
 }
 
@@ -78,12 +81,16 @@ func (s *Stage) Run(_ context.Context, st *runner.State) (runner.Result, error) 
 	if err != nil {
 		return runner.Result{}, runner.Errorf(runner.InternalError, "hashing contract: %w", err)
 	}
+	targetDigest, err := runner.Digest(target)
+	if err != nil {
+		return runner.Result{}, runner.Errorf(runner.InternalError, "hashing target stack: %w", err)
+	}
 	st.ContractDigest, st.Target = digest, target
 	return runner.Result{
 		Verdict: runner.Pass,
 		Summary: fmt.Sprintf("contract %s valid for %s: stack %s@%s, %d module instance(s)", c.ID, c.Environment, target.Stack, target.StackVersion, len(target.Instances)),
 		Event:   runner.EventContractValidated,
-		Data:    Data{ContractID: c.ID, Environment: c.Environment, ContractDigest: digest, Target: target},
+		Data:    Data{ContractID: c.ID, Environment: c.Environment, ContractDigest: digest, TargetDigest: targetDigest, Target: target.Redacted()},
 	}, nil
 }
 

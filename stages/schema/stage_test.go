@@ -206,8 +206,20 @@ func checkPassed(t *testing.T, st *runner.State, res runner.Result) {
 	if res.Event != runner.EventContractValidated {
 		t.Errorf("event = %q, want %q", res.Event, runner.EventContractValidated)
 	}
-	want := schema.Data{ContractID: st.Contract.ID, Environment: runner.Dev, ContractDigest: digest, Target: st.Target}
+	targetDigest, err := runner.Digest(st.Target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := schema.Data{ContractID: st.Contract.ID, Environment: runner.Dev, ContractDigest: digest, TargetDigest: targetDigest, Target: st.Target.Redacted()}
 	if diff := cmp.Diff(want, res.Data); diff != "" {
 		t.Errorf("event data (-want +got):\n%s", diff)
+	}
+	// Events are kept forever: no input value may reach one.
+	for _, in := range res.Data.(schema.Data).Target.Instances {
+		for name, v := range in.Inputs {
+			if v.Value != nil || v.Type == "" {
+				t.Errorf("event carries input %s.%s = %v (type %q); want the type only", in.Name, name, v.Value, v.Type)
+			}
+		}
 	}
 }
