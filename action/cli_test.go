@@ -53,7 +53,7 @@ func TestCommandLine(t *testing.T) {
 		{"policy is dispatched", []string{"policy", "--dir", valid}, ExitPass, []string{"nova.secrets.plaintext"}, nil},
 		{"missing contract", []string{"validate", "--dir", t.TempDir()}, ExitError, []string{string(runner.ContractNotFound), "result: error (exit 2)"}, nil},
 		{"missing registry", []string{"validate", "--dir", valid, "--registry", filepath.Join(t.TempDir(), "nope")}, ExitError, []string{string(runner.ConfigInvalid)}, nil},
-		{"missing terraform", []string{"plan", "--dir", valid, "--terraform", filepath.Join(t.TempDir(), "terraform")}, ExitError, []string{string(runner.TerraformNotFound)}, nil},
+		{"missing terraform", []string{"plan", "--dir", valid, "--terraform", filepath.Join(t.TempDir(), "terraform")}, ExitError, []string{"setup error", string(runner.TerraformNotFound), "events:"}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -126,5 +126,24 @@ func TestActionInputsBecomeFlags(t *testing.T) {
 	}
 	if got := actionArgs(func(string) string { return "" }); len(got) != 1 || got[0] != "run" {
 		t.Errorf("without inputs actionArgs = %q, want [run]", got)
+	}
+}
+
+func TestTerraformDoesNotSeeNovaSecrets(t *testing.T) {
+	cfg, err := parseConfig("plan", []string{"--dir", t.TempDir(), "--state-dir", t.TempDir(), "--commit", "c"}, Env{
+		Getenv:  func(string) string { return "" },
+		Environ: []string{"NOVA_SIGNING_KEY=pem", "NOVA_EVIDENCE_TOKEN=tok", "COSIGN_PASSWORD=pw", "AWS_REGION=eu-west-1", "PATH=/bin"},
+		Stderr:  &bytes.Buffer{},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"NOVA_SIGNING_KEY", "NOVA_EVIDENCE_TOKEN", "COSIGN_PASSWORD"} {
+		if _, ok := cfg.TerraformEnv[k]; ok {
+			t.Errorf("terraform would see %s", k)
+		}
+	}
+	if cfg.TerraformEnv["AWS_REGION"] != "eu-west-1" || cfg.TerraformEnv["PATH"] != "/bin" {
+		t.Errorf("terraform lost the cloud's environment: %v", cfg.TerraformEnv)
 	}
 }

@@ -120,11 +120,19 @@ func parseConfig(cmd string, args []string, env Env) (Config, error) {
 	cfg.InfracostKey = env.Getenv("INFRACOST_API_KEY")
 	cfg.TerraformEnv = map[string]string{}
 	for _, kv := range env.Environ {
-		if k, v, ok := strings.Cut(kv, "="); ok {
+		if k, v, ok := strings.Cut(kv, "="); ok && !novaSecret(k) {
 			cfg.TerraformEnv[k] = v
 		}
 	}
 	return cfg, nil
+}
+
+// novaSecret reports whether an environment variable belongs to Nova
+// itself — its signing keys, their passwords, the evidence token. Terraform
+// runs module code (provisioners, external data sources) and needs the
+// cloud's credentials, never the keys that make Nova's evidence trustworthy.
+func novaSecret(name string) bool {
+	return strings.HasPrefix(name, "NOVA_") || strings.HasPrefix(name, "COSIGN_")
 }
 
 // parseFlags parses args, telling -h (flag.ErrHelp) from a mistake

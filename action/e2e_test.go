@@ -506,3 +506,98 @@ func TestApplyFailsClosedWhenEvidenceCannotBePushed(t *testing.T) {
 		t.Errorf("evidence repo holds %d events, the runs wrote %d", report.Events, lines)
 	}
 }
+
+// TestApplyRefusesPlansThatDidNotPassEvaluation: the bundle exists as soon
+// as terraform has planned, before the plan-level rules run. A plan that a
+// critical plan-level rule stopped must not be applicable by `nova apply`.
+func TestApplyRefusesPlansThatDidNotPassEvaluation(t *testing.T) {
+	ctx := t.Context()
+	c := newConsumer(t, helloContract("world", "dev"))
+	writeFile(t, filepath.Join(c.dir, ".nova", "policy", "main.rego"), `package main
+
+# METADATA
+# custom:
+#   severity: critical
+deny_creates contains msg if {
+	some rc in input.resource_changes
+	"create" in rc.change.actions
+	msg := sprintf("%s: nothing may be created this week", [rc.address])
+}
+`)
+	code, v, stderr := c.nova(ctx, "plan")
+	if code != ExitFail || stage(v, "plan-policy").Verdict != runner.Fail {
+		t.Fatalf("plan with a critical plan-level finding: exit %d, stages %v\n%s", code, verdicts(v), stderr)
+	}
+	code, v, stderr = c.nova(ctx, "apply")
+	if code != ExitFail || v.Reason != string(runner.PlanNotCleared) {
+		t.Fatalf("apply of a plan that failed evaluation: exit %d reason %s, want %d %s\n%s", code, v.Reason, ExitFail, runner.PlanNotCleared, stderr)
+	}
+	if _, err := os.Stat(filepath.Join(c.stateDir, "0c0ffee0-1111-4222-8333-444455556666", "dev", "terraform.tfstate")); err == nil {
+		if st := c.state(ctx, "dev"); st.Values != nil && st.Values.RootModule != nil && len(st.Values.RootModule.ChildModules) > 0 {
+			t.Error("a plan that failed its evaluation was applied")
+		}
+	}
+}
+
+// TestApplyBindsTheWholeSavedPlan tampers with a bundle in two ways the
+// resource changes do not show: a provisioner added to a module (same
+// planned attributes, different commands run), and a manifest claiming
+// there is nothing to apply.
+func TestApplyBindsTheWholeSavedPlan(t *testing.T) {
+	ctx := t.Context()
+	c := newConsumer(t, helloContract("world", "dev"))
+	c.extra = []string{"--commit", "3333333333333333333333333333333333333333"}
+
+	t.Run("provisioner added after planning", func(t *testing.T) {
+		code, v, stderr := c.nova(ctx, "plan")
+		if code != ExitPass {
+			t.Fatalf("plan: exit %d\n%s", code, stderr)
+		}
+		root := filepath.Join(v.BundleDir, plan.RootDir)
+		module := filepath.Join(root, "modules", "hello-echo-1.0.0", "main.tf")
+		marker := filepath.Join(t.TempDir(), "pwned")
+		src, err := os.ReadFile(module)
+		if err != nil {
+			t.Fatal(err)
+		}
+		patched := strings.Replace(string(src), `resource "terraform_data" "echo" {`, `resource "terraform_data" "echo" {
+  provisioner "local-exec" {
+    command = "touch `+marker+`"
+  }`, 1)
+		writeFile(t, module, patched)
+		ws, err := terraform.New(root, terraform.Options{ExecPath: mustLookPath(t), Env: map[string]string{}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ws.Plan(ctx, filepath.Join(v.BundleDir, plan.PlanFile)); err != nil {
+			t.Fatal(err)
+		}
+		code, v, _ = c.nova(ctx, "apply", "--bundle", v.BundleDir)
+		if code != ExitFail || v.Reason != string(runner.PlanDigestMismatch) {
+			t.Errorf("apply of a re-planned bundle with a provisioner: exit %d reason %s, want %d %s", code, v.Reason, ExitFail, runner.PlanDigestMismatch)
+		}
+		if _, err := os.Stat(marker); err == nil {
+			t.Error("the injected provisioner ran")
+		}
+	})
+
+	t.Run("manifest says nothing to apply", func(t *testing.T) {
+		code, v, stderr := c.nova(ctx, "plan")
+		if code != ExitPass {
+			t.Fatalf("plan: exit %d\n%s", code, stderr)
+		}
+		manifest := filepath.Join(v.BundleDir, plan.ManifestFile)
+		data, err := os.ReadFile(manifest)
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, manifest, strings.Replace(string(data), `"hasChanges": true`, `"hasChanges": false`, 1))
+		code, v, stderr = c.nova(ctx, "apply", "--bundle", v.BundleDir)
+		if code != ExitPass || !strings.Contains(stage(v, "apply").Summary, "applied plan") {
+			t.Fatalf("apply: exit %d, apply stage %q\n%s", code, stage(v, "apply").Summary, stderr)
+		}
+		if got := outputValue(t, c.state(ctx, "dev"), "message__text"); got != "Hello, world!" {
+			t.Errorf("message__text = %q: the saved plan's changes were not applied", got)
+		}
+	})
+}

@@ -114,7 +114,9 @@ func execute(ctx context.Context, cfg Config, env Env) int {
 	}
 	stages, err := buildStages(ctx, cfg, env, store)
 	if err != nil {
-		return rep.abort(err)
+		// Failing to set up is recorded like any failure, so the evidence
+		// shows runs that never got going too.
+		stages = []runner.Stage{setupFailed{err}}
 	}
 	events := local.NewEventLog(filepath.Join(st.RunDir, "events.jsonl"))
 	p := runner.Pipeline{
@@ -124,12 +126,26 @@ func execute(ctx context.Context, cfg Config, env Env) int {
 	}
 	rep.start(st)
 	out := p.Run(ctx, st)
-	if err := store.Drain(context.WithoutCancel(ctx)); err != nil {
-		fmt.Fprintf(env.Stderr, "nova: %d event(s) wait in the evidence outbox for the next run: %v\n", pendingCount(store), err)
-	}
 	code := exitCode(out.Verdict)
+	if err := store.Drain(context.WithoutCancel(ctx)); err != nil {
+		fmt.Fprintf(env.Stderr, "nova: %s: %d event(s) wait in the evidence outbox for the next run: %v\n", runner.EvidencePushFailed, pendingCount(store), err)
+		// On an ephemeral runner the outbox dies with the job: a run whose
+		// evidence did not reach the repo must not look like a clean pass.
+		if code == ExitPass {
+			code, out.Reason = ExitError, runner.EvidencePushFailed
+		}
+	}
 	rep.finish(out, st, events.Path(), code)
 	return code
+}
+
+// setupFailed stands in for the pipeline when its stages could not be
+// built (no terraform, a broken registry or policy config).
+type setupFailed struct{ err error }
+
+func (setupFailed) Name() string { return "setup" }
+func (s setupFailed) Run(context.Context, *runner.State) (runner.Result, error) {
+	return runner.Result{}, s.err
 }
 
 func pendingCount(store *evidence.Store) int {
@@ -140,7 +156,13 @@ func pendingCount(store *evidence.Store) int {
 	return len(pending)
 }
 
-func buildStages(ctx context.Context, cfg Config, env Env, history runner.ApplyHistory) ([]runner.Stage, error) {
+// evidenceStore is what the stages need from the evidence repo.
+type evidenceStore interface {
+	runner.ApplyHistory
+	apply.PlanRecords
+}
+
+func buildStages(ctx context.Context, cfg Config, env Env, records evidenceStore) ([]runner.Stage, error) {
 	reg, err := loadRegistry(cfg.RegistryDir)
 	if err != nil {
 		return nil, err
@@ -157,7 +179,7 @@ func buildStages(ctx context.Context, cfg Config, env Env, history runner.ApplyH
 		if err != nil {
 			return nil, err
 		}
-		return []runner.Stage{validate, &apply.Bundle{Dir: cfg.Bundle, RunsDir: local.RunsDir(cfg.Dir)}, runner.Gate{History: history}, apply.New(pc)}, nil
+		return []runner.Stage{validate, &apply.Bundle{Dir: cfg.Bundle, RunsDir: local.RunsDir(cfg.Dir), Records: records}, runner.Gate{History: records}, apply.New(pc)}, nil
 	}
 	policyCfg, err := policy.LoadConfig(cfg.Dir)
 	if err != nil {
@@ -194,7 +216,7 @@ func buildStages(ctx context.Context, cfg Config, env Env, history runner.ApplyH
 	if cfg.Command == "plan" {
 		return planned, nil
 	}
-	return slices.Concat(planned, []runner.Stage{runner.Gate{History: history}, apply.New(pc)}), nil
+	return slices.Concat(planned, []runner.Stage{runner.Gate{History: records}, apply.New(pc)}), nil
 }
 
 func planConfig(cfg Config, env Env, reg *registry.Registry) (plan.Config, error) {

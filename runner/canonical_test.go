@@ -37,27 +37,37 @@ func TestCanonical(t *testing.T) {
 
 func TestPlanDigest(t *testing.T) {
 	rc := []map[string]any{{"address": "a", "change": map[string]any{"actions": []string{"create"}}}}
-	base, err := PlanDigest(rc, "cd", "abc")
+	conf := map[string]any{"root_module": map[string]any{"module_calls": map[string]any{"m": map[string]any{"source": "./modules/m"}}}}
+	plan := PlanContent{ResourceChanges: rc, Configuration: conf}
+	base, err := PlanDigest(plan, "cd", "abc")
 	if err != nil {
 		t.Fatal(err)
 	}
 	var nilSlice []map[string]any
-	emptyA, _ := PlanDigest(nilSlice, "cd", "abc")
-	emptyB, _ := PlanDigest([]any{}, "cd", "abc")
+	emptyA, _ := PlanDigest(PlanContent{ResourceChanges: nilSlice}, "cd", "abc")
+	emptyB, _ := PlanDigest(PlanContent{ResourceChanges: []any{}, OutputChanges: map[string]any{}}, "cd", "abc")
 	if emptyA != emptyB {
-		t.Errorf("nil and empty resource_changes digest differently: %s vs %s", emptyA, emptyB)
+		t.Errorf("nil and empty parts digest differently: %s vs %s", emptyA, emptyB)
 	}
-	for name, other := range map[string][3]any{
-		"other changes":  {[]map[string]any{{"address": "b"}}, "cd", "abc"},
-		"other contract": {rc, "cd2", "abc"},
-		"other commit":   {rc, "cd", "abd"},
+	provisioned := map[string]any{"root_module": map[string]any{"module_calls": map[string]any{"m": map[string]any{"source": "./modules/m",
+		"module": map[string]any{"resources": []any{map[string]any{"provisioners": []any{map[string]any{"type": "local-exec"}}}}}}}}}
+	for name, other := range map[string]struct {
+		plan     PlanContent
+		contract string
+		commit   string
+	}{
+		"other resource changes": {PlanContent{ResourceChanges: []map[string]any{{"address": "b"}}, Configuration: conf}, "cd", "abc"},
+		"other output changes":   {PlanContent{ResourceChanges: rc, Configuration: conf, OutputChanges: map[string]any{"o": map[string]any{"after": 1}}}, "cd", "abc"},
+		"a provisioner added":    {PlanContent{ResourceChanges: rc, Configuration: provisioned}, "cd", "abc"},
+		"other contract":         {plan, "cd2", "abc"},
+		"other commit":           {plan, "cd", "abd"},
 	} {
-		d, _ := PlanDigest(other[0], other[1].(string), other[2].(string))
+		d, _ := PlanDigest(other.plan, other.contract, other.commit)
 		if d == base {
 			t.Errorf("%s: digest unchanged", name)
 		}
 	}
-	again, _ := PlanDigest(rc, "cd", "abc")
+	again, _ := PlanDigest(plan, "cd", "abc")
 	if again != base || len(base) != 64 {
 		t.Errorf("digest not stable or not sha256 hex: %s / %s", base, again)
 	}

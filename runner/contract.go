@@ -27,6 +27,16 @@ func (e Environment) Valid() bool {
 	return false
 }
 
+// Guard ranks how guarded e is: dev 0 < qa 1 < prod 2 < dr 3.
+func (e Environment) Guard() int {
+	for i, x := range Environments {
+		if x == e {
+			return i
+		}
+	}
+	return -1
+}
+
 // Autonomous reports whether a run in e may apply without a human approval.
 func (e Environment) Autonomous() bool { return e == Dev }
 

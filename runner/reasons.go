@@ -50,6 +50,7 @@ const (
 	ContractFieldFormat        Reason = "CONTRACT_FIELD_FORMAT"
 	ContractEnvFieldMissing    Reason = "CONTRACT_ENV_FIELD_MISSING"
 	ContractAgenticField       Reason = "CONTRACT_AGENTIC_FIELD_WITHOUT_PROFILE"
+	ContractEnvOverrideLowers  Reason = "CONTRACT_ENV_OVERRIDE_LOWERS_GUARD"
 	ContractSchemaViolation    Reason = "CONTRACT_SCHEMA_VIOLATION"
 )
 
@@ -97,6 +98,7 @@ const (
 	PlanBundleMismatch       Reason = "PLAN_BUNDLE_MISMATCH"
 	PlanDigestMismatch       Reason = "PLAN_DIGEST_MISMATCH"
 	PlanChangedSinceApproval Reason = "PLAN_CHANGED_SINCE_APPROVAL"
+	PlanNotCleared           Reason = "PLAN_NOT_CLEARED"
 )
 
 // Confidence signal and its inputs.
@@ -189,6 +191,7 @@ var reasonTable = []ReasonInfo{
 	{ContractFieldFormat, "contract", KindVerdict, "A field does not match its format (UUID, URI, name pattern)."},
 	{ContractEnvFieldMissing, "contract", KindVerdict, "A field mandatory for the contract's environment is missing (see docs/contract.md)."},
 	{ContractAgenticField, "contract", KindVerdict, "An agentic field is set without `profile: agentic`."},
+	{ContractEnvOverrideLowers, "contract", KindVerdict, "`--env` names a less guarded environment than the contract's own (a prod contract run as dev would skip its approval and reach its state)."},
 	{ContractSchemaViolation, "contract", KindVerdict, "The contract violates a schema rule not covered by a more specific code."},
 
 	{RegistryInvalid, "registry", KindError, "A registry entry (module.yaml or stack.yaml) cannot be parsed or is incomplete."},
@@ -226,6 +229,7 @@ var reasonTable = []ReasonInfo{
 	{PlanBundleMismatch, "apply", KindVerdict, "The plan bundle was made for another contract, environment, contract content or commit."},
 	{PlanDigestMismatch, "apply", KindVerdict, "The saved plan no longer hashes to the digest recorded when it was planned (tampering or corruption)."},
 	{PlanChangedSinceApproval, "apply", KindVerdict, "A re-plan differs from the plan that was approved."},
+	{PlanNotCleared, "apply", KindVerdict, "The evidence holds no passing plan-level policy and confidence for this plan digest: the plan failed (or never finished) its evaluation and cannot be applied."},
 
 	{ConfidenceInputMissing, "confidence", KindVerdict, "A confidence input could not be computed (its stage did not run or errored, or a required test suite is missing or unreadable); the run halts rather than score without it."},
 	{ConfidenceBelowThreshold, "confidence", KindVerdict, "The confidence score is below the environment's frozen threshold (dev 0.50, qa 0.75, prod 0.90, dr 0.95)."},

@@ -66,9 +66,9 @@ func (s *Stage) Run(ctx context.Context, st *runner.State) (runner.Result, error
 	if err != nil {
 		return runner.Result{}, err
 	}
-	digest, err := runner.PlanDigest(p.ResourceChanges, st.ContractDigest, st.Commit)
+	digest, err := plan.Digest(p, st.ContractDigest, st.Commit)
 	if err != nil {
-		return runner.Result{}, runner.Errorf(runner.InternalError, "computing plan digest: %w", err)
+		return runner.Result{}, err
 	}
 	if digest != auth.Digest {
 		return runner.Result{
@@ -79,7 +79,7 @@ func (s *Stage) Run(ctx context.Context, st *runner.State) (runner.Result, error
 		}, nil
 	}
 	changes, _ := plan.Summarize(p)
-	if !st.Plan.HasChanges {
+	if !plan.HasChanges(p) {
 		return runner.Result{
 			Verdict: runner.Pass,
 			Summary: fmt.Sprintf("plan %s has no changes; nothing to apply", runner.ShortDigest(digest)),
@@ -139,6 +139,16 @@ type Bundle struct {
 	Dir string
 	// RunsDir is where to look when Dir is empty.
 	RunsDir string
+	// Records proves that the plan passed its evaluation. A bundle is
+	// written before the plan-level rules run, so on its own it proves
+	// nothing.
+	Records PlanRecords
+}
+
+// PlanRecords answers from the evidence whether a plan digest passed the
+// plan-level policy and confidence of the run that made it.
+type PlanRecords interface {
+	PlanCleared(ctx context.Context, contractID string, env runner.Environment, digest string) (bool, error)
 }
 
 var _ runner.Stage = (*Bundle)(nil)
@@ -147,7 +157,7 @@ var _ runner.Stage = (*Bundle)(nil)
 func (*Bundle) Name() string { return "bundle" }
 
 // Run implements runner.Stage.
-func (b *Bundle) Run(_ context.Context, st *runner.State) (runner.Result, error) {
+func (b *Bundle) Run(ctx context.Context, st *runner.State) (runner.Result, error) {
 	if st.Contract == nil {
 		return runner.Result{}, runner.Errorf(runner.InternalError, "bundle reached without a validated contract")
 	}
@@ -175,6 +185,18 @@ func (b *Bundle) Run(_ context.Context, st *runner.State) (runner.Result, error)
 	check("commit", m.Commit, st.Commit)
 	if len(mismatches) > 0 {
 		return runner.Result{Verdict: runner.Fail, Summary: mismatches[0].Message, Findings: mismatches}, nil
+	}
+	if b.Records == nil {
+		return runner.Result{}, runner.Errorf(runner.InternalError, "bundle stage has no evidence to check the plan against")
+	}
+	cleared, err := b.Records.PlanCleared(ctx, st.Contract.ID, st.Contract.Environment, m.PlanDigest)
+	if err != nil {
+		return runner.Result{}, err
+	}
+	if !cleared {
+		msg := fmt.Sprintf("plan %s (run %s) has no passing plan-level policy and confidence in the evidence; run `nova plan` again and apply a plan that passed", m.PlanDigest, m.RunID)
+		return runner.Result{Verdict: runner.Fail, Summary: "plan not cleared: " + runner.ShortDigest(m.PlanDigest),
+			Findings: []runner.Finding{{Reason: runner.PlanNotCleared, Message: msg}}}, nil
 	}
 	st.Plan = &runner.Plan{
 		Digest: m.PlanDigest, ContractDigest: m.ContractDigest, Commit: m.Commit,

@@ -103,10 +103,11 @@ func (s *Stage) Run(ctx context.Context, st *runner.State) (runner.Result, error
 		return runner.Result{}, runner.Errorf(runner.TerraformShowFailed, "writing plan JSON: %w", err)
 	}
 	st.PlanJSON = planJSON
-	digest, err := runner.PlanDigest(p.ResourceChanges, st.ContractDigest, st.Commit)
+	digest, err := Digest(p, st.ContractDigest, st.Commit)
 	if err != nil {
-		return runner.Result{}, runner.Errorf(runner.InternalError, "computing plan digest: %w", err)
+		return runner.Result{}, err
 	}
+	hasChanges = hasChanges || HasChanges(p)
 	changes, resources := Summarize(p)
 	now := s.cfg.Now
 	if now == nil {
@@ -144,6 +145,16 @@ func (c Config) Backend(contract *runner.Contract) (string, []string, error) {
 	var entries []string
 	if contract.Backend != nil {
 		typ = contract.Backend.Type
+		// For the local backend Nova owns the state's location, which is
+		// what keeps each contract and environment apart: a contract must
+		// not point its dev runs at another environment's state.
+		if typ == "local" {
+			for _, k := range []string{"path", "workspace_dir"} {
+				if _, set := contract.Backend.Config[k]; set {
+					return "", nil, runner.Errorf(runner.BackendConfigInvalid, "the contract may not set the local backend's %s; Nova keeps state per contract and environment (operators can pass --backend-config)", k)
+				}
+			}
+		}
 		keys := make([]string, 0, len(contract.Backend.Config))
 		for k := range contract.Backend.Config {
 			keys = append(keys, k)
@@ -255,6 +266,39 @@ func OpenWorkspace(root, runDir string, opts terraform.Options) (*terraform.Work
 		return nil, nil, err
 	}
 	return ws, func() { log.Close() }, nil
+}
+
+// Digest is the plan digest of a saved plan as `terraform show -json`
+// reads it; the plan and apply stages must compute it the same way.
+func Digest(p *tfjson.Plan, contractDigest, commit string) (string, error) {
+	d, err := runner.PlanDigest(runner.PlanContent{
+		ResourceChanges: p.ResourceChanges,
+		OutputChanges:   p.OutputChanges,
+		Configuration:   p.Config,
+		Variables:       p.Variables,
+	}, contractDigest, commit)
+	if err != nil {
+		return "", runner.Errorf(runner.InternalError, "computing plan digest: %w", err)
+	}
+	return d, nil
+}
+
+// HasChanges reads from the saved plan itself whether applying it changes
+// anything: a resource action other than no-op or read, or an output
+// change. Nothing else — a manifest can be edited — may decide to skip an
+// apply.
+func HasChanges(p *tfjson.Plan) bool {
+	for _, rc := range p.ResourceChanges {
+		if rc.Change != nil && !rc.Change.Actions.NoOp() && !rc.Change.Actions.Read() {
+			return true
+		}
+	}
+	for _, oc := range p.OutputChanges {
+		if oc != nil && !oc.Actions.NoOp() {
+			return true
+		}
+	}
+	return false
 }
 
 // Summarize counts a plan's resource changes the way Terraform's own summary

@@ -294,11 +294,15 @@ func parseCases(tb testing.TB) []parseCase {
 			wantMessage: "(environment set by --env)",
 		},
 		{name: "--env dr on a prod contract", data: []byte(prodContract), env: runner.DR, want: []runner.Reason{envMissing}},
+		// --env may raise the guard, never lower it: run as dev, a prod
+		// contract would skip its approval.
+		{name: "--env dev on a prod contract", data: []byte(prodContract), env: runner.Dev,
+			wantWhere: []where{{runner.ContractEnvOverrideLowers, "/environment", "c.yml:4:14"}}},
 		{
-			name: "--env dev on a prod contract", data: []byte(prodContract), env: runner.Dev,
+			name: "--env prod on a dev contract", data: []byte(withEnv(prodContract, "dev")), env: runner.Prod,
 			check: func(t *testing.T, c *runner.Contract) {
-				if c.Environment != runner.Dev {
-					t.Errorf("environment = %s, want dev", c.Environment)
+				if c.Environment != runner.Prod {
+					t.Errorf("environment = %s, want prod", c.Environment)
 				}
 			},
 		},

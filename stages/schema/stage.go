@@ -113,6 +113,13 @@ func parse(data []byte, file string, envOverride runner.Environment) (*runner.Co
 	}
 	root, isMap := doc.value.(map[string]any)
 	if isMap && envOverride != "" {
+		// --env may make a run stricter, never looser: run as dev, a prod
+		// contract would skip its approval and plan against its state.
+		if own, _ := root["environment"].(string); envOverride.Valid() && runner.Environment(own).Guard() > envOverride.Guard() {
+			f := doc.at(file, "/environment", runner.Finding{Reason: runner.ContractEnvOverrideLowers, Field: "/environment",
+				Message: fmt.Sprintf("--env %s would run a %s contract with less protection than its own environment", envOverride, own)})
+			return identity(root), doc, []runner.Finding{f.Finding}
+		}
 		root["environment"] = string(envOverride)
 	}
 	findings, err := validateSchema(doc, file)

@@ -52,6 +52,10 @@ func (e *loadError) Error() string { return e.msg }
 
 var yamlLine = regexp.MustCompile(`^yaml: line (\d+): `)
 
+// plainInteger is a decimal integer as JSON writes one, after an optional
+// "+" that YAML allows and JSON does not.
+var plainInteger = regexp.MustCompile(`^\+?(-?(?:0|[1-9][0-9]*))$`)
+
 // yamlParserProblems are the messages of yaml.v3's parser, as opposed to its
 // scanner. yaml.v3 turns the 0-based line of a scanner error into a 1-based
 // one but not that of a parser error (see its (*parser).fail), so a parser
@@ -226,6 +230,12 @@ func scalar(n *yaml.Node) (any, error) {
 		}
 		return b, nil
 	case "!!int", "!!float":
+		// A plain decimal integer keeps the digits the author wrote: read
+		// through int64 or float64, one beyond their range would silently
+		// become another number.
+		if m := plainInteger.FindStringSubmatch(n.Value); m != nil {
+			return json.Number(m[1]), nil
+		}
 		var v any
 		if err := n.Decode(&v); err != nil {
 			return nil, &loadError{reason: runner.ContractYAMLInvalid, pos: pos, msg: err.Error()}
