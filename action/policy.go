@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/nova-platform/nova/runner"
@@ -38,7 +39,7 @@ contract's NFRs, and prints every policy record. With --plan, plan-level
 rules run too, over the given 'terraform show -json' output.
 
 Exit codes: 0 pass, 1 blocked (a critical failure, or an invalid contract),
-2 tool or configuration error.
+2 tool or configuration error, or a check that could not be evaluated.
 
 Flags:
 `
@@ -69,7 +70,15 @@ func policyCommand(ctx context.Context, args []string, env Env) int {
 		fmt.Fprintf(env.Stderr, "nova policy: writing the %s report: %v\n", cfg.Output, err)
 		return ExitError
 	}
-	return exitCode(out.Verdict)
+	code := exitCode(out.Verdict)
+	// An evaluation with an engine or rule that could not run is
+	// incomplete: "nothing blocked" is then not a pass but "could not
+	// decide", which is what exit 2 means.
+	if code == ExitPass && slices.ContainsFunc(st.PCRs, func(p runner.PCR) bool { return p.Result == runner.PCRError }) {
+		fmt.Fprintln(env.Stderr, "nova policy: some checks could not be evaluated (error records above); the evaluation is incomplete")
+		code = ExitError
+	}
+	return code
 }
 
 func parsePolicyConfig(args []string, env Env) (policyConfig, error) {

@@ -195,3 +195,15 @@ func TestPolicyInvalidContract(t *testing.T) {
 		t.Errorf("stdout is not JSON even without records: %q", stdout)
 	}
 }
+
+func TestPolicyExitsTwoWhenAnEngineCouldNotEvaluate(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, ".nova", "contract.yml"), helloContract("world", "dev"))
+	// A consumer policy that does not compile: the evaluation is incomplete.
+	writeFile(t, filepath.Join(dir, ".nova", "policy", "broken.rego"), "package contract\n\ndeny contains msg if {\n")
+	var stdout, stderr bytes.Buffer
+	code := policyCommand(t.Context(), []string{"--dir", dir}, Env{Getenv: func(string) string { return "" }, Stdout: &stdout, Stderr: &stderr})
+	if code != ExitError {
+		t.Errorf("exit %d, want %d for an incomplete evaluation\n%s\n%s", code, ExitError, stdout.String(), stderr.String())
+	}
+}

@@ -165,6 +165,7 @@ const (
 	PolicyNamespaceReserved Reason = "POLICY_NAMESPACE_RESERVED"
 	CheckovNotConfigured    Reason = "CHECKOV_NOT_CONFIGURED"
 	KyvernoNotConfigured    Reason = "KJ_ENGINE_NOT_CONFIGURED"
+	PolicyEngineNoChecks    Reason = "POLICY_ENGINE_NO_CHECKS"
 	InfracostNotConfigured  Reason = "INFRACOST_NOT_CONFIGURED"
 	InfracostFailed         Reason = "INFRACOST_FAILED"
 	NFRNotSatisfied         Reason = "NFR_NOT_SATISFIED"
@@ -280,6 +281,7 @@ var reasonTable = []ReasonInfo{
 	{PolicyNamespaceReserved, "policy", KindError, "A consumer policy declares a package under `nova`, which is reserved for platform rules; the consumer's policies are not evaluated."},
 	{CheckovNotConfigured, "policy", KindError, "checkov is not installed (or not at the configured path); recorded as one `skipped` PCR."},
 	{KyvernoNotConfigured, "policy", KindError, "kyverno-json is not installed, or no kyverno-json policies are configured; recorded as one `skipped` PCR."},
+	{PolicyEngineNoChecks, "policy", KindError, "checkov or kyverno-json ran but reported no check at all (a summary only, or `[]`); recorded as one `skipped` PCR, so that no check running is never mistaken for a pass."},
 	{InfracostNotConfigured, "policy", KindError, "infracost is not installed or `INFRACOST_API_KEY` is not set; the cost PCR is `skipped`."},
 	{InfracostFailed, "policy", KindError, "infracost exited abnormally or printed something other than its JSON format; the cost PCR is an `error`."},
 	{NFRNotSatisfied, "policy", KindVerdict, "A declared NFR is not met by the values the stack's modules get (the PCR names the instance and input)."},

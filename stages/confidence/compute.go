@@ -227,9 +227,12 @@ func policyInput(ev Evidence) (float64, string, []runner.Reason, bool) {
 	return 1 - penalty, fmt.Sprintf("failing checks: %s (penalty %.2f)", strings.Join(parts, ", "), penalty), reasons, true
 }
 
+// criticalFail also counts a critical rule that could not be evaluated:
+// an unknown outcome of a critical check must block like a failure, or
+// breaking the rule's input would be a way around it.
 func criticalFail(pcrs []runner.PCR) bool {
 	return slices.ContainsFunc(pcrs, func(p runner.PCR) bool {
-		return p.Result == runner.PCRFail && p.Severity == runner.Critical
+		return (p.Result == runner.PCRFail || p.Result == runner.PCRError) && p.Severity == runner.Critical
 	})
 }
 

@@ -208,6 +208,18 @@ func TestPropertyScoreIsTheSumOfContributions(t *testing.T) {
 	}
 }
 
+func TestCriticalRuleThatCouldNotEvaluateBlocks(t *testing.T) {
+	ev := Evidence{
+		Contract:  &runner.Contract{Environment: runner.Dev},
+		Target:    &runner.TargetStack{},
+		Completed: []string{"policy", "nfr"},
+		PCRs:      []runner.PCR{{Engine: runner.EngineRego, RuleID: "nova.secrets.plaintext", Severity: runner.Critical, Result: runner.PCRError}},
+	}
+	if c := Compute(ev); c.Band != runner.BandBlocked {
+		t.Errorf("band %s, want blocked when a critical rule's outcome is unknown", c.Band)
+	}
+}
+
 func TestRequiredTestSuiteMissingHalts(t *testing.T) {
 	ev := Evidence{
 		Contract:  &runner.Contract{Environment: runner.QA, Validation: &runner.Validation{E2ESuite: "e2e.xml", LoadTest: "load.xml"}},

@@ -22,6 +22,8 @@ type assessment struct {
 	message  string
 	provided any
 	matches  []instanceMatch
+	// evidence adds to the record's evidence.
+	evidence map[string]any
 }
 
 // assess matches a declared NFR against the capabilities of the stack's

@@ -22,7 +22,8 @@ type Infracost struct {
 	// APIKey is infracost's INFRACOST_API_KEY; without it nothing is
 	// estimated.
 	APIKey string
-	// Env is the rest of the environment infracost runs with.
+	// Env is nova's environment, of which infracost sees only what
+	// external.Environ allows it.
 	Env []string
 }
 
@@ -59,7 +60,7 @@ func (s *Stage) estimateCost(ctx context.Context, st *runner.State) estimate {
 		// exists, nor decorate its JSON with colour codes.
 		"INFRACOST_SKIP_UPDATE_CHECK=true", "INFRACOST_NO_COLOR=true")
 	out, err := external.Run(ctx, external.Command{
-		Path: path, Args: []string{"breakdown", "--path", target, "--format", "json"}, Env: env, Dir: dir,
+		Tool: external.Infracost, Path: path, Args: []string{"breakdown", "--path", target, "--format", "json"}, Env: env, Dir: dir,
 	})
 	if err != nil {
 		return skipped(runner.InfracostFailed, err.Error())

@@ -130,3 +130,18 @@ func TestParseBreakdownRejects(t *testing.T) {
 		}
 	}
 }
+
+// TestInfracostSeesOnlyItsEnvironment: infracost's binary is the
+// repository's choice to make, so it gets its own settings and the basics,
+// never nova's signing key or the runner's tokens.
+func TestInfracostSeesOnlyItsEnvironment(t *testing.T) {
+	check := rootModule + `
+[ -z "$NOVA_SIGNING_KEY$GITHUB_TOKEN$AWS_SECRET_ACCESS_KEY" ] || { echo "secrets leaked" >&2; exit 2; }
+[ "$INFRACOST_CURRENCY" = EUR ] && [ "$HOME" = /home/runner ] || { echo "its own environment is missing" >&2; exit 2; }`
+	env := []string{"NOVA_SIGNING_KEY=key", "GITHUB_TOKEN=ghs_x", "AWS_SECRET_ACCESS_KEY=x", "INFRACOST_CURRENCY=EUR", "HOME=/home/runner"}
+	st := microservice(t, runner.NFR{MonthlyCostCeiling: ptr(50.0)}, nil)
+	res := runStage(t, st, WithInfracost(Infracost{Bin: printing(t, "infracost-breakdown.json", check), APIKey: "ico-test-key", Env: env}))
+	if want := []outcome{{CostRuleID, runner.High, runner.PCRPass, "", ""}}; !cmp.Equal(want, outcomes(res.PCRs)) {
+		t.Errorf("got %+v: %s", outcomes(res.PCRs), res.PCRs[0].Message)
+	}
+}

@@ -74,6 +74,10 @@ func (s *Stage) Run(ctx context.Context, st *runner.State) (runner.Result, error
 	var pcrs []runner.PCR
 	for _, k := range kinds {
 		required, ok := declared(c.NFR, k)
+		if k.name == "encryptionAtRest" && sensitive(c.NFR) {
+			pcrs = append(pcrs, sensitiveEncryption(s.reg, st.Target, k, required, c.NFR))
+			continue
+		}
 		if !ok {
 			continue
 		}
@@ -98,7 +102,11 @@ func (s *Stage) Run(ctx context.Context, st *runner.State) (runner.Result, error
 		Event:   runner.EventNFREvaluated,
 		Data:    Data{Counts: counts, Cost: cost, CostDetail: est.detail},
 	}
-	if i := slices.IndexFunc(pcrs, func(p runner.PCR) bool { return p.Result == runner.PCRFail && p.Severity == runner.Critical }); i >= 0 {
+	// As the policy stage's meta-policy: a critical NFR that could not be
+	// evaluated blocks as its failure would.
+	if i := slices.IndexFunc(pcrs, func(p runner.PCR) bool {
+		return (p.Result == runner.PCRFail || p.Result == runner.PCRError) && p.Severity == runner.Critical
+	}); i >= 0 {
 		res.Verdict = runner.Fail
 		field, _ := strings.CutPrefix(pcrs[i].ResourceRef, "contract:")
 		res.Findings = []runner.Finding{{Reason: runner.PolicyCriticalFail, Message: pcrs[i].Message, Field: field}}
@@ -106,11 +114,36 @@ func (s *Stage) Run(ctx context.Context, st *runner.State) (runner.Result, error
 	return res, nil
 }
 
+// sensitive reports data classified confidential or restricted, which must
+// be encrypted at rest whatever the contract says of encryption.
+func sensitive(n *runner.NFR) bool {
+	return n != nil && classRank[n.DataClassification] >= classRank["confidential"]
+}
+
+// sensitiveEncryption is the encryptionAtRest record for sensitive data.
+// Leaving encryptionAtRest out, or declaring it false, must not be a way
+// around the requirement: the stack is held to encryptionAtRest: true in
+// either case, and a contract declaring false fails whatever the stack
+// does, since it asks for sensitive data to be left unencrypted.
+func sensitiveEncryption(reg *registry.Registry, target *runner.TargetStack, k kind, declaredValue any, n *runner.NFR) runner.PCR {
+	a := assess(reg, target, k, true)
+	because := fmt.Sprintf("dataClassification %s requires encryption at rest", n.DataClassification)
+	a.evidence = map[string]any{"declared": declaredValue, "requiredBy": "dataClassification"}
+	switch declaredValue {
+	case false:
+		a.status, a.reason = NotSatisfied, runner.NFRNotSatisfied
+		a.message = fmt.Sprintf("encryptionAtRest false is not allowed: %s; declare encryptionAtRest: true", because)
+	case nil:
+		a.message = because + ": " + a.message
+	}
+	return record(k, true, a, n)
+}
+
 // record turns an assessment into the NFR's PCR.
 func record(k kind, required any, a assessment, n *runner.NFR) runner.PCR {
 	sev := k.severity
 	// Sensitive data left unencrypted is not a matter of degree.
-	if k.name == "encryptionAtRest" && a.status != Satisfied && n != nil && classRank[n.DataClassification] >= classRank["confidential"] {
+	if k.name == "encryptionAtRest" && a.status != Satisfied && sensitive(n) {
 		sev = runner.Critical
 	}
 	result := runner.PCRPass
@@ -118,6 +151,9 @@ func record(k kind, required any, a assessment, n *runner.NFR) runner.PCR {
 		result = runner.PCRFail
 	}
 	ev := map[string]any{"status": a.status, "required": required}
+	for key, v := range a.evidence {
+		ev[key] = v
+	}
 	if a.provided != nil {
 		ev["provided"] = a.provided
 	}

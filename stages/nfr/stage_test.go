@@ -113,6 +113,14 @@ func TestNFRsAgainstCapabilities(t *testing.T) {
 			[]outcome{unmet("nfr.encryptionAtRest", runner.High)}},
 		{"unencrypted confidential data is critical", runner.NFR{EncryptionAtRest: ptr(true), DataClassification: "confidential"}, map[string]any{"kms_key_arn": ""},
 			[]outcome{{"nfr.encryptionAtRest", runner.Critical, runner.PCRFail, NotSatisfied, runner.NFRNotSatisfied}, impossible("nfr.dataClassification", runner.High)}},
+		{"confidential data is held to encryption it does not declare", runner.NFR{DataClassification: "confidential"}, map[string]any{"kms_key_arn": ""},
+			[]outcome{{"nfr.encryptionAtRest", runner.Critical, runner.PCRFail, NotSatisfied, runner.NFRNotSatisfied}, impossible("nfr.dataClassification", runner.High)}},
+		{"restricted data, encrypted without declaring it", runner.NFR{DataClassification: "restricted"}, nil,
+			[]outcome{satisfied("nfr.encryptionAtRest", runner.High), impossible("nfr.dataClassification", runner.High)}},
+		{"restricted data declared unencrypted, on an encrypting stack", runner.NFR{EncryptionAtRest: ptr(false), DataClassification: "restricted"}, nil,
+			[]outcome{{"nfr.encryptionAtRest", runner.Critical, runner.PCRFail, NotSatisfied, runner.NFRNotSatisfied}, impossible("nfr.dataClassification", runner.High)}},
+		{"internal data asks for no encryption", runner.NFR{DataClassification: "internal"}, map[string]any{"kms_key_arn": ""},
+			[]outcome{impossible("nfr.dataClassification", runner.High)}},
 		{"capabilities no module declares", runner.NFR{Availability: ptr(99.9), RTOMinutes: ptr(60), LatencyP99Ms: ptr(200)}, nil,
 			[]outcome{impossible("nfr.availability", runner.High), impossible("nfr.rtoMinutes", runner.High), impossible("nfr.latencyP99Ms", runner.Medium)}},
 		{"requirements that ask for nothing", runner.NFR{EncryptionAtRest: ptr(false), DataClassification: "public"}, nil,
@@ -158,6 +166,30 @@ func TestCriticalNFRFailsTheStage(t *testing.T) {
 	res := runStage(t, st)
 	if res.Verdict != runner.Fail || len(res.Findings) != 1 || res.Findings[0].Reason != runner.PolicyCriticalFail || res.Findings[0].Field != "/nfr/encryptionAtRest" {
 		t.Errorf("verdict %s findings %+v, want fail with POLICY_CRITICAL_FAIL at /nfr/encryptionAtRest", res.Verdict, res.Findings)
+	}
+}
+
+// TestSensitiveDataMustBeEncrypted: restricted data with encryptionAtRest
+// false, or left out, on a stack that does not encrypt, stops the run.
+func TestSensitiveDataMustBeEncrypted(t *testing.T) {
+	tests := []struct {
+		name    string
+		nfr     runner.NFR
+		mention string
+	}{
+		{"declared false", runner.NFR{EncryptionAtRest: ptr(false), DataClassification: "restricted"}, "encryptionAtRest false is not allowed: dataClassification restricted requires encryption at rest"},
+		{"left out", runner.NFR{DataClassification: "restricted"}, "dataClassification restricted requires encryption at rest: encryptionAtRest true is not met"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			res := runStage(t, microservice(t, tc.nfr, map[string]any{"kms_key_arn": ""}))
+			if res.Verdict != runner.Fail || len(res.Findings) != 1 || res.Findings[0].Field != "/nfr/encryptionAtRest" {
+				t.Fatalf("verdict %s findings %+v, want fail at /nfr/encryptionAtRest", res.Verdict, res.Findings)
+			}
+			if !strings.Contains(res.Findings[0].Message, tc.mention) {
+				t.Errorf("message %q does not say %q", res.Findings[0].Message, tc.mention)
+			}
+		})
 	}
 }
 

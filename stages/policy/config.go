@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strings"
 
 	"gopkg.in/yaml.v3"
 
@@ -26,9 +27,12 @@ const (
 )
 
 // Config is the policy and NFR part of .nova/config.yml, with defaults
-// applied. Paths are relative to the repository and may not leave it.
+// applied. PolicyDir and KyvernoPolicies are relative to the repository and
+// may not leave it.
 type Config struct {
-	// Engines run in this order. Default: rego, checkov, kyverno.
+	// Engines run in this order. Default: rego, checkov, kyverno. rego
+	// runs whether listed or not (first when not): the list chooses the
+	// external engines, it cannot switch off the platform rules.
 	Engines []string
 	// PolicyDir holds the consumer's conftest-style policies.
 	PolicyDir string
@@ -37,7 +41,8 @@ type Config struct {
 	Namespaces         []string
 	ContractNamespaces []string
 	// CheckovPath, KyvernoPath and InfracostPath name the binaries (on
-	// PATH, or a path).
+	// PATH, or a path). From the file, a command name or an absolute path
+	// outside the repository; flags may give any path.
 	CheckovPath string
 	KyvernoPath string
 	// KyvernoPolicies is the directory of kyverno-json policies.
@@ -98,16 +103,30 @@ func LoadConfig(repoDir string) (Config, error) {
 	if err != nil {
 		return Config{}, runner.Errorf(runner.PolicyConfigInvalid, "reading %s: %w", ConfigFile, err)
 	}
-	return ParseConfig(data)
+	return parseConfig(data, repoDir)
 }
 
-// ParseConfig reads the contents of a config file.
+// ParseConfig reads the contents of a config file. It cannot know where
+// the repository is: LoadConfig also refuses tool paths inside it.
 func ParseConfig(data []byte) (Config, error) {
+	return parseConfig(data, "")
+}
+
+func parseConfig(data []byte, repoDir string) (Config, error) {
 	var f configFile
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(&f); err != nil && !errors.Is(err, io.EOF) {
 		return Config{}, runner.Errorf(runner.PolicyConfigInvalid, "%s: %w", ConfigFile, err)
+	}
+	for _, tool := range []struct{ field, path string }{
+		{"policy.checkov.path", f.Policy.Checkov.Path},
+		{"policy.kyverno.path", f.Policy.Kyverno.Path},
+		{"nfr.infracost.path", f.NFR.Infracost.Path},
+	} {
+		if err := checkToolPath(tool.field, tool.path, repoDir); err != nil {
+			return Config{}, err
+		}
 	}
 	c := DefaultConfig()
 	if f.Policy.Engines != nil {
@@ -161,6 +180,46 @@ func (c Config) Validate() error {
 		}
 	}
 	return nil
+}
+
+// checkToolPath refuses a tool path from the config file that could name
+// a file of the checkout: the file comes with the change under review, and
+// a pull request must not be able to make nova run a program it adds. A
+// command name is looked up on PATH (which never resolves relative to the
+// working directory, exec.ErrDot); an absolute path must lead outside the
+// repository, symlinks followed. Flags are the operator's, not the
+// repository's, and are not checked here.
+func checkToolPath(field, p, repoDir string) error {
+	if p == "" || (!strings.ContainsAny(p, `/\`) && p != "." && p != "..") {
+		return nil
+	}
+	bad := runner.Errorf(runner.PolicyConfigInvalid, "%s: %q must be a command name on PATH or an absolute path outside the repository", field, p)
+	if !filepath.IsAbs(p) {
+		return bad
+	}
+	if repoDir == "" {
+		return nil
+	}
+	repo, err := filepath.Abs(repoDir)
+	if err != nil {
+		return runner.Errorf(runner.PolicyConfigInvalid, "%s: locating the repository: %w", field, err)
+	}
+	if within(repo, filepath.Clean(p)) {
+		return bad
+	}
+	realRepo, err1 := filepath.EvalSymlinks(repo)
+	realPath, err2 := filepath.EvalSymlinks(p)
+	if err1 == nil && err2 == nil && within(realRepo, realPath) {
+		return bad
+	}
+	return nil
+}
+
+// within reports whether path is dir or below it; both are absolute and
+// clean.
+func within(dir, path string) bool {
+	rel, err := filepath.Rel(dir, path)
+	return err == nil && filepath.IsLocal(rel)
 }
 
 func or(v, def string) string {

@@ -3,6 +3,7 @@ package policy
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -62,12 +63,64 @@ func TestParseConfigRejects(t *testing.T) {
 		{"absolute dir", "policy:\n  dir: /etc/nova\n", "inside the repository"},
 		{"bad namespace", "policy:\n  namespaces: [\"main; rm\"]\n", "not a Rego package name"},
 		{"wrong type", "policy:\n  engines: rego\n", "cannot unmarshal"},
+		{"relative tool path", "policy:\n  checkov:\n    path: ./evil.sh\n", "policy.checkov.path"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := ParseConfig([]byte(tc.yaml))
 			if runner.ReasonOf(err) != runner.PolicyConfigInvalid || !strings.Contains(err.Error(), tc.mention) {
 				t.Errorf("error %v, want POLICY_CONFIG_INVALID mentioning %q", err, tc.mention)
+			}
+		})
+	}
+}
+
+// TestToolPathsFromTheFile: a binary the config file names is a command on
+// PATH or an absolute path outside the checkout, never a file the change
+// under review could add.
+func TestToolPathsFromTheFile(t *testing.T) {
+	repo := t.TempDir()
+	outside := t.TempDir()
+	link := filepath.Join(outside, "checkov-link")
+	if err := os.WriteFile(filepath.Join(repo, "evil.sh"), []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(repo, "evil.sh"), link); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, field, path string
+		ok                bool
+	}{
+		{"command name", "policy.checkov.path", "checkov", true},
+		{"versioned command name", "nfr.infracost.path", "infracost-0.10", true},
+		{"absolute, outside", "policy.kyverno.path", "/opt/kyverno-json/bin/kyverno-json", true},
+		{"relative", "policy.checkov.path", "./evil.sh", false},
+		{"relative without dot", "policy.kyverno.path", "bin/kyverno-json", false},
+		{"parent", "nfr.infracost.path", "../infracost", false},
+		{"dot", "policy.checkov.path", ".", false},
+		{"absolute, inside", "policy.checkov.path", filepath.Join(repo, "evil.sh"), false},
+		{"absolute, the checkout itself", "policy.checkov.path", repo, false},
+		{"absolute, inside after ..", "nfr.infracost.path", filepath.Join(repo, "x", "..", "evil.sh"), false},
+		{"absolute, outside but a link into it", "policy.checkov.path", link, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			section, rest, _ := strings.Cut(tc.field, ".")
+			tool, _, _ := strings.Cut(rest, ".")
+			yaml := section + ":\n  " + tool + ":\n    path: " + strconv.Quote(tc.path) + "\n"
+			if err := os.MkdirAll(filepath.Join(repo, ".nova"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(repo, ConfigFile), []byte(yaml), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			_, err := LoadConfig(repo)
+			switch {
+			case tc.ok && err != nil:
+				t.Errorf("refused: %v", err)
+			case !tc.ok && (runner.ReasonOf(err) != runner.PolicyConfigInvalid || !strings.Contains(err.Error(), tc.field)):
+				t.Errorf("error %v, want POLICY_CONFIG_INVALID naming %s", err, tc.field)
 			}
 		})
 	}

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/nova-platform/nova/runner"
 	"github.com/nova-platform/nova/stages/policy/checkov"
@@ -14,15 +15,25 @@ import (
 )
 
 // Engines builds the engines cfg lists, in its order, for the repository at
-// repoDir. env is the whole environment external tools run with. Building
-// compiles the Rego once for the run; it fails only for a configuration
-// that cannot work (a policy dir that is not a directory) or a broken build.
+// repoDir, and rego first when cfg does not list it. env is nova's
+// environment; each external tool sees only its allowlisted part
+// (external.Environ). Building compiles the Rego once for the run; it fails
+// only for a configuration that cannot work (a policy dir that is not a
+// directory) or a broken build.
 func Engines(ctx context.Context, repoDir string, cfg Config, env []string) ([]runner.PolicyEngine, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	names := cfg.Engines
+	if !slices.Contains(names, EngineRego) {
+		// The platform rules always run: .nova/config.yml belongs to the
+		// change being judged, and a pull request must not be able to
+		// switch off the rules that judge it. engines only chooses the
+		// external engines, and where rego runs among them.
+		names = append([]string{EngineRego}, names...)
+	}
 	var out []runner.PolicyEngine
-	for _, name := range cfg.Engines {
+	for _, name := range names {
 		switch name {
 		case EngineRego:
 			e, err := regoEngine(ctx, repoDir, cfg)

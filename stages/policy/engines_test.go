@@ -115,3 +115,71 @@ func TestEnginesRejectABadPolicyDir(t *testing.T) {
 		t.Errorf("error %v, want POLICY_CONFIG_INVALID", err)
 	}
 }
+
+// TestPlatformRulesAlwaysRun: .nova/config.yml comes with the change it
+// configures, so no engines list in it may switch the platform rules off:
+// a plaintext AWS key in the contract is blocked whatever it lists.
+func TestPlatformRulesAlwaysRun(t *testing.T) {
+	tests := []struct {
+		name, engines string
+		want          []string
+	}{
+		{"checkov only", "[checkov]", []string{"rego", "checkov"}},
+		{"none", "[]", []string{"rego"}},
+		{"external engines only", "[kyverno, checkov]", []string{"rego", "kyverno", "checkov"}},
+		{"rego placed last", "[checkov, rego]", []string{"checkov", "rego"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			repo := t.TempDir()
+			writeFile(t, filepath.Join(repo, policy.ConfigFile), "policy:\n  engines: "+tc.engines+"\n  checkov:\n    path: /nonexistent/checkov\n")
+			cfg, err := policy.LoadConfig(repo)
+			if err != nil {
+				t.Fatal(err)
+			}
+			engines, err := policy.Engines(t.Context(), repo, cfg, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, names(engines)); diff != "" {
+				t.Errorf("engines (-want +got)\n%s", diff)
+			}
+			st := &runner.State{
+				Contract: &runner.Contract{ID: "7f1e2d3c-4b5a-4968-8776-a5b4c3d2e1f0", Environment: runner.Dev, Stack: "hello",
+					Inputs: map[string]any{"deploy_key": "AKIAIOSFODNN7EXAMPLE"}},
+				Target: &runner.TargetStack{Stack: "hello", StackVersion: "1.0.0"},
+			}
+			res, err := policy.New(engines, runner.PrePlan).Run(t.Context(), st)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Verdict != runner.Fail {
+				t.Errorf("verdict %s, want fail: the plaintext key got through", res.Verdict)
+			}
+		})
+	}
+}
+
+// TestUnreadablePlanBlocks: when the platform rules cannot evaluate the
+// plan at all, the critical ones still block the run.
+func TestUnreadablePlanBlocks(t *testing.T) {
+	repo := t.TempDir()
+	cfg := policy.DefaultConfig()
+	cfg.Engines = []string{"rego"}
+	engines, err := policy.Engines(t.Context(), repo, cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := &runner.State{
+		Contract: &runner.Contract{ID: "7f1e2d3c-4b5a-4968-8776-a5b4c3d2e1f0", Environment: runner.Dev, Stack: "hello"},
+		Target:   &runner.TargetStack{Stack: "hello", StackVersion: "1.0.0"},
+		PlanJSON: []byte(`{"resource_changes": [`),
+	}
+	res, err := policy.New(engines, runner.PostPlan).Run(t.Context(), st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Verdict != runner.Fail || len(res.Findings) != 1 || res.Findings[0].Reason != runner.PolicyCriticalFail {
+		t.Errorf("verdict %s findings %+v, want blocked by POLICY_CRITICAL_FAIL", res.Verdict, res.Findings)
+	}
+}

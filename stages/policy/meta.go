@@ -34,11 +34,15 @@ type criticalFailure struct {
 	RuleID      string `json:"ruleId"`
 	ResourceRef string `json:"resourceRef"`
 	Engine      string `json:"engine"`
+	// Result is "fail", or "error" for a critical rule that could not be
+	// evaluated.
+	Result runner.PCRResult `json:"result"`
 }
 
 // evaluateMeta runs block-on-any-critical over the merged records of one
 // evaluation and returns its own record: fail (carrying
-// POLICY_CRITICAL_FAIL) when any record is a critical failure.
+// POLICY_CRITICAL_FAIL) when any record is a critical failure, or a
+// critical rule's error.
 func evaluateMeta(ctx context.Context, pcrs []runner.PCR, scope, contractID string, now time.Time) (runner.PCR, []criticalFailure, error) {
 	pq, err := metaQuery()
 	if err != nil {
@@ -102,6 +106,9 @@ func describeCritical(crit []criticalFailure) string {
 		s := c.RuleID
 		if c.ResourceRef != "" {
 			s += " at " + c.ResourceRef
+		}
+		if c.Result == runner.PCRError {
+			s += " (could not be evaluated)"
 		}
 		parts = append(parts, s)
 	}

@@ -17,10 +17,14 @@ test_passes_a_critical_pass_and_lesser_failures if {
 	]}
 }
 
-test_a_critical_error_does_not_block if {
+test_a_critical_rule_that_could_not_evaluate_blocks if {
+	meta.blocks with input as {"pcrs": [{"ruleId": "nova.secrets.plaintext", "severity": "critical", "result": "error", "engine": "rego"}]}
+}
+
+test_an_engine_error_does_not_block if {
 	# An engine that could not evaluate is penalised by the confidence
 	# stage; blocking on it would let a flaky tool stop every run.
-	not meta.blocks with input as {"pcrs": [{"ruleId": "POLICY_ENGINE_ERROR", "severity": "critical", "result": "error", "engine": "checkov"}]}
+	not meta.blocks with input as {"pcrs": [{"ruleId": "POLICY_ENGINE_ERROR", "severity": "high", "result": "error", "engine": "checkov"}]}
 }
 
 test_lists_each_critical_failure if {
@@ -28,5 +32,5 @@ test_lists_each_critical_failure if {
 		{"ruleId": "a", "severity": "critical", "result": "fail", "engine": "rego", "resourceRef": "x"},
 		{"ruleId": "b", "severity": "critical", "result": "fail", "engine": "kyverno"},
 	]}
-	got == {{"ruleId": "a", "resourceRef": "x", "engine": "rego"}, {"ruleId": "b", "resourceRef": "", "engine": "kyverno"}}
+	got == {{"ruleId": "a", "resourceRef": "x", "engine": "rego", "result": "fail"}, {"ruleId": "b", "resourceRef": "", "engine": "kyverno", "result": "fail"}}
 }

@@ -134,6 +134,26 @@ func TestCriticalFailureBlocks(t *testing.T) {
 	}
 }
 
+// TestCriticalRuleThatCouldNotEvaluateBlocks: a critical rule that could
+// not be evaluated blocks as its failure would; an engine error (high)
+// does not.
+func TestCriticalRuleThatCouldNotEvaluateBlocks(t *testing.T) {
+	unevaluated := runner.PCR{Engine: "rego", RuleID: "nova.secrets.plaintext", Severity: runner.Critical, Result: runner.PCRError,
+		Message: "evaluating rule nova.secrets.plaintext: eval_conflict_error"}
+	res := run(t, runner.PostPlan, &runner.State{Contract: state().Contract, Target: state().Target, PlanJSON: []byte(`{}`)},
+		returning("rego", []runner.PCR{unevaluated}, nil))
+	if res.Verdict != runner.Fail {
+		t.Fatalf("verdict %s, want fail", res.Verdict)
+	}
+	want := []runner.Finding{{
+		Reason:  runner.PolicyCriticalFail,
+		Message: "blocked: critical failure(s) nova.secrets.plaintext (could not be evaluated)",
+	}}
+	if diff := cmp.Diff(want, res.Findings); diff != "" {
+		t.Errorf("(-want +got)\n%s", diff)
+	}
+}
+
 func TestEngineFailuresBecomeRecords(t *testing.T) {
 	tests := []struct {
 		name   string

@@ -24,7 +24,7 @@ type Engine struct {
 var _ runner.PolicyEngine = (*Engine)(nil)
 
 // New returns the engine for bin (a name on PATH or a path; "" means
-// "checkov"), run with env as its whole environment.
+// "checkov"). Of env, checkov sees only what external.Environ allows it.
 func New(bin string, env []string) *Engine {
 	if bin == "" {
 		bin = "checkov"
@@ -54,6 +54,7 @@ func (e *Engine) Evaluate(ctx context.Context, p runner.PolicyPayload) ([]runner
 	}
 	defer os.RemoveAll(dir)
 	out, err := external.Run(ctx, external.Command{
+		Tool: external.Checkov,
 		Path: e.path,
 		Args: []string{"-f", filepath.Join(dir, "plan.json"), "-o", "json"},
 		Env:  e.env,

@@ -93,3 +93,29 @@ func TestCrashingCheckovIsAnError(t *testing.T) {
 		})
 	}
 }
+
+// TestCheckovWithNothingToCheckSaysSo: an installed checkov that reports
+// only a summary, or `[]`, leaves one skipped record, not silence.
+func TestCheckovWithNothingToCheckSaysSo(t *testing.T) {
+	summary, err := filepath.Abs(filepath.Join("testdata", "report-nothing.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, body := range map[string]string{"summary only": `cat "` + summary + `"`, "empty list": "echo '[]'"} {
+		t.Run(name, func(t *testing.T) {
+			pcrs, err := checkov.New(fakeCheckov(t, body+"\n"), nil).Evaluate(t.Context(), payload(runner.PostPlan))
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := []outcome{{"POLICY_ENGINE_NO_CHECKS", runner.Info, runner.PCRSkipped, "plan", runner.PolicyEngineNoChecks}}
+			if diff := cmp.Diff(want, outcomes(pcrs)); diff != "" {
+				t.Errorf("(-want +got)\n%s", diff)
+			}
+			for _, p := range policy.Normalize(runner.EngineCheckov, pcrs, "7f1e2d3c-4b5a-4968-8776-a5b4c3d2e1f0", testTime) {
+				if p.RuleID == string(runner.PolicyResultInvalid) {
+					t.Errorf("invalid record: %s", p.Message)
+				}
+			}
+		})
+	}
+}

@@ -58,7 +58,8 @@ const defaultSeverity = runner.Medium
 // Parse normalizes checkov's JSON report: one fail record per failed check
 // and resource, one pass record per check id that passed (naming how many
 // resources), one skipped record per suppressed check, and one error
-// record if checkov could not parse a file.
+// record if checkov could not parse a file; one skipped record
+// (POLICY_ENGINE_NO_CHECKS) when the report holds no check at all.
 func Parse(data []byte) ([]runner.PCR, error) {
 	data = bytes.TrimSpace(data)
 	var reports []report
@@ -79,6 +80,17 @@ func Parse(data []byte) ([]runner.PCR, error) {
 	var out []runner.PCR
 	for _, r := range reports {
 		out = append(out, r.records()...)
+	}
+	if len(out) == 0 {
+		// A summary alone (no resource of the plan was one checkov checks)
+		// or no report at all: without a record, an engine whose checks
+		// never ran would look the same as one whose checks all passed.
+		out = append(out, runner.PCR{
+			Engine: runner.EngineCheckov, RuleID: string(runner.PolicyEngineNoChecks), Severity: runner.Info,
+			Result: runner.PCRSkipped, ResourceRef: "plan",
+			Message:  "checkov ran but reported no check: nothing in the plan is a resource its checks apply to",
+			Evidence: mustJSON(map[string]any{"reason": runner.PolicyEngineNoChecks, "reports": len(reports)}),
+		})
 	}
 	return out, nil
 }

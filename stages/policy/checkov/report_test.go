@@ -48,7 +48,7 @@ func TestParse(t *testing.T) {
 			outcome{"checkov.CKV_SECRET_6", runner.High, runner.PCRFail, "c00f1a6e4b3b2a1d", ""},
 			outcome{"POLICY_ENGINE_ERROR", runner.High, runner.PCRError, "", runner.PolicyEngineError},
 		)},
-		{"report-nothing.json", []outcome{}},
+		{"report-nothing.json", []outcome{{"POLICY_ENGINE_NO_CHECKS", runner.Info, runner.PCRSkipped, "plan", runner.PolicyEngineNoChecks}}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.file, func(t *testing.T) {

@@ -45,9 +45,13 @@ type Output struct {
 
 // Command is one tool invocation.
 type Command struct {
+	// Tool names the tool (Checkov, KyvernoJSON, Infracost) for its
+	// environment allowlist, whatever its binary is called.
+	Tool string
 	Path string
 	Args []string
-	// Env is the tool's whole environment; nil means an empty one.
+	// Env is what the tool may see part of: Run passes on only what
+	// Environ allows for Tool.
 	Env []string
 	Dir string
 }
@@ -57,10 +61,10 @@ type Command struct {
 // check fails); an error means the tool could not run or was cancelled.
 func Run(ctx context.Context, c Command) (Output, error) {
 	cmd := exec.CommandContext(ctx, c.Path, c.Args...)
-	cmd.Env, cmd.Dir = c.Env, c.Dir
-	if cmd.Env == nil {
-		cmd.Env = []string{}
-	}
+	// Filtered here, where every tool is started, so that no caller can
+	// hand a tool nova's secrets by passing it the whole environment.
+	// Never nil: a nil Env would give the tool all of nova's.
+	cmd.Env, cmd.Dir = Environ(c.Tool, c.Env), c.Dir
 	// A tool that ignores cancellation is killed after this grace period,
 	// so a cancelled run never hangs on it.
 	cmd.WaitDelay = 5 * time.Second

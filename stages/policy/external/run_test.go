@@ -41,14 +41,20 @@ func TestRun(t *testing.T) {
 	}
 }
 
-func TestRunPassesOnlyTheGivenEnvironment(t *testing.T) {
+// TestRunPassesOnlyTheAllowedEnvironment: a tool sees neither nova's own
+// environment nor the secrets in the one it is given, only its allowlist.
+func TestRunPassesOnlyTheAllowedEnvironment(t *testing.T) {
 	t.Setenv("NOVA_TEST_LEAK", "leaked")
-	out, err := Run(t.Context(), Command{Path: script(t, "echo \"[$NOVA_TEST_LEAK][$GIVEN]\""), Env: []string{"GIVEN=yes"}})
+	out, err := Run(t.Context(), Command{
+		Tool: Checkov,
+		Path: script(t, `echo "[$NOVA_TEST_LEAK][$NOVA_SIGNING_KEY][$GITHUB_TOKEN][$CHECKOV_RUN_SCA_PACKAGE_SCAN_V2]"`),
+		Env:  []string{"NOVA_SIGNING_KEY=key", "GITHUB_TOKEN=ghs_x", "CHECKOV_RUN_SCA_PACKAGE_SCAN_V2=false"},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := strings.TrimSpace(string(out.Stdout)); got != "[][yes]" {
-		t.Errorf("tool saw %q, want only the given environment", got)
+	if got := strings.TrimSpace(string(out.Stdout)); got != "[][][][false]" {
+		t.Errorf("tool saw %q, want only its allowlisted variables", got)
 	}
 }
 

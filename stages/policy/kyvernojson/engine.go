@@ -33,8 +33,8 @@ var _ runner.PolicyEngine = (*Engine)(nil)
 
 // New returns the engine for bin ("" means "kyverno-json"), applying the
 // policies under the policies directory after the JMESPath preProcess
-// expressions (nil means DefaultPreProcess), run with env as its whole
-// environment.
+// expressions (nil means DefaultPreProcess). Of env, kyverno-json sees
+// only what external.Environ allows it.
 func New(bin, policies string, preProcess, env []string) *Engine {
 	if bin == "" {
 		bin = "kyverno-json"
@@ -85,7 +85,7 @@ func (e *Engine) Evaluate(ctx context.Context, p runner.PolicyPayload) ([]runner
 	for _, pp := range e.preProcess {
 		args = append(args, "--pre-process", pp)
 	}
-	out, err := external.Run(ctx, external.Command{Path: e.path, Args: args, Env: e.env, Dir: dir})
+	out, err := external.Run(ctx, external.Command{Tool: external.KyvernoJSON, Path: e.path, Args: args, Env: e.env, Dir: dir})
 	if err != nil {
 		return nil, err
 	}

@@ -51,7 +51,8 @@ var severities = map[string]runner.Severity{
 
 // Parse normalizes kyverno-json's report: a fail record per rule and
 // violating resource, an error record per rule that could not be
-// evaluated, and one pass record per rule for the resources it passed.
+// evaluated, and one pass record per rule for the resources it passed; one
+// skipped record (POLICY_ENGINE_NO_CHECKS) when no rule reported at all.
 func Parse(data []byte) ([]runner.PCR, error) {
 	data = bytes.TrimSpace(data)
 	if len(data) == 0 {
@@ -103,6 +104,16 @@ func Parse(data []byte) ([]runner.PCR, error) {
 		out = append(out, runner.PCR{Engine: runner.EngineKyverno, RuleID: id, Severity: passSeverity[id], Result: runner.PCRPass,
 			Message: fmt.Sprintf("%s: passed on %d resource(s)", id, passes[id]), ResourceRef: "plan",
 			Evidence: mustJSON(map[string]any{"resources": passes[id]})})
+	}
+	if len(out) == 0 {
+		// `[]`, or resources no policy matched: without a record, policies
+		// that never applied would look the same as policies that passed.
+		out = append(out, runner.PCR{
+			Engine: runner.EngineKyverno, RuleID: string(runner.PolicyEngineNoChecks), Severity: runner.Info,
+			Result: runner.PCRSkipped, ResourceRef: "plan",
+			Message:  "kyverno-json ran but reported no rule result: no policy applied to a resource of the plan",
+			Evidence: mustJSON(map[string]any{"reason": runner.PolicyEngineNoChecks, "resources": len(reports)}),
+		})
 	}
 	return out, nil
 }

@@ -68,3 +68,29 @@ func TestParseRejectsWhatIsNotItsReport(t *testing.T) {
 		}
 	}
 }
+
+// TestNoRuleResultIsOneSkippedRecord: a scan in which no policy applied
+// says so, rather than passing by saying nothing.
+func TestNoRuleResultIsOneSkippedRecord(t *testing.T) {
+	for _, in := range []string{
+		`[]`,
+		`[{"resource": {"address": "module.assets.aws_s3_bucket.this"}, "results": []}]`,
+		`[{"resource": {"address": "module.assets.aws_s3_bucket.this"}, "results": [{"policy": {"metadata": {"name": "aws-tags"}}, "rules": []}]}]`,
+	} {
+		pcrs, err := kyvernojson.Parse([]byte(in))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := outcomes(pcrs)
+		want := []outcome{{"POLICY_ENGINE_NO_CHECKS", runner.Info, runner.PCRSkipped, "plan", runner.PolicyEngineNoChecks,
+			"kyverno-json ran but reported no rule result: no policy applied to a resource of the plan"}}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("%s (-want +got)\n%s", in, diff)
+		}
+		for _, p := range policy.Normalize(runner.EngineKyverno, pcrs, "7f1e2d3c-4b5a-4968-8776-a5b4c3d2e1f0", testTime) {
+			if p.RuleID == string(runner.PolicyResultInvalid) {
+				t.Errorf("invalid record: %s", p.Message)
+			}
+		}
+	}
+}

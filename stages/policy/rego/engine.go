@@ -91,7 +91,10 @@ func (*Engine) Configured() bool { return true }
 func (e *Engine) Evaluate(ctx context.Context, p runner.PolicyPayload) ([]runner.PCR, error) {
 	in, err := platformInput(p)
 	if err != nil {
-		return nil, err
+		// Not one rule ran; each says so with its own severity, so that a
+		// malformed plan cannot turn the critical rules into a lesser
+		// engine error. The error itself is the engine's error record.
+		return e.platform.unevaluated(err), err
 	}
 	out, err := e.platform.evaluate(ctx, p.Phase, in)
 	if err != nil {

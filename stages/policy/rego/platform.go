@@ -50,8 +50,11 @@ const platformQuery = `results := [r |
 ]`
 
 type platform struct {
-	query opa.PreparedEvalQuery
-	rules []RuleInfo
+	// compiler holds the compiled rules, for evaluating one rule alone
+	// when the query over all of them fails.
+	compiler *ast.Compiler
+	query    opa.PreparedEvalQuery
+	rules    []RuleInfo
 }
 
 // parseRules parses the embedded rules, without their tests.
@@ -84,6 +87,10 @@ func compilePlatform(ctx context.Context) (*platform, error) {
 	if err != nil {
 		return nil, fmt.Errorf("parsing platform rules: %w", err)
 	}
+	return compileModules(ctx, mods)
+}
+
+func compileModules(ctx context.Context, mods map[string]*ast.Module) (*platform, error) {
 	c := ast.NewCompiler()
 	c.Compile(mods)
 	if c.Failed() {
@@ -97,7 +104,7 @@ func compilePlatform(ctx context.Context) (*platform, error) {
 	if err != nil {
 		return nil, fmt.Errorf("preparing the platform query: %w", err)
 	}
-	return &platform{query: pq, rules: rules}, nil
+	return &platform{compiler: c, query: pq, rules: rules}, nil
 }
 
 // ruleInfo reads each platform package's rule object, which needs no input.
@@ -143,26 +150,32 @@ type finding struct {
 }
 
 // evaluate runs every platform rule over input: one fail record per
-// finding, one pass record for a rule without findings.
+// finding, one pass record for a rule without findings, one error record
+// for a rule that could not be evaluated.
 func (p *platform) evaluate(ctx context.Context, phase runner.Phase, input ast.Value) ([]runner.PCR, error) {
-	rs, err := p.query.Eval(ctx, opa.EvalParsedInput(input))
+	got, err := p.evalAll(ctx, input)
+	failed := map[string]error{}
 	if err != nil {
-		return nil, fmt.Errorf("evaluating platform rules: %w", err)
-	}
-	if len(rs) != 1 {
-		return nil, fmt.Errorf("evaluating platform rules: %d result sets, want 1", len(rs))
-	}
-	var results []result
-	if err := remarshal(rs[0].Bindings["results"], &results); err != nil {
-		return nil, fmt.Errorf("reading platform results: %w", err)
-	}
-	got := map[string]result{}
-	for _, r := range results {
-		got[r.Package] = r
+		if ctx.Err() != nil {
+			return nil, err
+		}
+		// One rule that cannot evaluate must neither take the others down
+		// with it nor hide behind a single engine error of another
+		// severity: each rule is evaluated alone, so that a critical
+		// rule's failure to evaluate is a critical error record, which
+		// blocks the run.
+		got, failed = p.evalEach(ctx, input)
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("evaluating platform rules: %w", ctx.Err())
+		}
 	}
 	scope := scopeOf(phase)
 	var out []runner.PCR
 	for _, info := range p.rules {
+		if err := failed[info.Package]; err != nil {
+			out = append(out, ruleError(info, err))
+			continue
+		}
 		r, ok := got[info.Package]
 		if !ok {
 			// Never a silent pass: a rule that produced nothing is an
@@ -191,6 +204,61 @@ func (p *platform) evaluate(ctx context.Context, phase runner.Phase, input ast.V
 		}
 	}
 	return out, nil
+}
+
+// evalAll evaluates every rule in one query, the fast path: the rules
+// share what lib.rego computes from the input.
+func (p *platform) evalAll(ctx context.Context, input ast.Value) (map[string]result, error) {
+	rs, err := p.query.Eval(ctx, opa.EvalParsedInput(input))
+	if err != nil {
+		return nil, fmt.Errorf("evaluating platform rules: %w", err)
+	}
+	if len(rs) != 1 {
+		return nil, fmt.Errorf("evaluating platform rules: %d result sets, want 1", len(rs))
+	}
+	var results []result
+	if err := remarshal(rs[0].Bindings["results"], &results); err != nil {
+		return nil, fmt.Errorf("reading platform results: %w", err)
+	}
+	got := map[string]result{}
+	for _, r := range results {
+		got[r.Package] = r
+	}
+	return got, nil
+}
+
+// evalEach evaluates each rule alone, and returns the results of those
+// that evaluated and the errors of those that did not.
+func (p *platform) evalEach(ctx context.Context, input ast.Value) (map[string]result, map[string]error) {
+	got, failed := map[string]result{}, map[string]error{}
+	for _, info := range p.rules {
+		pkg := ast.RefTerm(ast.VarTerm("data"), ast.StringTerm("nova"), ast.StringTerm("platform"), ast.StringTerm(info.Package)).String()
+		q := fmt.Sprintf(`r := {"package": %s, "findings": %s.findings, "checked": %s.checked}`, ast.StringTerm(info.Package), pkg, pkg)
+		rs, err := opa.New(opa.Compiler(p.compiler), opa.Query(q), opa.ParsedInput(input)).Eval(ctx)
+		var r result
+		switch {
+		case err != nil:
+			failed[info.Package] = fmt.Errorf("evaluating rule %s: %w", info.ID, err)
+		case len(rs) == 0:
+			// Undefined: recorded as "produced no result" by evaluate.
+		case remarshal(rs[0].Bindings["r"], &r) != nil:
+			failed[info.Package] = fmt.Errorf("reading the result of rule %s", info.ID)
+		default:
+			got[info.Package] = r
+		}
+	}
+	return got, failed
+}
+
+// unevaluated is what the platform reports when no rule could be
+// evaluated at all (the input could not be built): an error record per
+// rule, each with the rule's severity, so that the critical rules block.
+func (p *platform) unevaluated(err error) []runner.PCR {
+	out := make([]runner.PCR, 0, len(p.rules))
+	for _, info := range p.rules {
+		out = append(out, ruleError(info, fmt.Errorf("rule %s could not be evaluated: %w", info.ID, err)))
+	}
+	return out
 }
 
 func ruleError(info RuleInfo, err error) runner.PCR {

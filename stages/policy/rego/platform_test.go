@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/open-policy-agent/opa/v1/ast"
 
 	"github.com/nova-platform/nova/runner"
 )
@@ -161,4 +162,85 @@ func contains(s, sub string) bool {
 		}
 	}
 	return false
+}
+
+// TestDuplicateAddressesStillEvaluate: a plan listing one address twice
+// (hand-made, or a tool's) must not make the rules fail to evaluate, and
+// the second entry must not hide behind the first: its plaintext secret is
+// still a critical failure.
+func TestDuplicateAddressesStillEvaluate(t *testing.T) {
+	p := resolved(t, "microservice.yml")
+	p.Phase = runner.PostPlan
+	p.Plan = []byte(`{"format_version": "1.2", "resource_changes": [
+		{"address": "terraform_data.config", "mode": "managed", "type": "terraform_data", "name": "config",
+		 "change": {"actions": ["create"], "after": {"input": {"username": "app"}}, "after_unknown": {}, "after_sensitive": {}}},
+		{"address": "terraform_data.config", "mode": "managed", "type": "terraform_data", "name": "config",
+		 "change": {"actions": ["create"], "after": {"input": {"password": "hunter2-not-a-real-one"}}, "after_unknown": {}, "after_sensitive": {}}}
+	]}`)
+	pcrs := evaluate(t, newEngine(t), p)
+	for _, r := range pcrs {
+		if r.Result == runner.PCRError {
+			t.Errorf("rule %s could not evaluate: %s", r.RuleID, r.Message)
+		}
+	}
+	got := outcomesOf(pcrs, "nova.secrets.plaintext")
+	want := fails("nova.secrets.plaintext", runner.Critical, "terraform_data.config (resource_changes[1])")
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got)\n%s", diff)
+	}
+}
+
+// TestARuleThatCannotEvaluateIsAnErrorOfItsOwnSeverity: a rule whose
+// evaluation fails is one error record carrying that rule's severity (a
+// critical one then blocks the run); the other rules still report.
+func TestARuleThatCannotEvaluateIsAnErrorOfItsOwnSeverity(t *testing.T) {
+	mods, err := parseRules(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	broken, err := ast.ParseModuleWithOpts("broken.rego", `package nova.platform.broken
+
+rule := {"id": "nova.test.broken", "severity": "critical", "title": "Always conflicts"}
+
+findings := set()
+
+# Two values for one complete rule: eval_conflict_error on every input.
+checked := n if some n in [1, 2]
+`, ast.ParserOptions{RegoVersion: ast.RegoV1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mods["broken.rego"] = broken
+	p, err := compileModules(t.Context(), mods)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pcrs := evaluate(t, &Engine{platform: p}, planPayload(t, "microservice-pass.json"))
+	if diff := cmp.Diff([]outcome{{"nova.test.broken", runner.Critical, runner.PCRError, ""}}, outcomesOf(pcrs, "nova.test.broken")); diff != "" {
+		t.Errorf("the broken rule (-want +got)\n%s", diff)
+	}
+	for _, tc := range platformCases {
+		want := []outcome{{tc.id, tc.severity, runner.PCRPass, "plan"}}
+		if diff := cmp.Diff(want, outcomesOf(pcrs, tc.id)); diff != "" {
+			t.Errorf("%s beside the broken rule (-want +got)\n%s", tc.id, diff)
+		}
+	}
+}
+
+// TestAnUnreadablePlanIsAnErrorPerRule: when the input cannot even be
+// built, every platform rule reports an error with its own severity, not
+// one engine error of severity high that nothing blocks on.
+func TestAnUnreadablePlanIsAnErrorPerRule(t *testing.T) {
+	p := planPayload(t, "microservice-pass.json")
+	p.Plan = []byte(`{"resource_changes": [`)
+	pcrs, err := newEngine(t).Evaluate(t.Context(), p)
+	if err == nil {
+		t.Error("no engine error for an unreadable plan")
+	}
+	for _, tc := range platformCases {
+		want := []outcome{{tc.id, tc.severity, runner.PCRError, ""}}
+		if diff := cmp.Diff(want, outcomesOf(pcrs, tc.id)); diff != "" {
+			t.Errorf("%s (-want +got)\n%s", tc.id, diff)
+		}
+	}
 }

@@ -65,7 +65,15 @@ contract_strings contains v if {
 	is_string(v)
 }
 
-instances := object.get(input, ["target", "instances"], [])
+# A stack without instances may come as null: counting null is undefined,
+# and a rule left without a result is an error, which blocks for a
+# critical rule.
+default instances := []
+
+instances := v if {
+	v := input.target.instances
+	is_array(v)
+}
 
 # instance_leaves: every scalar bound to an instance input, with the input
 # name first in its path.
@@ -84,13 +92,47 @@ bound(inst, name) := inst.inputs[name].value
 
 # changes: managed resources the plan creates or updates, by address. Deletes
 # and no-ops are left out: a rule judges what the change puts in place.
+# The key is the resource's address, and the resourceRef of its findings.
 changes[addr] := rc if {
-	some rc in object.get(input, ["plan", "resource_changes"], [])
+	count(repeated) == 0 # the plans Terraform writes: no per-entry lookup
+	some rc in resource_changes
+	changed(rc)
+	addr := rc.address
+}
+
+# Terraform lists an address once among these, but a plan handed to
+# `nova policy --plan` may list it twice. Keyed by address alone, two
+# entries would be a conflict that stops every rule from evaluating (and
+# keeping only one would let the other hide a violation), so an address
+# that occurs more than once is keyed by its place in resource_changes too.
+changes[key] := rc if {
+	count(repeated) > 0
+	some i, rc in resource_changes
+	changed(rc)
+	key := change_key(rc.address, i)
+}
+
+resource_changes := object.get(input, ["plan", "resource_changes"], [])
+
+changed(rc) if {
 	rc.mode == "managed"
 	some action in rc.change.actions
 	action in {"create", "update"}
-	addr := rc.address
 }
+
+# repeated: the changed addresses that occur more than once, found by
+# comparing neighbours after sorting; counting each address's occurrences
+# would be quadratic on a plan of thousands of changes.
+repeated := {addr |
+	sorted := sort([rc.address | some rc in resource_changes; changed(rc)])
+	some i, addr in sorted
+	i > 0
+	addr == sorted[i - 1]
+}
+
+change_key(addr, _) := addr if not addr in repeated
+
+change_key(addr, i) := sprintf("%s (resource_changes[%d])", [addr, i]) if addr in repeated
 
 # by_type indexes changes by resource type, so that a rule about one type
 # does not scan the whole plan.

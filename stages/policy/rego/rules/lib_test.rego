@@ -34,3 +34,20 @@ test_sensitive_covers_nested_values if {
 	not lib.sensitive(rc, ["input", "user"])
 	lib.sensitive({"change": {"after_sensitive": {"input": true}}}, ["input", "password"])
 }
+
+test_changes_key_a_repeated_address_by_its_place if {
+	got := object.keys(lib.changes) with input as {"plan": {"resource_changes": [
+		{"address": "a.twice", "mode": "managed", "change": {"actions": ["create"]}},
+		{"address": "a.once", "mode": "managed", "change": {"actions": ["create"]}},
+		{"address": "a.twice", "mode": "managed", "change": {"actions": ["update"]}},
+		# A deposed object being destroyed shares its address with the
+		# current one in real plans; it is not a change kept here.
+		{"address": "a.once", "mode": "managed", "deposed": "00000001", "change": {"actions": ["delete"]}},
+	]}}
+	got == {"a.twice (resource_changes[0])", "a.once", "a.twice (resource_changes[2])"}
+}
+
+test_a_stack_without_instances_has_none if {
+	count(lib.instances) == 0 with input as {"target": {"instances": null}}
+	count(lib.instances) == 0 with input as {}
+}
