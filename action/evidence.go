@@ -110,6 +110,10 @@ func openEvidenceStore(ctx context.Context, s evidenceSettings, env Env) (*evide
 	if err != nil {
 		return nil, err
 	}
+	trustedEvents, allowedCommits, err := trustedEvidenceKeys(env.Getenv)
+	if err != nil {
+		return nil, err
+	}
 	opts := []evidence.Option{
 		evidence.WithBranch(s.Branch),
 		evidence.WithAuth(s.Auth),
@@ -119,10 +123,41 @@ func openEvidenceStore(ctx context.Context, s evidenceSettings, env Env) (*evide
 		opts = append(opts, evidence.WithCreate())
 	}
 	return evidence.Open(ctx, evidence.Config{
-		Repo:     s.Repo,
-		StateDir: evidence.StateDirFor(s.Paths.StateBase, s.Repo),
-		Keys:     keys,
+		Repo:              s.Repo,
+		StateDir:          evidence.StateDirFor(s.Paths.StateBase, s.Repo),
+		Keys:              keys,
+		TrustedEventKeys:  trustedEvents,
+		AllowedCommitKeys: allowedCommits,
 	}, opts...)
+}
+
+// trustedEvidenceKeys reads the public keys a store trusts besides its own
+// signing keys: $NOVA_EVIDENCE_PUBLIC_KEY (PEM) for events and
+// $NOVA_COMMIT_PUBLIC_KEY (armored OpenPGP) for commits, each possibly
+// several keys concatenated — the keys verify trusts too. After a rotation
+// they carry the old keys, without which the store rejects a contract's
+// earlier events and commits and can never authorize it again.
+func trustedEvidenceKeys(getenv func(string) string) ([]crypto.PublicKey, *evidence.CommitKeyRing, error) {
+	var events []crypto.PublicKey
+	if v := getenv("NOVA_EVIDENCE_PUBLIC_KEY"); v != "" {
+		keys, err := evidence.LoadPublicKeys([]byte(v))
+		if err == nil {
+			_, err = evidence.NewKeySet(keys...) // refuse a non-P-256 key now, not at the gate
+		}
+		if err != nil {
+			return nil, nil, runner.Errorf(runner.EvidenceKeyInvalid, "NOVA_EVIDENCE_PUBLIC_KEY: %w", err)
+		}
+		events = keys
+	}
+	var commits *evidence.CommitKeyRing
+	if v := getenv("NOVA_COMMIT_PUBLIC_KEY"); v != "" {
+		kr, err := evidence.LoadCommitKeyRing([]byte(v))
+		if err != nil {
+			return nil, nil, runner.Errorf(runner.EvidenceKeyInvalid, "NOVA_COMMIT_PUBLIC_KEY: %w", err)
+		}
+		commits = kr
+	}
+	return events, commits, nil
 }
 
 func evidenceVerify(ctx context.Context, args []string, env Env) int {

@@ -130,6 +130,7 @@ func TestEvidenceVerifyExplicitRepoAndKeys(t *testing.T) {
 	}{
 		{"no keys on a new machine", []string{"verify", s.Repo}, ExitError, string(runner.EvidenceKeyInvalid)},
 		{"missing repo", append([]string{"verify", filepath.Join(t.TempDir(), "nope.git")}, keys...), ExitError, string(runner.EvidenceRepoUnavailable)},
+		{"missing branch", append([]string{"verify", "--branch", "nope", s.Repo}, keys...), ExitError, string(runner.EvidenceRepoUnavailable) + ": evidence repo " + s.Repo + `: no branch "nope"`},
 		{"bad output", append([]string{"verify", "--output", "xml", s.Repo}, keys...), ExitError, string(runner.ConfigInvalid)},
 		{"unknown subcommand", []string{"audit"}, ExitError, `unknown command "audit"`},
 		{"resolve without contract", []string{"resolve", "--env", "dev", "--outcome", "applied", "--note", "x"}, ExitError, "--contract is required"},
@@ -156,4 +157,86 @@ func newPEMKey(t *testing.T) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// TestEvidenceStoreTrustsRotatedKeysFromEnv: once the signing keys are
+// rotated, the old public keys given in NOVA_EVIDENCE_PUBLIC_KEY and
+// NOVA_COMMIT_PUBLIC_KEY (concatenated with the new ones, as an operator
+// would paste them) let the store read the history the old keys signed:
+// the open indeterminate apply is found and can be resolved. Without them
+// the store refuses that history.
+func TestEvidenceStoreTrustsRotatedKeysFromEnv(t *testing.T) {
+	ctx := t.Context()
+	oldEnv, _, _ := evidenceEnv(t, map[string]string{"HOME": t.TempDir()})
+	s, err := readEvidenceSettings("", "", oldEnv.Getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := openEvidenceStore(ctx, s, oldEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ind, err := runner.NewEmitter(store, "urn:nova:test", "run-1", nil).Emit(ctx, runner.EventApplyIndeterminate, "c-1", "dev", map[string]string{"reason": "interrupted"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	store.Close()
+	oldEventPub, oldCommitPub := readKeyFile(t, s.Paths.SigningPublicKeyFile()), readKeyFile(t, s.Paths.CommitPublicKeyFile())
+
+	newKeys := t.TempDir()
+	if _, err := evidence.LocalSigner(newKeys); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := evidence.LocalCommitSigner(newKeys, "", ""); err != nil {
+		t.Fatal(err)
+	}
+	rotated := map[string]string{
+		"HOME":               t.TempDir(),
+		"USER":               "operator",
+		"NOVA_EVIDENCE_REPO": s.Repo,
+		"NOVA_SIGNING_KEY":   readKeyFile(t, filepath.Join(newKeys, "signing.key")),
+		"NOVA_COMMIT_KEY":    readKeyFile(t, filepath.Join(newKeys, "commit-key.asc")),
+	}
+	unresolved := func(vars map[string]string) (string, error) {
+		t.Helper()
+		env, _, _ := evidenceEnv(t, vars)
+		rs, err := readEvidenceSettings("", "", env.Getenv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := openEvidenceStore(ctx, rs, env)
+		if err != nil {
+			return "", err
+		}
+		defer st.Close()
+		return st.UnresolvedApply(ctx, "c-1", "dev")
+	}
+	if id, err := unresolved(rotated); runner.ReasonOf(err) != runner.EvidenceCommitKeyUnknown {
+		t.Fatalf("without the old keys: %q, %v; want %s", id, err, runner.EvidenceCommitKeyUnknown)
+	}
+
+	rotated["NOVA_EVIDENCE_PUBLIC_KEY"] = readKeyFile(t, filepath.Join(newKeys, "signing.pub")) + oldEventPub
+	rotated["NOVA_COMMIT_PUBLIC_KEY"] = readKeyFile(t, filepath.Join(newKeys, "commit-key.pub.asc")) + oldCommitPub
+	if id, err := unresolved(rotated); err != nil || id != ind.ID {
+		t.Fatalf("with the old keys trusted: %q, %v; want %s", id, err, ind.ID)
+	}
+	env, stdout, stderr := evidenceEnv(t, rotated)
+	resolve := []string{"resolve", "--contract", "c-1", "--env", "dev", "--outcome", "applied", "--note", "state matches the plan"}
+	if code := evidenceCommand(ctx, resolve, env); code != ExitPass {
+		t.Fatalf("resolve after the rotation: exit %d\n%s%s", code, stdout, stderr)
+	}
+
+	rotated["NOVA_COMMIT_PUBLIC_KEY"] = "not a key"
+	if _, err := unresolved(rotated); runner.ReasonOf(err) != runner.EvidenceKeyInvalid || !strings.Contains(err.Error(), "NOVA_COMMIT_PUBLIC_KEY") {
+		t.Errorf("a malformed NOVA_COMMIT_PUBLIC_KEY: %v; want %s naming it", err, runner.EvidenceKeyInvalid)
+	}
+}
+
+func readKeyFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }

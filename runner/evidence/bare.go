@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-git/go-git/v5"
@@ -77,7 +79,17 @@ func (b *bareTarget) head(context.Context) (plumbing.Hash, error) {
 }
 
 // push moves the branch; the objects are already in the repo.
-func (b *bareTarget) push(_ context.Context, old, new plumbing.Hash, _ []plumbing.Hash) error {
+//
+// Both are made durable before push returns, because the caller then marks
+// the event delivered in the (fsynced) outbox: go-git writes loose objects
+// without fsync, so after a power cut the event could be missing from the
+// repo with the outbox no longer holding it, or the branch could point at
+// objects that never reached the disk. The objects are synced before the
+// branch moves, so the branch never names a commit that might be lost.
+func (b *bareTarget) push(_ context.Context, old, new plumbing.Hash, objs []plumbing.Hash) error {
+	if err := b.syncObjects(objs); err != nil {
+		return err
+	}
 	refPath := filepath.Join(b.path, filepath.FromSlash(b.branch.String()))
 	lockPath := refPath + ".lock"
 	if err := os.MkdirAll(filepath.Dir(refPath), 0o755); err != nil {
@@ -120,7 +132,51 @@ func (b *bareTarget) push(_ context.Context, old, new plumbing.Hash, _ []plumbin
 		return fmt.Errorf("updating %s: %w", b.branch, err)
 	}
 	locked = false
+	// The rename is durable only once its directory is.
+	if err := syncDir(filepath.Dir(refPath)); err != nil {
+		return fmt.Errorf("syncing %s: %w", b.branch, err)
+	}
 	return nil
+}
+
+// syncObjects fsyncs the loose object files of objs, then the directories
+// holding them (objects/ too, for a fan-out directory created just now).
+// The calls of each step run at once, so the file system can commit them
+// together instead of flushing once per path (about a dozen per event).
+func (b *bareTarget) syncObjects(objs []plumbing.Hash) error {
+	objects := filepath.Join(b.path, "objects")
+	files := make([]string, 0, len(objs))
+	dirs := []string{objects}
+	for _, h := range objs {
+		hex := h.String()
+		dir := filepath.Join(objects, hex[:2])
+		files = append(files, filepath.Join(dir, hex[2:]))
+		if !slices.Contains(dirs, dir) {
+			dirs = append(dirs, dir)
+		}
+	}
+	if err := syncAll(files); err != nil {
+		return fmt.Errorf("syncing objects: %w", err)
+	}
+	if err := syncAll(dirs); err != nil {
+		return fmt.Errorf("syncing object dirs: %w", err)
+	}
+	return nil
+}
+
+// syncAll fsyncs paths concurrently and returns their errors joined.
+func syncAll(paths []string) error {
+	errs := make([]error, len(paths))
+	var wg sync.WaitGroup
+	for i, p := range paths {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = syncPath(p)
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // readRef reads a branch as git does: the loose ref file, else its line in

@@ -72,8 +72,17 @@ type blobInfo struct {
 }
 
 // sync fetches the remote head and checks it still contains every head
-// this store pushed before.
-func (s *Store) sync(ctx context.Context) error {
+// this store pushed before and that every commit new to this store is
+// signed by an allowed commit key. Only then does the head become the one
+// the store reads and builds on.
+func (s *Store) sync(ctx context.Context) (err error) {
+	defer func() {
+		if err != nil {
+			// The last good head is no longer known to be current: the
+			// next write must fetch (and check) again, not build on it.
+			s.synced = false
+		}
+	}()
 	head, err := s.target.head(ctx)
 	if err != nil {
 		return err
@@ -81,7 +90,59 @@ func (s *Store) sync(ctx context.Context) error {
 	if err := s.checkWitness(head); err != nil {
 		return err
 	}
+	if err := s.checkCommitKeys(head); err != nil {
+		return err
+	}
 	s.head, s.synced = head, true
+	return nil
+}
+
+// untrustedHead reports whether err is sync refusing the head itself (a
+// rewrite, a commit no allowed key signed) rather than failing to reach
+// it: retrying cannot help, and the reason must reach the caller as it is.
+func untrustedHead(err error) bool {
+	switch runner.ReasonOf(err) {
+	case runner.EvidenceHistoryRewritten, runner.EvidenceCommitUnsigned,
+		runner.EvidenceCommitKeyUnknown, runner.EvidenceCommitSignatureInvalid:
+		return true
+	}
+	return false
+}
+
+// checkCommitKeys refuses a head whose first-parent history holds a commit
+// not signed by an allowed key. Event signatures alone do not protect the
+// gate: anyone who can push could delete a contract's last event (an
+// indeterminate apply) or copy another contract's signed events, and the
+// store would then sign an authorization on top. The walk stops at a head
+// already checked, or at the last witnessed head (this machine pushed it,
+// so its history was checked before): a few commits normally, the whole
+// history on a store's first sync without a witness.
+func (s *Store) checkCommitKeys(head plumbing.Hash) error {
+	if head.IsZero() || s.checked[head] {
+		return nil
+	}
+	heads, err := readWitness(filepath.Join(s.cfg.StateDir, witnessFile))
+	if err != nil {
+		return err
+	}
+	last := plumbing.ZeroHash
+	if len(heads) > 0 {
+		last = heads[len(heads)-1]
+	}
+	for h := head; !h.IsZero() && h != last && !s.checked[h]; {
+		c, err := object.GetCommit(s.target.objects(), h)
+		if err != nil {
+			return fmt.Errorf("reading commit %s: %w", h, err)
+		}
+		if reason, err := s.commitKeys.checkCommit(c); err != nil {
+			return runner.Errorf(reason, "evidence commit %s: %v; not reading or extending a history that holds it", short(h), err)
+		}
+		if len(c.ParentHashes) == 0 {
+			break
+		}
+		h = c.ParentHashes[0]
+	}
+	s.checked[head] = true
 	return nil
 }
 
@@ -256,7 +317,7 @@ func (s *Store) deliver(ctx context.Context, e runner.Event) error {
 	for {
 		if !s.synced {
 			if err := s.sync(ctx); err != nil {
-				if runner.ReasonOf(err) == runner.EvidenceHistoryRewritten {
+				if untrustedHead(err) {
 					return err
 				}
 				failures++
@@ -308,6 +369,7 @@ func (s *Store) deliver(ctx context.Context, e runner.Event) error {
 				return err
 			}
 			s.head = commit
+			s.checked[commit] = true // signed just now with our own key
 			// Carry the chain forward rather than re-reading the directory
 			// for the next event of the same contract.
 			if tree, err := s.contractTree(commit, dir); err == nil {

@@ -10,9 +10,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ProtonMail/go-crypto/openpgp"
 	"github.com/ProtonMail/go-crypto/openpgp/armor"
+	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
 
 	"github.com/nova-platform/nova/runner"
@@ -165,5 +167,41 @@ func TestLoadKeysFromConfig(t *testing.T) {
 	}
 	if _, err := LoadKeys(KeyConfig{}); runner.ReasonOf(err) != runner.EvidenceKeyInvalid {
 		t.Errorf("no keys configured: %v, want EVIDENCE_KEY_INVALID", err)
+	}
+}
+
+// TestLoadCommitKeyRingReadsConcatenatedKeys: after a rotation the old and
+// the new public key are pasted one after the other into one variable or
+// file; every one of them must be allowed, not only the first.
+func TestLoadCommitKeyRingReadsConcatenatedKeys(t *testing.T) {
+	var armored []byte
+	var signers []*CommitSigner
+	for _, name := range []string{"Old", "New"} {
+		cs, err := GenerateCommitSigner(name, strings.ToLower(name)+"@example.com")
+		if err != nil {
+			t.Fatal(err)
+		}
+		pub, err := cs.ArmoredPublicKey()
+		if err != nil {
+			t.Fatal(err)
+		}
+		armored = append(append(armored, pub...), '\n')
+		signers = append(signers, cs)
+	}
+	kr, err := LoadCommitKeyRing(armored)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cs := range signers {
+		c := &object.Commit{Author: cs.Identity(time.Now()), Committer: cs.Identity(time.Now()), Message: "m\n"}
+		if err := cs.sign(c); err != nil {
+			t.Fatal(err)
+		}
+		if reason, err := kr.checkCommit(c); err != nil {
+			t.Errorf("commit by %s: %s %v", cs.name, reason, err)
+		}
+	}
+	if _, err := LoadCommitKeyRing([]byte("not a key")); err == nil {
+		t.Error("LoadCommitKeyRing accepted text without a key")
 	}
 }

@@ -3,6 +3,8 @@ package evidence
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 
@@ -57,7 +59,12 @@ func OpenRepo(ctx context.Context, repo, branch string, auth transport.AuthMetho
 			}
 			return r.Storer, closeFn, nil
 		}
-		return &Repo{Git: r, Head: branchHead(r, ref), close: closeFn, fork: fork}, nil
+		head, err := branchHead(r, ref)
+		if err != nil {
+			closeFn()
+			return nil, runner.Errorf(runner.EvidenceRepoUnavailable, "evidence repo %s: %w", redactURL(repo), err)
+		}
+		return &Repo{Git: r, Head: head, close: closeFn, fork: fork}, nil
 	}
 	r, err := git.CloneContext(ctx, memory.NewStorage(), nil, &git.CloneOptions{
 		URL: repo, Auth: auth, ReferenceName: ref, SingleBranch: true, NoCheckout: true, Tags: git.NoTags,
@@ -68,11 +75,15 @@ func OpenRepo(ctx context.Context, repo, branch string, auth transport.AuthMetho
 	if err != nil {
 		return nil, runner.Errorf(runner.EvidenceRepoUnavailable, "cloning evidence repo %s: %w", redactURL(repo), err)
 	}
+	head, err := branchHead(r, ref)
+	if err != nil {
+		return nil, runner.Errorf(runner.EvidenceRepoUnavailable, "evidence repo %s: %w", redactURL(repo), err)
+	}
 	// Reads of an in-memory repo are safe from several goroutines.
 	shared := func() (storer.EncodedObjectStorer, func() error, error) {
 		return r.Storer, func() error { return nil }, nil
 	}
-	return &Repo{Git: r, Head: branchHead(r, ref), fork: shared}, nil
+	return &Repo{Git: r, Head: head, fork: shared}, nil
 }
 
 // openLocal opens a repo on disk keeping its pack files open: go-git
@@ -95,12 +106,32 @@ func openLocal(path string) (*git.Repository, func() error, error) {
 	return r, st.Close, nil
 }
 
-func branchHead(r *git.Repository, ref plumbing.ReferenceName) plumbing.Hash {
-	if h, err := r.Reference(ref, true); err == nil {
-		return h.Hash()
+// branchHead is the commit of branch ref. A missing branch is an error,
+// never another branch or an empty head: verify would otherwise report
+// "OK, 0 events" for a mistyped --branch while the evidence sits elsewhere.
+// The one exception is a repo with no branch at all (nothing was ever
+// recorded, like local mode's repo before its first run or a new forge
+// repo): its head is zero whichever branch is asked, as for a remote that
+// answers "empty repository", since there is no evidence to miss.
+func branchHead(r *git.Repository, ref plumbing.ReferenceName) (plumbing.Hash, error) {
+	h, err := r.Reference(ref, true)
+	if err == nil {
+		return h.Hash(), nil
 	}
-	if h, err := r.Head(); err == nil {
-		return h.Hash()
+	if !errors.Is(err, plumbing.ErrReferenceNotFound) {
+		return plumbing.ZeroHash, fmt.Errorf("reading branch %s: %w", ref.Short(), err)
 	}
-	return plumbing.ZeroHash
+	branches, err := r.Branches()
+	if err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("listing branches: %w", err)
+	}
+	defer branches.Close()
+	other, err := branches.Next()
+	switch {
+	case errors.Is(err, io.EOF):
+		return plumbing.ZeroHash, nil
+	case err != nil:
+		return plumbing.ZeroHash, fmt.Errorf("listing branches: %w", err)
+	}
+	return plumbing.ZeroHash, fmt.Errorf("no branch %q (it has %s, for one)", ref.Short(), other.Name().Short())
 }

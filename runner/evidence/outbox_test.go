@@ -5,7 +5,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+
+	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing"
 
 	"github.com/nova-platform/nova/runner"
 )
@@ -101,5 +105,67 @@ func TestOutboxDropsTornLastLine(t *testing.T) {
 	}
 	if got, err = o.load(); err != nil || len(got) != 2 {
 		t.Fatalf("after append: %d events, %v", len(got), err)
+	}
+}
+
+// TestInPlacePushIsDurableBeforeDelivered: writing a bare repo in place,
+// every object of the event's commit, the directories holding them and the
+// branch's directory are fsynced before the outbox forgets the event. A
+// power cut cannot be staged here, so the test watches the sync calls and,
+// when the branch's directory is synced, that the outbox still holds the
+// event.
+func TestInPlacePushIsDurableBeforeDelivered(t *testing.T) {
+	repo := newBareRepo(t)
+	stateDir := t.TempDir()
+	s := openStoreIn(t, repo, stateDir, newKeys(t))
+	refsDir := filepath.Join(repo, "refs", "heads")
+
+	var mu sync.Mutex
+	synced := map[string]bool{}
+	outboxAtRefSync := ""
+	orig := syncPath
+	syncPath = func(p string) error {
+		mu.Lock()
+		defer mu.Unlock()
+		synced[p] = true
+		if p == refsDir {
+			b, _ := os.ReadFile(filepath.Join(stateDir, outboxFile))
+			outboxAtRefSync = string(b)
+		}
+		return orig(p)
+	}
+	t.Cleanup(func() { syncPath = orig })
+
+	e := emitN(t, s, "c-1", 1)[0]
+
+	r, err := git.PlainOpen(repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	head := headOf(t, repo)
+	c, err := r.CommitObject(head)
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs := []plumbing.Hash{head, c.TreeHash}
+	root, _ := c.Tree()
+	contracts, _ := root.Tree(contractsDir)
+	contract, _ := root.Tree(contractsDir + "/c-1")
+	objs = append(objs, contracts.Hash, contract.Hash)
+	for _, entry := range contract.Entries {
+		objs = append(objs, entry.Hash)
+	}
+	want := []string{refsDir, filepath.Join(repo, "objects")}
+	for _, h := range objs {
+		hex := h.String()
+		want = append(want, filepath.Join(repo, "objects", hex[:2]), filepath.Join(repo, "objects", hex[:2], hex[2:]))
+	}
+	for _, p := range want {
+		if !synced[p] {
+			t.Errorf("%s was not synced", strings.TrimPrefix(p, repo+"/"))
+		}
+	}
+	if !strings.Contains(outboxAtRefSync, e.ID) {
+		t.Errorf("the outbox had dropped event %s before the branch was durable (outbox: %q)", e.ID, outboxAtRefSync)
 	}
 }

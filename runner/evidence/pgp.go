@@ -179,15 +179,18 @@ type CommitKeyRing struct {
 }
 
 // LoadCommitKeyRing reads armored public (or private) keys; each argument
-// may hold several.
+// may hold several, in one armored block or in several concatenated (old
+// and new key after a rotation, pasted into one variable).
 func LoadCommitKeyRing(armored ...[]byte) (*CommitKeyRing, error) {
 	kr := &CommitKeyRing{}
 	for _, a := range armored {
-		el, err := openpgp.ReadArmoredKeyRing(bytes.NewReader(a))
-		if err != nil {
-			return nil, fmt.Errorf("reading OpenPGP public key: %w", err)
+		for _, block := range armoredBlocks(a) {
+			el, err := openpgp.ReadArmoredKeyRing(bytes.NewReader(block))
+			if err != nil {
+				return nil, fmt.Errorf("reading OpenPGP public key: %w", err)
+			}
+			kr.keys = append(kr.keys, el...)
 		}
-		kr.keys = append(kr.keys, el...)
 	}
 	if len(kr.keys) == 0 {
 		return nil, errors.New("no OpenPGP public key given")
@@ -221,4 +224,30 @@ func (k *CommitKeyRing) checkCommit(commit *object.Commit) (runner.Reason, error
 	default:
 		return runner.EvidenceCommitSignatureInvalid, fmt.Errorf("commit signature does not verify: %w", err)
 	}
+}
+
+// armoredBlocks splits b at each "-----BEGIN PGP" line: openpgp reads only
+// the first armored block of its input and would silently drop the rest.
+// Input without such a line is returned whole, for openpgp to reject.
+func armoredBlocks(b []byte) [][]byte {
+	begin := []byte("-----BEGIN PGP ")
+	var blocks [][]byte
+	for {
+		i := bytes.Index(b, begin)
+		if i < 0 {
+			break
+		}
+		b = b[i:]
+		next := bytes.Index(b[len(begin):], begin)
+		if next < 0 {
+			blocks = append(blocks, b)
+			break
+		}
+		blocks = append(blocks, b[:len(begin)+next])
+		b = b[len(begin)+next:]
+	}
+	if len(blocks) == 0 {
+		return [][]byte{b}
+	}
+	return blocks
 }

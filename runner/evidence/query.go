@@ -3,6 +3,8 @@ package evidence
 import (
 	"context"
 	"crypto"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -50,8 +52,9 @@ type Approval struct {
 // Reader answers the gate's questions from one version of the evidence
 // repo. With a KeySet it returns only events whose signature verifies, so
 // someone who can push to the repo but does not hold the signing key
-// cannot forge an approval. A Reader is not safe for use concurrently with
-// the Store it came from.
+// cannot forge an approval; Events also refuses a directory that is not
+// one unbroken chain of its contract's events. A Reader is not safe for
+// use concurrently with the Store it came from.
 type Reader struct {
 	st   storer.EncodedObjectStorer
 	head plumbing.Hash
@@ -72,7 +75,7 @@ func (s *Store) Reader(ctx context.Context, trusted ...crypto.PublicKey) (*Reade
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.sync(ctx); err != nil {
-		if runner.ReasonOf(err) == runner.EvidenceHistoryRewritten {
+		if untrustedHead(err) {
 			return nil, err
 		}
 		return nil, runner.Errorf(runner.EvidenceRepoUnavailable, "reading the evidence repo: %w", err)
@@ -81,16 +84,26 @@ func (s *Store) Reader(ctx context.Context, trusted ...crypto.PublicKey) (*Reade
 }
 
 // readerAt reads the store's objects at head, trusting the store's own
-// event key and any extra keys. The caller holds s.mu.
+// event key, the configured TrustedEventKeys (a rotation's old keys) and
+// any extra keys. The caller holds s.mu.
 func (s *Store) readerAt(head plumbing.Hash, trusted ...crypto.PublicKey) (*Reader, error) {
-	keys, err := NewKeySet(append([]crypto.PublicKey{s.cfg.Keys.Events.PublicKey()}, trusted...)...)
+	keys := append([]crypto.PublicKey{s.cfg.Keys.Events.PublicKey()}, s.cfg.TrustedEventKeys...)
+	ks, err := NewKeySet(append(keys, trusted...)...)
 	if err != nil {
 		return nil, runner.Errorf(runner.EvidenceKeyInvalid, "%w", err)
 	}
-	return &Reader{st: s.target.objects(), head: head, keys: keys}, nil
+	return &Reader{st: s.target.objects(), head: head, keys: ks}, nil
 }
 
-// Events returns a contract's events in seq order.
+// Events returns a contract's events in seq order. The gate decides on what
+// this returns, so it accepts a contract directory only when it holds one
+// unbroken chain: every file inside the layout, every event signed, naming
+// this contract and the type and seq of its file name, seq continuous from
+// 1 and each preveventhash the sha256 of the previous event file. Anything
+// else is an error with verify's reason code — never a shorter list, which
+// would let someone who can push but not sign hide an indeterminate apply
+// (delete it, renumber it) or settle it with a signed event copied from
+// another contract.
 func (r *Reader) Events(contractID string) ([]runner.Event, error) {
 	if r.head.IsZero() {
 		return nil, nil
@@ -103,49 +116,79 @@ func (r *Reader) Events(contractID string) ([]runner.Event, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading evidence tree: %w", err)
 	}
-	dir, err := root.Tree(contractsDir + "/" + contractDir(contractID))
+	dirName := contractDir(contractID)
+	dir, err := root.Tree(contractsDir + "/" + dirName)
 	if errors.Is(err, object.ErrDirectoryNotFound) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("reading contract %s: %w", contractID, err)
 	}
-	sigs := map[string]plumbing.Hash{}
-	for _, e := range dir.Entries {
-		if f, ok := parseEventFileName(e.Name); ok && f.Sig {
-			sigs[e.Name] = e.Hash
-		}
+	type eventEntry struct {
+		name string
+		file eventFile
+		hash plumbing.Hash
 	}
-	var events []runner.Event
-	for _, entry := range dir.Entries {
-		f, ok := parseEventFileName(entry.Name)
-		if !ok || f.Sig {
+	sigs := map[string]plumbing.Hash{}
+	var files []eventEntry
+	for _, e := range dir.Entries {
+		f, ok := parseEventFileName(e.Name)
+		if !ok || !e.Mode.IsFile() {
+			return nil, runner.Errorf(runner.EvidenceLayoutInvalid, "%s/%s/%s is not <seq>-<type>.json or .sig", contractsDir, dirName, e.Name)
+		}
+		if f.Sig {
+			sigs[e.Name] = e.Hash
 			continue
 		}
-		b, err := readBlob(r.st, entry.Hash)
+		files = append(files, eventEntry{name: e.Name, file: f, hash: e.Hash})
+	}
+	sort.SliceStable(files, func(i, j int) bool { return files[i].file.Seq < files[j].file.Seq })
+	events := make([]runner.Event, 0, len(files))
+	prev := ""
+	for i, entry := range files {
+		path := contractsDir + "/" + dirName + "/" + entry.name
+		if want := int64(i + 1); entry.file.Seq != want {
+			if i > 0 && entry.file.Seq == files[i-1].file.Seq {
+				return nil, runner.Errorf(runner.EvidenceChainBroken, "%s: two events claim seq %d", path, entry.file.Seq)
+			}
+			return nil, runner.Errorf(runner.EvidenceChainBroken, "%s/%s: seq %d is missing", contractsDir, dirName, want)
+		}
+		b, err := readBlob(r.st, entry.hash)
 		if err != nil {
 			return nil, err
 		}
 		if r.keys != nil {
-			sh, ok := sigs[sigPath(entry.Name)]
+			sh, ok := sigs[sigPath(entry.name)]
 			if !ok {
-				return nil, runner.Errorf(runner.EvidenceSignatureInvalid, "event %s has no signature", entry.Name)
+				return nil, runner.Errorf(runner.EvidenceSignatureInvalid, "event %s has no signature", path)
 			}
 			sig, err := readBlob(r.st, sh)
 			if err != nil {
 				return nil, err
 			}
 			if err := r.keys.Verify(b, sig); err != nil {
-				return nil, runner.Errorf(runner.EvidenceSignatureInvalid, "event %s/%s: %w", contractID, entry.Name, err)
+				return nil, runner.Errorf(runner.EvidenceSignatureInvalid, "event %s: %w", path, err)
 			}
 		}
 		var e runner.Event
 		if err := json.Unmarshal(b, &e); err != nil {
-			return nil, runner.Errorf(runner.EvidenceLayoutInvalid, "reading event %s: %w", entry.Name, err)
+			return nil, runner.Errorf(runner.EvidenceLayoutInvalid, "reading event %s: %w", path, err)
 		}
+		// A signature proves who wrote the bytes, not where they belong:
+		// the event itself must say it is this contract's, of this type.
+		if contractDir(e.ContractID) != dirName || e.Type != entry.file.Type {
+			return nil, runner.Errorf(runner.EvidenceLayoutInvalid, "%s: event is %s of contract %q, its path says %s of %s", path, e.Type, e.ContractID, entry.file.Type, dirName)
+		}
+		if e.Seq != entry.file.Seq {
+			return nil, runner.Errorf(runner.EvidenceChainBroken, "%s: event says seq %d, its file is seq %d", path, e.Seq, entry.file.Seq)
+		}
+		if e.PrevEventHash != prev {
+			return nil, runner.Errorf(runner.EvidenceChainBroken, "%s: preveventhash %s does not match the previous event file (%s)", path, shortSum(e.PrevEventHash), shortSum(prev))
+		}
+		sum := sha256.Sum256(b)
+		prev = hex.EncodeToString(sum[:])
 		events = append(events, e)
 	}
-	sort.Slice(events, func(i, j int) bool { return events[i].Seq < events[j].Seq })
 	return events, nil
 }
 
@@ -230,7 +273,10 @@ func (s *Store) UnresolvedApply(ctx context.Context, contractID string, env runn
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.sync(ctx); err != nil {
-		if runner.ReasonOf(err) == runner.EvidenceHistoryRewritten {
+		// A head refused as rewritten or carrying a commit no allowed key
+		// signed is not "unreachable": answering from the older head would
+		// hide exactly what the refusal is about.
+		if untrustedHead(err) {
 			return "", err
 		}
 		s.logf("evidence: %v; checking earlier applies against the last known head", err)

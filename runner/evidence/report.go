@@ -11,7 +11,7 @@ import (
 
 // WriteText renders the report for a terminal: a summary table, then one
 // line per finding with its reason code, path and commit, so an auditor
-// can go straight to the broken item.
+// can go straight to the broken item. Credentials in repo are not shown.
 func (r *Report) WriteText(w io.Writer, repo string) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	head := r.Head
@@ -22,7 +22,8 @@ func (r *Report) WriteText(w io.Writer, repo string) error {
 	if !r.OK() {
 		status = fmt.Sprintf("FAILED (%d findings)", len(r.Findings))
 	}
-	fmt.Fprintf(tw, "evidence repo\t%s\n", repo)
+	// repo may be a URL with a token in it (https://x:TOKEN@host/…).
+	fmt.Fprintf(tw, "evidence repo\t%s\n", redactURL(repo))
 	fmt.Fprintf(tw, "head\t%s\n", head)
 	fmt.Fprintf(tw, "commits\t%d\n", r.Commits)
 	fmt.Fprintf(tw, "contracts\t%d\n", r.Contracts)

@@ -2,6 +2,7 @@ package evidence
 
 import (
 	"context"
+	"crypto"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -39,6 +40,14 @@ type Config struct {
 	StateDir string
 	// Keys sign events and commits.
 	Keys Keys
+	// TrustedEventKeys are event public keys accepted besides Keys.Events'
+	// own: after a key rotation a contract's older events stay signed by
+	// the old key, and the gate must still read them.
+	TrustedEventKeys []crypto.PublicKey
+	// AllowedCommitKeys are OpenPGP keys whose commits the store builds on
+	// and reads, besides Keys.Commit's own (a rotated commit key, other
+	// writers with their own keys). Nil allows only Keys.Commit.
+	AllowedCommitKeys *CommitKeyRing
 }
 
 // Store records events into the evidence repo. It implements
@@ -56,10 +65,18 @@ type Store struct {
 	branch plumbing.ReferenceName
 	create bool
 
-	mu       sync.Mutex
-	target   target
-	outbox   outbox
-	head     plumbing.Hash
+	// commitKeys are the keys a head's new commits must be signed by
+	// before the store trusts it: Keys.Commit plus AllowedCommitKeys.
+	commitKeys *CommitKeyRing
+
+	mu     sync.Mutex
+	target target
+	outbox outbox
+	head   plumbing.Hash
+	// checked holds heads whose first-parent history sync has already
+	// found signed by allowed keys (and the heads this store pushed), so
+	// a sync walks only the commits that are new since.
+	checked  map[plumbing.Hash]bool
 	synced   bool // head is what the remote had at our last fetch or push
 	degraded bool // the last drain failed; ordinary events stop retrying
 	chains   map[string]*chainState
@@ -118,13 +135,18 @@ func Open(ctx context.Context, cfg Config, opts ...Option) (*Store, error) {
 		return nil, runner.Errorf(runner.EvidenceKeyInvalid, "evidence store needs an event key and a commit key")
 	}
 	s := &Store{
-		cfg:    cfg,
-		retry:  DefaultRetry,
-		now:    time.Now,
-		logf:   func(string, ...any) {},
-		branch: plumbing.NewBranchReferenceName(DefaultBranch),
-		chains: map[string]*chainState{},
-		blobs:  map[plumbing.Hash]blobInfo{},
+		cfg:     cfg,
+		retry:   DefaultRetry,
+		now:     time.Now,
+		logf:    func(string, ...any) {},
+		branch:  plumbing.NewBranchReferenceName(DefaultBranch),
+		chains:  map[string]*chainState{},
+		blobs:   map[plumbing.Hash]blobInfo{},
+		checked: map[plumbing.Hash]bool{},
+	}
+	s.commitKeys = cfg.Keys.Commit.KeyRing()
+	if cfg.AllowedCommitKeys != nil {
+		s.commitKeys.keys = append(s.commitKeys.keys, cfg.AllowedCommitKeys.keys...)
 	}
 	for _, o := range opts {
 		o(s)
@@ -142,7 +164,7 @@ func Open(ctx context.Context, cfg Config, opts ...Option) (*Store, error) {
 		return nil, runner.Errorf(runner.EvidenceRepoUnavailable, "%w", err)
 	}
 	if err := s.sync(ctx); err != nil {
-		s.logf("evidence: %v; events stay in the outbox until the repo is reachable", err)
+		s.logf("evidence: %v; events stay in the outbox until the repo can be written", err)
 	}
 	return s, nil
 }
@@ -208,7 +230,7 @@ func (s *Store) Record(ctx context.Context, e runner.Event) error {
 		}
 		s.degraded = true
 		if critical {
-			if runner.ReasonOf(err) == runner.EvidenceHistoryRewritten {
+			if untrustedHead(err) {
 				return err
 			}
 			return runner.Errorf(runner.EvidencePushFailed, "pushing %s event %s: %w", e.Type, e.ID, err)
@@ -233,7 +255,7 @@ func (s *Store) Drain(ctx context.Context) error {
 	defer lock.unlock()
 	if err := s.drain(ctx); err != nil {
 		s.degraded = true
-		if runner.ReasonOf(err) == runner.EvidenceHistoryRewritten {
+		if untrustedHead(err) {
 			return err
 		}
 		return runner.Errorf(runner.EvidencePushFailed, "draining the evidence outbox: %w", err)

@@ -97,7 +97,13 @@ func TestTamperMatrix(t *testing.T) {
 		name: "commit signed by a key not allowed",
 		tamper: func(t *testing.T, f *tamperFixture) (string, string) {
 			rogue := newKeys(t)
-			s := openStore(t, f.repo, Keys{Events: f.keys.Events, Commit: rogue.Commit})
+			// The rogue writer allows the existing history's key, or it
+			// would refuse to build on it; verify does not allow its own.
+			s, err := Open(t.Context(), Config{Repo: f.repo, StateDir: t.TempDir(), Keys: Keys{Events: f.keys.Events, Commit: rogue.Commit}, AllowedCommitKeys: f.keys.Commit.KeyRing()}, WithRetry(testRetry), WithLogf(t.Logf))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
 			emitN(t, s, "c-a", 1)
 			return "", f.head(t).String()
 		},
