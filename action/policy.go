@@ -171,20 +171,8 @@ func policyStages(ctx context.Context, cfg policyConfig, env Env) (*runner.State
 // field is shown at its line.
 func progress(w io.Writer, res runner.Result, locate report.Locator) {
 	fmt.Fprintf(w, "  %-11s %-5s %s\n", res.Stage, res.Verdict, oneLine(res.Summary))
-	if res.Verdict == runner.Pass {
-		return
-	}
-	for _, f := range res.Findings {
-		loc := firstNonEmpty(f.Location, f.Field)
-		if f.Location == "" && f.Field != "" && locate != nil {
-			if file, line, ok := locate("contract:" + f.Field); ok {
-				loc = fmt.Sprintf("%s:%d", file, line)
-			}
-		}
-		if loc != "" {
-			loc += ": "
-		}
-		fmt.Fprintf(w, "      %s %s%s\n", f.Reason, loc, oneLine(f.Message))
+	if res.Verdict != runner.Pass {
+		writeFindings(w, res.Findings, locate)
 	}
 }
 

@@ -38,18 +38,26 @@ func (r *reporter) start(st *runner.State) {
 
 func (r *reporter) stage(res runner.Result) {
 	fmt.Fprintf(r.progress, "  %-15s %-17s %7s  %s\n", res.Stage, res.Verdict, formatDuration(res.Duration), oneLine(res.Summary))
-	if res.Verdict == runner.Pass {
-		return
+	if res.Verdict != runner.Pass {
+		writeFindings(r.progress, res.Findings, nil)
 	}
-	for _, f := range res.Findings {
-		loc := f.Location
-		if loc == "" {
-			loc = f.Field
+}
+
+// writeFindings prints one line per finding under its stage line, at its
+// file position, else at the contract field's line when locate knows it,
+// else at the field.
+func writeFindings(w io.Writer, findings []runner.Finding, locate report.Locator) {
+	for _, f := range findings {
+		loc := firstNonEmpty(f.Location, f.Field)
+		if f.Location == "" && f.Field != "" && locate != nil {
+			if file, line, ok := locate("contract:" + f.Field); ok {
+				loc = fmt.Sprintf("%s:%d", file, line)
+			}
 		}
 		if loc != "" {
 			loc += ": "
 		}
-		fmt.Fprintf(r.progress, "      %s %s%s\n", f.Reason, loc, oneLine(f.Message))
+		fmt.Fprintf(w, "      %s %s%s\n", f.Reason, loc, oneLine(f.Message))
 	}
 }
 

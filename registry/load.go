@@ -101,8 +101,8 @@ func loadModule(fsys fs.FS, dir string) (*Module, error) {
 			return nil, runner.Errorf(runner.RegistryInvalid, "%s: capability %s names unknown input %q", file, c.NFR, c.Input)
 		}
 		if c.Equals != nil {
-			if why := in.Type.Conforms(c.Equals); why != "" {
-				return nil, runner.Errorf(runner.RegistryInvalid, "%s: capability %s equals: %s, so it could never hold", file, c.NFR, why)
+			if err := in.Type.Conforms(c.Equals); err != nil {
+				return nil, runner.Errorf(runner.RegistryInvalid, "%s: capability %s equals: %v, so it could never hold", file, c.NFR, err)
 			}
 		}
 	}
@@ -190,8 +190,8 @@ func parseFields(file, section string, doc *yaml.Node, fields map[string]fieldFi
 				return nil, runner.Errorf(runner.RegistryInvalid, "%s: input %s default: %w", file, name, err)
 			}
 			if in.Default != nil {
-				if why := t.Conforms(in.Default); why != "" {
-					return nil, runner.Errorf(runner.RegistryInvalid, "%s: input %s default: %s", file, name, why)
+				if err := t.Conforms(in.Default); err != nil {
+					return nil, runner.Errorf(runner.RegistryInvalid, "%s: input %s default: %v", file, name, err)
 				}
 			}
 		}

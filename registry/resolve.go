@@ -105,8 +105,8 @@ func (res *resolution) inputs() {
 			res.fail(runner.InputUnknown, "/inputs/"+name, "stack %s has no input %q (it takes: %s)", res.stack.Name, name, inputNames(res.stack.Inputs))
 			continue
 		}
-		if why := in.Type.Conforms(v); why != "" {
-			res.fail(typeReason(why), "/inputs/"+name, "input %s: %s", name, why)
+		if err := in.Type.Conforms(v); err != nil {
+			res.fail(runner.ReasonOf(err), "/inputs/"+name, "input %s: %v", name, err)
 			continue
 		}
 		res.values[name] = v
@@ -207,8 +207,8 @@ func (res *resolution) bindings() {
 			if omit {
 				continue
 			}
-			if why := in.Type.Conforms(v); why != "" {
-				res.fail(typeReason(why), "/stack", "%s: instance %s input %s: %s", res.stack.File, inst.Name, key, why)
+			if err := in.Type.Conforms(v); err != nil {
+				res.fail(runner.ReasonOf(err), "/stack", "%s: instance %s input %s: %v", res.stack.File, inst.Name, key, err)
 				continue
 			}
 			out[key] = runner.Value{Type: in.Type.String(), Value: v}
@@ -225,7 +225,7 @@ func (res *resolution) bindings() {
 // cannot be placed in a string, or nesting beyond maxValueDepth.
 func (res *resolution) substitute(v any, depth int) (out any, omit bool, err error) {
 	if depth > maxValueDepth {
-		return nil, false, runner.Errorf(runner.InputValueTooDeep, "%s", tooDeep)
+		return nil, false, runner.Errorf(runner.InputValueTooDeep, "value nests deeper than %d levels", maxValueDepth)
 	}
 	switch x := v.(type) {
 	case string:
@@ -446,13 +446,6 @@ func findCycle(nodes []string, edges map[string][]string) []string {
 		}
 	}
 	return nil
-}
-
-func typeReason(why string) runner.Reason {
-	if strings.HasSuffix(why, tooDeep) {
-		return runner.InputValueTooDeep
-	}
-	return runner.InputTypeMismatch
 }
 
 func scalarString(v any) (string, error) {

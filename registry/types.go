@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+
+	"github.com/nova-platform/nova/runner"
 )
 
 // Type is a Terraform type constraint as the registry uses it: string,
@@ -64,77 +66,84 @@ func (t Type) String() string {
 // contract from making the resolver recurse without limit.
 const maxValueDepth = 32
 
-// tooDeep ends every reason Conforms gives for a value nesting too deeply.
-// Callers tell it apart by suffix: element and key prefixes come first, so a
-// map key that happens to contain these words cannot be mistaken for it.
-var tooDeep = fmt.Sprintf("value nests deeper than %d levels", maxValueDepth)
+// Conforms returns nil when v is a value of type t, else an error saying
+// why, with reason INPUT_TYPE_MISMATCH, or INPUT_VALUE_TOO_DEEP when v nests
+// deeper than maxValueDepth. Values are what encoding/json produces with
+// UseNumber: string, json.Number, bool, []any, map[string]any.
+func (t Type) Conforms(v any) error {
+	why, deep := t.conforms(v, 0)
+	switch {
+	case why == "":
+		return nil
+	case deep:
+		return runner.Errorf(runner.InputValueTooDeep, "%s", why)
+	}
+	return runner.Errorf(runner.InputTypeMismatch, "%s", why)
+}
 
-// Conforms reports why v is not a value of type t, or "" when it is. Values
-// are what encoding/json produces with UseNumber: string, json.Number, bool,
-// []any, map[string]any.
-func (t Type) Conforms(v any) string { return t.conforms(v, 0) }
-
-func (t Type) conforms(v any, depth int) string {
+// conforms returns why v does not conform ("" when it does) and whether the
+// cause is nesting beyond maxValueDepth.
+func (t Type) conforms(v any, depth int) (string, bool) {
 	if depth > maxValueDepth {
-		return tooDeep
+		return fmt.Sprintf("value nests deeper than %d levels", maxValueDepth), true
 	}
 	if v == nil {
-		return "null is not allowed; leave the input out to take its default"
+		return "null is not allowed; leave the input out to take its default", false
 	}
 	switch t.Kind {
 	case "any":
 		return anyConforms(v, depth)
 	case "string":
 		if _, ok := v.(string); ok {
-			return ""
+			return "", false
 		}
 	case "number":
 		if _, ok := v.(json.Number); ok {
-			return ""
+			return "", false
 		}
 	case "bool":
 		if _, ok := v.(bool); ok {
-			return ""
+			return "", false
 		}
 	case "list", "set":
 		if items, ok := v.([]any); ok {
 			for i, item := range items {
-				if why := t.Elem.conforms(item, depth+1); why != "" {
-					return fmt.Sprintf("element %d: %s", i, why)
+				if why, deep := t.Elem.conforms(item, depth+1); why != "" {
+					return fmt.Sprintf("element %d: %s", i, why), deep
 				}
 			}
-			return ""
+			return "", false
 		}
 	case "map":
 		if m, ok := v.(map[string]any); ok {
 			// Sorted, so that the same contract always yields the same finding.
 			for _, k := range sortedKeys(m) {
-				if why := t.Elem.conforms(m[k], depth+1); why != "" {
-					return fmt.Sprintf("key %q: %s", k, why)
+				if why, deep := t.Elem.conforms(m[k], depth+1); why != "" {
+					return fmt.Sprintf("key %q: %s", k, why), deep
 				}
 			}
-			return ""
+			return "", false
 		}
 	}
-	return fmt.Sprintf("want %s, got %s", t, describe(v))
+	return fmt.Sprintf("want %s, got %s", t, describe(v)), false
 }
 
-func anyConforms(v any, depth int) string {
+func anyConforms(v any, depth int) (string, bool) {
 	switch x := v.(type) {
 	case []any:
 		for _, item := range x {
-			if why := (Type{Kind: "any"}).conforms(item, depth+1); why != "" {
-				return why
+			if why, deep := (Type{Kind: "any"}).conforms(item, depth+1); why != "" {
+				return why, deep
 			}
 		}
 	case map[string]any:
 		for _, k := range sortedKeys(x) {
-			if why := (Type{Kind: "any"}).conforms(x[k], depth+1); why != "" {
-				return why
+			if why, deep := (Type{Kind: "any"}).conforms(x[k], depth+1); why != "" {
+				return why, deep
 			}
 		}
 	}
-	return ""
+	return "", false
 }
 
 func describe(v any) string {

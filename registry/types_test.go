@@ -113,7 +113,11 @@ func TestConforms(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := mustParse(tt.typ).Conforms(tt.value); got != tt.want {
+			got := ""
+			if err := mustParse(tt.typ).Conforms(tt.value); err != nil {
+				got = err.Error()
+			}
+			if got != tt.want {
 				t.Errorf("%s.Conforms(%#v) = %q, want %q", tt.typ, tt.value, got, tt.want)
 			}
 		})

@@ -19,11 +19,8 @@ import (
 func (s *Store) PlanCleared(ctx context.Context, contractID string, env runner.Environment, digest string) (bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := s.sync(ctx); err != nil {
-		if runner.ReasonOf(err) == runner.EvidenceHistoryRewritten {
-			return false, err
-		}
-		s.logf("evidence: %v; looking for the plan's evaluation on the last known head", err)
+	if err := s.syncOrStale(ctx, "looking for the plan's evaluation"); err != nil {
+		return false, err
 	}
 	r, err := s.readerAt(s.head)
 	if err != nil {

@@ -272,16 +272,28 @@ var _ runner.ApplyHistory = (*Store)(nil)
 func (s *Store) UnresolvedApply(ctx context.Context, contractID string, env runner.Environment) (string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := s.sync(ctx); err != nil {
-		// A head refused as rewritten or carrying a commit no allowed key
-		// signed is not "unreachable": answering from the older head would
-		// hide exactly what the refusal is about.
-		if untrustedHead(err) {
-			return "", err
-		}
-		s.logf("evidence: %v; checking earlier applies against the last known head", err)
+	if err := s.syncOrStale(ctx, "checking earlier applies"); err != nil {
+		return "", err
 	}
 	return s.unresolvedAt(s.head, contractID, env)
+}
+
+// syncOrStale fetches the head for a gate question, falling back to the
+// last known head when the repo cannot be reached (what is being decided
+// must itself be pushed later, so a stale answer cannot let it through). A
+// head refused as rewritten or carrying a commit no allowed key signed is
+// not "unreachable": answering from the older head would hide exactly what
+// the refusal is about. The caller holds s.mu.
+func (s *Store) syncOrStale(ctx context.Context, what string) error {
+	err := s.sync(ctx)
+	if err == nil {
+		return nil
+	}
+	if untrustedHead(err) {
+		return err
+	}
+	s.logf("evidence: %v; %s against the last known head", err, what)
+	return nil
 }
 
 // unresolvedAt is UnresolvedApply at a given head. The caller holds s.mu.
