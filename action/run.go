@@ -158,7 +158,7 @@ func pendingCount(store *evidence.Store) int {
 
 // evidenceStore is what the stages need from the evidence repo.
 type evidenceStore interface {
-	runner.ApplyHistory
+	runner.EvidenceReader
 	apply.PlanRecords
 }
 
@@ -179,7 +179,7 @@ func buildStages(ctx context.Context, cfg Config, env Env, records evidenceStore
 		if err != nil {
 			return nil, err
 		}
-		return []runner.Stage{validate, &apply.Bundle{Dir: cfg.Bundle, RunsDir: local.RunsDir(cfg.Dir), Records: records}, runner.Gate{History: records}, apply.New(pc)}, nil
+		return []runner.Stage{validate, &apply.Bundle{Dir: cfg.Bundle, RunsDir: local.RunsDir(cfg.Dir), Records: records}, runner.Gate{Evidence: records}, apply.New(pc)}, nil
 	}
 	policyCfg, err := policy.LoadConfig(cfg.Dir)
 	if err != nil {
@@ -216,7 +216,7 @@ func buildStages(ctx context.Context, cfg Config, env Env, records evidenceStore
 	if cfg.Command == "plan" {
 		return planned, nil
 	}
-	return slices.Concat(planned, []runner.Stage{runner.Gate{History: records}, apply.New(pc)}), nil
+	return slices.Concat(planned, []runner.Stage{runner.Gate{Evidence: records}, apply.New(pc)}), nil
 }
 
 func planConfig(cfg Config, env Env, reg *registry.Registry) (plan.Config, error) {

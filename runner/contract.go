@@ -97,3 +97,30 @@ type Backend struct {
 	Type   string            `json:"type"`
 	Config map[string]string `json:"config,omitempty"`
 }
+
+// envRequired lists the fields each environment adds to the ones every
+// contract needs. The lists accumulate: a prod contract also needs what qa
+// needs, because whatever reached prod went through qa's bar first.
+var envRequired = []struct {
+	env    Environment
+	fields []string
+}{
+	{Dev, nil},
+	{QA, []string{"/validation/e2eSuite", "/validation/loadTest"}},
+	{Prod, []string{"/runbook", "/dashboard", "/oncall"}},
+	{DR, []string{"/drDrillRef"}},
+}
+
+// RequiredFields returns the fields (JSON pointers) a contract in env must
+// set beyond apiVersion, id, stack and environment: the schema stage
+// enforces them and the confidence stage scores completeness against them.
+func RequiredFields(env Environment) []string {
+	var out []string
+	for _, r := range envRequired {
+		out = append(out, r.fields...)
+		if r.env == env {
+			return out
+		}
+	}
+	return nil
+}

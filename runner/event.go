@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -72,18 +73,26 @@ type ChainHeader interface {
 }
 
 // Emitter seals events into per-contract hash chains and hands them to a
-// Recorder.
+// Recorder. It is safe for concurrent use: events of one contract are
+// sealed and recorded one at a time, in the order Emit is called, while
+// different contracts proceed in parallel (many contracts in one run).
 type Emitter struct {
 	rec    Recorder
 	source string
 	runID  string
 	now    func() time.Time
-	heads  map[string]chainHead
+
+	mu    sync.Mutex
+	heads map[string]*chainHead
 }
 
 type chainHead struct {
-	seq  int64
-	hash string
+	// mu is held from reading the head to storing the next one, across
+	// Record: two events of one contract must never claim the same seq.
+	mu    sync.Mutex
+	known bool
+	seq   int64
+	hash  string
 }
 
 // NewEmitter returns an Emitter for one run. source is the CloudEvents
@@ -92,7 +101,7 @@ func NewEmitter(rec Recorder, source, runID string, now func() time.Time) *Emitt
 	if now == nil {
 		now = time.Now
 	}
-	return &Emitter{rec: rec, source: source, runID: runID, now: now, heads: map[string]chainHead{}}
+	return &Emitter{rec: rec, source: source, runID: runID, now: now, heads: map[string]*chainHead{}}
 }
 
 // Emit builds, chains and records one event.
@@ -101,14 +110,23 @@ func (em *Emitter) Emit(ctx context.Context, typ, contractID string, env Environ
 	if err != nil {
 		return Event{}, Errorf(EventWriteFailed, "encoding %s event data: %w", typ, err)
 	}
+	em.mu.Lock()
 	head, ok := em.heads[contractID]
 	if !ok {
+		head = &chainHead{}
+		em.heads[contractID] = head
+	}
+	em.mu.Unlock()
+	head.mu.Lock()
+	defer head.mu.Unlock()
+	if !head.known {
 		if h, isHeader := em.rec.(ChainHeader); isHeader {
 			head.seq, head.hash, err = h.ChainHead(ctx, contractID)
 			if err != nil {
 				return Event{}, Errorf(EventWriteFailed, "reading chain head of contract %q: %w", contractID, err)
 			}
 		}
+		head.known = true
 	}
 	e := Event{
 		SpecVersion:     "1.0",
@@ -139,6 +157,6 @@ func (em *Emitter) Emit(ctx context.Context, typ, contractID string, env Environ
 		}
 		return Event{}, Errorf(reason, "recording %s event: %w", typ, err)
 	}
-	em.heads[contractID] = chainHead{seq: e.Seq, hash: hash}
+	head.seq, head.hash = e.Seq, hash
 	return e, nil
 }

@@ -11,17 +11,9 @@ import (
 // PR reviews, the evidence repo) arrive with the approval issue; until then a
 // guarded environment always stops here.
 type Gate struct {
-	// History, when set, lets the gate refuse to authorize while an
+	// Evidence, when set, lets the gate refuse to authorize while an
 	// earlier apply of the contract has an unknown outcome.
-	History ApplyHistory
-}
-
-// ApplyHistory answers what the gate needs from the evidence trail.
-type ApplyHistory interface {
-	// UnresolvedApply returns the id of the newest nova.apply.indeterminate
-	// event of the contract in env that no nova.apply.resolved event
-	// answers, or "" when there is none.
-	UnresolvedApply(ctx context.Context, contractID string, env Environment) (string, error)
+	Evidence EvidenceReader
 }
 
 // Name implements Stage.
@@ -33,12 +25,13 @@ func (g Gate) Run(ctx context.Context, st *State) (Result, error) {
 		return Result{}, Errorf(InternalError, "gate reached without a validated contract and a plan")
 	}
 	env := st.Contract.Environment
-	if g.History != nil {
-		id, err := g.History.UnresolvedApply(ctx, st.Contract.ID, env)
+	if g.Evidence != nil {
+		events, err := g.Evidence.Chain(ctx, st.Contract.ID)
 		if err != nil {
 			return Result{}, err
 		}
-		if id != "" {
+		if open := UnresolvedApply(events, env); open != nil {
+			id := open.ID
 			// Applying on top of an apply whose outcome nobody knows could
 			// double a change or fight a half-finished one.
 			msg := fmt.Sprintf("an earlier apply of contract %s in %s has an unknown outcome (event %s); inspect the state, then record what happened with `nova evidence resolve`", st.Contract.ID, env, id)

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 )
 
@@ -26,16 +27,17 @@ type Outcome struct {
 	Reason Reason `json:"reason,omitempty"`
 }
 
-// stageEventData is the data of every stage event: the stage's own payload
-// beside the verdict and findings that explain it.
-type stageEventData struct {
-	Stage      string    `json:"stage"`
-	Verdict    Verdict   `json:"verdict"`
-	Summary    string    `json:"summary"`
-	DurationMs int64     `json:"durationMs"`
-	Findings   []Finding `json:"findings,omitempty"`
-	PCRs       []PCR     `json:"pcrs,omitempty"`
-	Result     any       `json:"result,omitempty"`
+// StageEventData is the data of every stage event: the stage's own payload
+// (Result) beside the verdict and findings that explain it. DecodeEventData
+// reads the payload back.
+type StageEventData struct {
+	Stage      string          `json:"stage"`
+	Verdict    Verdict         `json:"verdict"`
+	Summary    string          `json:"summary"`
+	DurationMs int64           `json:"durationMs"`
+	Findings   []Finding       `json:"findings,omitempty"`
+	PCRs       []PCR           `json:"pcrs,omitempty"`
+	Result     json.RawMessage `json:"result,omitempty"`
 }
 
 // Run executes the stages in order against st.
@@ -113,15 +115,23 @@ func (p *Pipeline) record(ctx context.Context, st *State, res *Result) error {
 	case typ == "":
 		typ = "nova." + res.Stage + ".completed"
 	}
+	var result json.RawMessage
+	if res.Data != nil {
+		raw, err := json.Marshal(res.Data)
+		if err != nil {
+			return Errorf(EventWriteFailed, "encoding %s result: %w", res.Stage, err)
+		}
+		result = raw
+	}
 	contractID, env := contractOf(st)
-	_, err := p.Events.Emit(ctx, typ, contractID, env, stageEventData{
+	_, err := p.Events.Emit(ctx, typ, contractID, env, StageEventData{
 		Stage:      res.Stage,
 		Verdict:    res.Verdict,
 		Summary:    res.Summary,
 		DurationMs: res.Duration.Milliseconds(),
 		Findings:   res.Findings,
 		PCRs:       res.PCRs,
-		Result:     res.Data,
+		Result:     result,
 	})
 	return err
 }

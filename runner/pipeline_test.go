@@ -124,7 +124,7 @@ func TestPipelineStopsAtFirstNonPass(t *testing.T) {
 			if len(rec.events) != 2 || rec.events[1].Type != tt.wantEvent {
 				t.Fatalf("events = %d, last type %q; want 2 with %q", len(rec.events), lastType(rec.events), tt.wantEvent)
 			}
-			var data stageEventData
+			var data StageEventData
 			if err := json.Unmarshal(rec.events[1].Data, &data); err != nil {
 				t.Fatal(err)
 			}
@@ -246,27 +246,35 @@ func TestPipelineRecordsFollowUpEventsAndCompletedStages(t *testing.T) {
 	}
 }
 
-type historyFunc func(ctx context.Context, contractID string, env Environment) (string, error)
+type chainFunc func(ctx context.Context, contractID string) ([]Event, error)
 
-func (f historyFunc) UnresolvedApply(ctx context.Context, contractID string, env Environment) (string, error) {
-	return f(ctx, contractID, env)
+func (f chainFunc) Chain(ctx context.Context, contractID string) ([]Event, error) {
+	return f(ctx, contractID)
 }
 
 func TestGateRefusesWhileAnApplyIsIndeterminate(t *testing.T) {
 	st := &State{Contract: &Contract{ID: "c", Environment: Dev}, Plan: &Plan{Digest: "d"}}
-	g := Gate{History: historyFunc(func(_ context.Context, id string, env Environment) (string, error) {
-		if id != "c" || env != Dev {
-			t.Errorf("history asked about %s/%s", id, env)
+	g := Gate{Evidence: chainFunc(func(_ context.Context, id string) ([]Event, error) {
+		if id != "c" {
+			t.Errorf("evidence asked about %s", id)
 		}
-		return "event-7", nil
+		return []Event{{ID: "event-7", Type: EventApplyIndeterminate, Environment: "dev"}}, nil
 	})}
 	res, err := g.Run(t.Context(), st)
 	if err != nil || res.Verdict != Fail || res.Findings[0].Reason != ApplyIndeterminate || st.Authorization != nil {
 		t.Errorf("gate = %+v, %v, authorization %+v; want fail with %s and no authorization", res, err, st.Authorization, ApplyIndeterminate)
 	}
-	g.History = historyFunc(func(context.Context, string, Environment) (string, error) { return "", nil })
+	g.Evidence = chainFunc(func(context.Context, string) ([]Event, error) {
+		return []Event{{ID: "event-7", Type: EventApplyIndeterminate, Environment: "dev"}, {ID: "event-8", Type: EventApplyResolved, Environment: "dev"}}, nil
+	})
 	if res, _ := g.Run(t.Context(), st); res.Verdict != Pass {
 		t.Errorf("gate with resolved history = %s, want pass", res.Verdict)
+	}
+	g.Evidence = chainFunc(func(context.Context, string) ([]Event, error) {
+		return nil, Errorf(EvidenceChainBroken, "seq 3 is missing")
+	})
+	if _, err := g.Run(t.Context(), st); ReasonOf(err) != EvidenceChainBroken {
+		t.Errorf("gate over a broken chain: %v, want %s", err, EvidenceChainBroken)
 	}
 }
 

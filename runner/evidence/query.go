@@ -260,7 +260,23 @@ func (r *Reader) UnresolvedIndeterminate(contractID string, env runner.Environme
 	return open, nil
 }
 
-var _ runner.ApplyHistory = (*Store)(nil)
+var _ runner.EvidenceReader = (*Store)(nil)
+
+// Chain implements runner.EvidenceReader over the head as syncOrStale
+// finds it: a stale head only answers questions about an authorization
+// that must itself be pushed, and deliver re-checks it on the fresh head.
+func (s *Store) Chain(ctx context.Context, contractID string) ([]runner.Event, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.syncOrStale(ctx, "reading the chain"); err != nil {
+		return nil, err
+	}
+	r, err := s.readerAt(s.head)
+	if err != nil {
+		return nil, err
+	}
+	return r.Events(contractID)
+}
 
 // UnresolvedApply implements runner.ApplyHistory. When the repo cannot be
 // reached it answers from the last head this store knows, and says so: the

@@ -1,0 +1,152 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+)
+
+// EvidenceReader is what the gate and the apply job read from the evidence
+// trail. The evidence repo implements it; the rules below decide from what
+// it returns, so every forge and every store gives the same verdict.
+type EvidenceReader interface {
+	// Chain returns every event of the contract, oldest first. It returns
+	// only a whole, verified chain (every event signed by a trusted key,
+	// seq continuous, each preveventhash the hash of the event before) or
+	// an error carrying the reason — never a shorter list, which would let
+	// someone who can push but not sign hide an event the gate must see.
+	Chain(ctx context.Context, contractID string) ([]Event, error)
+}
+
+// ApprovalRecord is the data of a nova.approval.recorded event: a human
+// approval, imported by an approval source, bound to one plan digest.
+type ApprovalRecord struct {
+	Environment Environment `json:"environment"`
+	Approver    string      `json:"approver"`
+	PlanDigest  string      `json:"planDigest"`
+}
+
+// Approval is a recorded approval with the event that holds it.
+type Approval struct {
+	ApprovalRecord
+	EventID string `json:"eventId"`
+	Seq     int64  `json:"seq"`
+}
+
+// Resolution is the data of a nova.apply.resolved event: what an operator
+// established about an apply whose outcome Nova could not know.
+type Resolution struct {
+	// Outcome is ResolvedApplied or ResolvedNotApplied.
+	Outcome string `json:"outcome"`
+	Note    string `json:"note"`
+	// Resolves is the id of the nova.apply.indeterminate event.
+	Resolves string `json:"resolves"`
+	// ResolvedBy is who established the outcome.
+	ResolvedBy string `json:"resolvedBy"`
+}
+
+// Resolution outcomes.
+const (
+	ResolvedApplied    = "applied"
+	ResolvedNotApplied = "not-applied"
+)
+
+// PlanRecord is the data the plan stage records with nova.plan.created:
+// the digest approvals bind to and what the plan would change. It carries
+// resource addresses and actions, never attribute values (which may be
+// secrets).
+type PlanRecord struct {
+	Digest     string           `json:"digest"`
+	HasChanges bool             `json:"hasChanges"`
+	Changes    ChangeSummary    `json:"changes"`
+	Resources  []ResourceChange `json:"resources,omitempty"`
+	BundleDir  string           `json:"bundleDir"`
+}
+
+// ResourceChange is one planned change, without its values.
+type ResourceChange struct {
+	Address string   `json:"address"`
+	Actions []string `json:"actions"`
+}
+
+// DecodeEventData reads an event's data into v. Stage events wrap their
+// payload in the pipeline's envelope ({"stage": …, "result": …}); events a
+// stage asked for (EventSpec) and events written outside a pipeline carry
+// it directly. Both are read here, so nobody else needs to know the
+// envelope's keys.
+func DecodeEventData(e Event, v any) error {
+	data := e.Data
+	var env StageEventData
+	if json.Unmarshal(data, &env) == nil && env.Stage != "" && len(env.Result) > 0 {
+		data = env.Result
+	}
+	return json.Unmarshal(data, v)
+}
+
+// UnresolvedApply returns the newest nova.apply.indeterminate event of env
+// in events (one contract's chain) that no later nova.apply.resolved of
+// the same environment settles, or nil. While one exists nothing may be
+// applied there: nobody knows what the last apply did. Other environments
+// have their own state and are not held.
+func UnresolvedApply(events []Event, env Environment) *Event {
+	var open *Event
+	for i := range events {
+		if events[i].Environment != string(env) {
+			continue
+		}
+		switch events[i].Type {
+		case EventApplyIndeterminate:
+			open = &events[i]
+		case EventApplyResolved:
+			open = nil
+		}
+	}
+	return open
+}
+
+// PlanCleared reports whether events (one contract's chain) show that the
+// plan with digest passed the whole evaluation of the run that made it: a
+// nova.plan.created for digest in env, followed in the same run by a
+// post-plan nova.confidence.computed in band pass. A plan bundle is written
+// before the plan-level rules run, so its existence proves nothing; only
+// the signed evidence does.
+func PlanCleared(events []Event, env Environment, digest string) bool {
+	run := ""
+	for _, e := range events {
+		if e.Environment != string(env) {
+			continue
+		}
+		switch e.Type {
+		case EventPlanCreated:
+			var p PlanRecord
+			if DecodeEventData(e, &p) == nil && p.Digest == digest {
+				run = e.RunID
+			}
+		case EventConfidenceComputed:
+			var c Confidence
+			if run != "" && e.RunID == run && DecodeEventData(e, &c) == nil && c.Phase == PostPlan && c.Band == BandPass {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Approvals returns the approvals recorded in env, oldest first. An
+// approval event whose data cannot be read is an error: the gate must not
+// decide on part of the record.
+func Approvals(events []Event, env Environment) ([]Approval, error) {
+	var out []Approval
+	for _, e := range events {
+		if e.Type != EventApprovalRecorded {
+			continue
+		}
+		var a ApprovalRecord
+		if err := DecodeEventData(e, &a); err != nil {
+			return nil, Errorf(EvidenceLayoutInvalid, "reading approval %s: %w", e.ID, err)
+		}
+		if a.Environment == env {
+			out = append(out, Approval{ApprovalRecord: a, EventID: e.ID, Seq: e.Seq})
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,109 @@
+package runner
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// event builds a chain event; data is wrapped in the pipeline's stage
+// envelope when stage is set, as a stage's own event is.
+func event(t *testing.T, id, typ, env, run, stage string, data any) Event {
+	t.Helper()
+	raw, err := json.Marshal(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stage != "" {
+		if raw, err = json.Marshal(StageEventData{Stage: stage, Verdict: Pass, Result: raw}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return Event{ID: id, Type: typ, Environment: env, RunID: run, Data: raw}
+}
+
+func TestUnresolvedApply(t *testing.T) {
+	ind := func(id, env string) Event {
+		return event(t, id, EventApplyIndeterminate, env, "r", "", map[string]string{"cause": "interrupted"})
+	}
+	res := func(id, env string) Event {
+		return event(t, id, EventApplyResolved, env, "r", "", Resolution{Outcome: ResolvedNotApplied, Resolves: "x"})
+	}
+	tests := []struct {
+		name   string
+		events []Event
+		env    Environment
+		want   string
+	}{
+		{"nothing recorded", nil, QA, ""},
+		{"open in qa", []Event{ind("1", "qa")}, QA, "1"},
+		{"another environment's is not ours", []Event{ind("1", "qa")}, Prod, ""},
+		{"resolved", []Event{ind("1", "qa"), res("2", "qa")}, QA, ""},
+		{"resolved elsewhere does not count", []Event{ind("1", "qa"), res("2", "prod")}, QA, "1"},
+		{"a newer one after a resolution", []Event{ind("1", "qa"), res("2", "qa"), ind("3", "qa")}, QA, "3"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := ""
+			if open := UnresolvedApply(tt.events, tt.env); open != nil {
+				got = open.ID
+			}
+			if got != tt.want {
+				t.Errorf("UnresolvedApply = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestPlanCleared(t *testing.T) {
+	planned := func(run, env, digest string) Event {
+		return event(t, "p-"+run, EventPlanCreated, env, run, "plan", PlanRecord{Digest: digest})
+	}
+	scored := func(run, env string, phase Phase, band Band) Event {
+		return event(t, "c-"+run, EventConfidenceComputed, env, run, "plan-confidence", Confidence{Phase: phase, Band: band})
+	}
+	tests := []struct {
+		name   string
+		events []Event
+		want   bool
+	}{
+		{"planned and passed", []Event{planned("r1", "dev", "d"), scored("r1", "dev", PostPlan, BandPass)}, true},
+		{"planned, never scored", []Event{planned("r1", "dev", "d")}, false},
+		{"scored below threshold", []Event{planned("r1", "dev", "d"), scored("r1", "dev", PostPlan, BandFail)}, false},
+		{"only the pre-plan score passed", []Event{planned("r1", "dev", "d"), scored("r1", "dev", PrePlan, BandPass)}, false},
+		{"another run passed", []Event{planned("r1", "dev", "d"), scored("r2", "dev", PostPlan, BandPass)}, false},
+		{"another digest passed", []Event{planned("r1", "dev", "other"), scored("r1", "dev", PostPlan, BandPass)}, false},
+		{"another environment", []Event{planned("r1", "qa", "d"), scored("r1", "qa", PostPlan, BandPass)}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := PlanCleared(tt.events, Dev, "d"); got != tt.want {
+				t.Errorf("PlanCleared = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestApprovalsReadsDirectAndWrappedData(t *testing.T) {
+	events := []Event{
+		event(t, "1", EventApprovalRecorded, "qa", "r", "", ApprovalRecord{Environment: QA, Approver: "qa-lead", PlanDigest: "d1"}),
+		event(t, "2", EventApprovalRecorded, "prod", "r", "", ApprovalRecord{Environment: Prod, Approver: "sre-1", PlanDigest: "d1"}),
+		event(t, "3", EventApprovalRecorded, "qa", "r", "approve", ApprovalRecord{Environment: QA, Approver: "qa-2", PlanDigest: "d2"}),
+	}
+	got, err := Approvals(events, QA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Approval{
+		{ApprovalRecord: ApprovalRecord{Environment: QA, Approver: "qa-lead", PlanDigest: "d1"}, EventID: "1"},
+		{ApprovalRecord: ApprovalRecord{Environment: QA, Approver: "qa-2", PlanDigest: "d2"}, EventID: "3"},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("qa approvals (-want +got):\n%s", diff)
+	}
+	broken := append(events, Event{ID: "4", Type: EventApprovalRecorded, Data: json.RawMessage(`"not an object"`)})
+	if _, err := Approvals(broken, QA); ReasonOf(err) != EvidenceLayoutInvalid {
+		t.Errorf("unreadable approval: %v, want %s", err, EvidenceLayoutInvalid)
+	}
+}

@@ -1,0 +1,89 @@
+package runner
+
+import "context"
+
+// The ports below are what stages need from the world outside Nova. Each is
+// declared here, where it is consumed, and kept to the few methods its
+// stage calls; the adapters in runner's subpackages implement them and
+// action/ wires one to each stage.
+
+// CommitVerifier tells what is known about a commit's signature (the
+// provenance input). The local implementation asks git; a forge adapter can
+// ask the forge.
+type CommitVerifier interface {
+	VerifyCommit(ctx context.Context, dir, commit string) (CommitSignature, error)
+}
+
+// Engine is the infrastructure engine (Terraform) as the plan and apply
+// stages use it: render a target stack into a root module, and open that
+// module for planning and applying.
+type Engine interface {
+	// Render writes the root module of target, deployed for contract c,
+	// into dir, with a copy of every module it uses. It replaces what dir
+	// held before.
+	Render(dir string, c *Contract, target *TargetStack) error
+	// Open initialises the rendered root module in dir for c's backend;
+	// the engine's output goes to the run's log under runDir. Close the
+	// workspace when done.
+	Open(ctx context.Context, dir, runDir string, c *Contract) (Workspace, error)
+}
+
+// Workspace is an initialised root module.
+type Workspace interface {
+	// Plan saves a plan to planFile and reads it back.
+	Plan(ctx context.Context, planFile string) (*SavedPlan, error)
+	// Show reads a saved plan.
+	Show(ctx context.Context, planFile string) (*SavedPlan, error)
+	// Apply applies exactly the saved plan in planFile.
+	Apply(ctx context.Context, planFile string) error
+	// Outputs reads the root module's outputs after an apply.
+	Outputs(ctx context.Context) (map[string]OutputValue, error)
+	Close() error
+}
+
+// SavedPlan is a saved plan as the engine reads it back. Every decision
+// about it (its digest, whether applying it changes anything) is made from
+// the engine's machine-readable form, never from human output.
+type SavedPlan struct {
+	// Content is what the plan digest covers.
+	Content PlanContent
+	// JSON is the canonical machine-readable plan, for plan-level rules.
+	JSON []byte
+	// HasChanges is true when applying the plan changes a resource or an
+	// output.
+	HasChanges bool
+	Changes    ChangeSummary
+	Resources  []ResourceChange
+}
+
+// Digest is the plan digest binding this plan to the contract and commit.
+func (p *SavedPlan) Digest(contractDigest, commit string) (string, error) {
+	d, err := PlanDigest(p.Content, contractDigest, commit)
+	if err != nil {
+		return "", Errorf(InternalError, "computing plan digest: %w", err)
+	}
+	return d, nil
+}
+
+// OutputValue is one root module output after an apply.
+type OutputValue struct {
+	Value     any
+	Sensitive bool
+}
+
+// CostEstimator prices a change (infracost). It never fails a run: an
+// estimate that cannot be made is returned as skipped, with the reason.
+type CostEstimator interface {
+	Estimate(ctx context.Context, st *State) CostReport
+}
+
+// CostReport is one estimate with what explains it.
+type CostReport struct {
+	Estimate CostEstimate
+	// Detail explains a skipped or failed estimate.
+	Detail string
+	// Priced says what was priced: "plan" or "root module".
+	Priced string
+	// Diff is the monthly difference the change makes, when known.
+	Diff *float64
+}
