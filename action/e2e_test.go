@@ -20,8 +20,8 @@ import (
 	tfjson "github.com/hashicorp/terraform-json"
 
 	"github.com/nova-platform/nova/runner"
+	"github.com/nova-platform/nova/runner/bundle"
 	"github.com/nova-platform/nova/runner/terraform"
-	"github.com/nova-platform/nova/stages/plan"
 )
 
 // These tests run the nova command in-process against real Terraform and
@@ -194,7 +194,7 @@ func TestEndToEndPlanApplyChangeDestroy(t *testing.T) {
 	if code != ExitPass || !slices.Equal(verdicts(v), []string{"schema=pass", "policy=pass", "nfr=pass", "confidence=pass", "plan=pass", "plan-policy=pass", "plan-confidence=pass"}) {
 		t.Fatalf("plan after change: exit %d, %v\n%s", code, verdicts(v), stderr)
 	}
-	m, err := plan.ReadManifest(v.BundleDir)
+	m, err := bundle.ReadManifest(v.BundleDir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,7 +213,7 @@ func TestEndToEndPlanApplyChangeDestroy(t *testing.T) {
 		t.Errorf("after apply message__text = %q, want the changed greeting", got)
 	}
 
-	root := filepath.Join(v.BundleDir, plan.RootDir)
+	root := filepath.Join(v.BundleDir, bundle.RootDir)
 	ws, err := terraform.New(root, terraform.Options{ExecPath: mustLookPath(t), Env: map[string]string{}})
 	if err != nil {
 		t.Fatal(err)
@@ -366,11 +366,11 @@ func TestApplyRefusesBundlesItWasNotMadeFor(t *testing.T) {
 	t.Run("swapped saved plan", func(t *testing.T) {
 		// Put the first plan's tfplan into the second bundle: the manifest
 		// still names the second plan's digest, the file no longer has it.
-		data, err := os.ReadFile(filepath.Join(first.BundleDir, plan.PlanFile))
+		data, err := os.ReadFile(filepath.Join(first.BundleDir, bundle.PlanFile))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(filepath.Join(second.BundleDir, plan.PlanFile), data, 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(second.BundleDir, bundle.PlanFile), data, 0o644); err != nil {
 			t.Fatal(err)
 		}
 		code, v, _ := c.nova(ctx, "apply", "--bundle", second.BundleDir)
@@ -553,7 +553,7 @@ func TestApplyBindsTheWholeSavedPlan(t *testing.T) {
 		if code != ExitPass {
 			t.Fatalf("plan: exit %d\n%s", code, stderr)
 		}
-		root := filepath.Join(v.BundleDir, plan.RootDir)
+		root := filepath.Join(v.BundleDir, bundle.RootDir)
 		module := filepath.Join(root, "modules", "hello-echo-1.0.0", "main.tf")
 		marker := filepath.Join(t.TempDir(), "pwned")
 		src, err := os.ReadFile(module)
@@ -569,7 +569,7 @@ func TestApplyBindsTheWholeSavedPlan(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := ws.Plan(ctx, filepath.Join(v.BundleDir, plan.PlanFile)); err != nil {
+		if _, err := ws.Plan(ctx, filepath.Join(v.BundleDir, bundle.PlanFile)); err != nil {
 			t.Fatal(err)
 		}
 		code, v, _ = c.nova(ctx, "apply", "--bundle", v.BundleDir)
@@ -586,7 +586,7 @@ func TestApplyBindsTheWholeSavedPlan(t *testing.T) {
 		if code != ExitPass {
 			t.Fatalf("plan: exit %d\n%s", code, stderr)
 		}
-		manifest := filepath.Join(v.BundleDir, plan.ManifestFile)
+		manifest := filepath.Join(v.BundleDir, bundle.ManifestFile)
 		data, err := os.ReadFile(manifest)
 		if err != nil {
 			t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/nova-platform/nova/runner"
+	"github.com/nova-platform/nova/runner/infracost"
 	"github.com/nova-platform/nova/stages/nfr"
 	"github.com/nova-platform/nova/stages/policy"
 	"github.com/nova-platform/nova/stages/policy/report"
@@ -150,7 +151,7 @@ func policyStages(ctx context.Context, cfg policyConfig, env Env) (*runner.State
 	stages := []runner.Stage{
 		schema.New(reg),
 		policy.New(engines, runner.PrePlan),
-		nfr.New(reg, nfr.WithInfracost(nfr.Infracost{Bin: cfg.Policy.InfracostPath, APIKey: cfg.InfracostKey, Env: env.Environ})),
+		nfr.New(reg, nfr.WithCost(&infracost.Estimator{Bin: cfg.Policy.InfracostPath, APIKey: cfg.InfracostKey, Env: env.Environ, Engine: renderer(reg)})),
 	}
 	if cfg.PlanFile != "" {
 		plan, err := os.ReadFile(cfg.PlanFile)

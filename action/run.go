@@ -14,6 +14,7 @@ import (
 	"github.com/nova-platform/nova/registry"
 	"github.com/nova-platform/nova/runner"
 	"github.com/nova-platform/nova/runner/evidence"
+	"github.com/nova-platform/nova/runner/infracost"
 	"github.com/nova-platform/nova/runner/local"
 	"github.com/nova-platform/nova/runner/terraform"
 	"github.com/nova-platform/nova/stages/apply"
@@ -156,13 +157,7 @@ func pendingCount(store *evidence.Store) int {
 	return len(pending)
 }
 
-// evidenceStore is what the stages need from the evidence repo.
-type evidenceStore interface {
-	runner.EvidenceReader
-	apply.PlanRecords
-}
-
-func buildStages(ctx context.Context, cfg Config, env Env, records evidenceStore) ([]runner.Stage, error) {
+func buildStages(ctx context.Context, cfg Config, env Env, records runner.EvidenceReader) ([]runner.Stage, error) {
 	reg, err := loadRegistry(cfg.RegistryDir)
 	if err != nil {
 		return nil, err
@@ -175,11 +170,11 @@ func buildStages(ctx context.Context, cfg Config, env Env, records evidenceStore
 		// The apply job trusts the plan job's evaluation: it re-validates
 		// the contract, proves the bundle is the one planned for it, and
 		// applies only what the gate authorizes.
-		pc, err := planConfig(cfg, env, reg)
+		engine, err := terraformEngine(cfg, env, reg)
 		if err != nil {
 			return nil, err
 		}
-		return []runner.Stage{validate, &apply.Bundle{Dir: cfg.Bundle, RunsDir: local.RunsDir(cfg.Dir), Records: records}, runner.Gate{Evidence: records}, apply.New(pc)}, nil
+		return []runner.Stage{validate, &apply.Bundle{Dir: cfg.Bundle, RunsDir: local.RunsDir(cfg.Dir), Evidence: records}, runner.Gate{Evidence: records}, apply.New(engine)}, nil
 	}
 	policyCfg, err := policy.LoadConfig(cfg.Dir)
 	if err != nil {
@@ -198,37 +193,39 @@ func buildStages(ctx context.Context, cfg Config, env Env, records evidenceStore
 	evaluate := []runner.Stage{
 		validate,
 		policy.New(engines, runner.PrePlan),
-		nfr.New(reg, nfr.WithInfracost(nfr.Infracost{Bin: policyCfg.InfracostPath, APIKey: cfg.InfracostKey, Env: env.Environ})),
+		nfr.New(reg, nfr.WithCost(&infracost.Estimator{Bin: policyCfg.InfracostPath, APIKey: cfg.InfracostKey, Env: env.Environ, Engine: renderer(reg)})),
 		confidence.New(runner.PrePlan, verifier),
 	}
 	if cfg.Command == "explain" {
 		return evaluate, nil
 	}
-	pc, err := planConfig(cfg, env, reg)
+	engine, err := terraformEngine(cfg, env, reg)
 	if err != nil {
 		return nil, err
 	}
 	planned := slices.Concat(evaluate, []runner.Stage{
-		plan.New(pc),
+		plan.New(engine),
 		policy.New(engines, runner.PostPlan),
 		confidence.New(runner.PostPlan, verifier),
 	})
 	if cfg.Command == "plan" {
 		return planned, nil
 	}
-	return slices.Concat(planned, []runner.Stage{runner.Gate{Evidence: records}, apply.New(pc)}), nil
+	return slices.Concat(planned, []runner.Stage{runner.Gate{Evidence: records}, apply.New(engine)}), nil
 }
 
-func planConfig(cfg Config, env Env, reg *registry.Registry) (plan.Config, error) {
+// terraformEngine is the Terraform the plan and apply stages share, so both
+// initialise the same backend.
+func terraformEngine(cfg Config, env Env, reg *registry.Registry) (*terraform.Engine, error) {
 	tfPath, err := cfg.terraformPath()
 	if err != nil {
-		return plan.Config{}, err
+		return nil, err
 	}
 	var tfLog io.Writer
 	if cfg.Verbose {
 		tfLog = env.Stderr
 	}
-	return plan.Config{
+	return &terraform.Engine{
 		Registry:      reg,
 		Terraform:     terraform.Options{ExecPath: tfPath, Env: cfg.TerraformEnv, Log: tfLog},
 		StateDir:      cfg.StateDir,
@@ -236,6 +233,10 @@ func planConfig(cfg Config, env Env, reg *registry.Registry) (plan.Config, error
 		BackendConfig: cfg.BackendConfig,
 	}, nil
 }
+
+// renderer renders root modules (for a cost estimate before any plan) and
+// runs no terraform, so commands without terraform can use it.
+func renderer(reg *registry.Registry) *terraform.Engine { return &terraform.Engine{Registry: reg} }
 
 // commitVerifier checks commit signatures against the trusted keys file
 // (--trusted-keys, $NOVA_TRUSTED_KEYS), when one is given.

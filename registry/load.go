@@ -12,7 +12,6 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/nova-platform/nova/runner"
-	"github.com/nova-platform/nova/runner/terraform"
 )
 
 type moduleFile struct {
@@ -169,6 +168,18 @@ func decodeStrict(fsys fs.FS, file string, v any) (*yaml.Node, error) {
 	return &doc, nil
 }
 
+// metaArguments are the names Terraform reserves inside a module block; an
+// input of that name would be read as the meta-argument instead.
+var metaArguments = map[string]bool{
+	"source": true, "version": true, "providers": true, "count": true,
+	"for_each": true, "depends_on": true, "lifecycle": true,
+}
+
+// IsReservedInput reports whether name cannot be a module input because
+// Terraform reserves it in module blocks. The registry refuses such inputs
+// when it loads a module; the renderer checks again before writing HCL.
+func IsReservedInput(name string) bool { return metaArguments[name] }
+
 func parseFields(file, section string, doc *yaml.Node, fields map[string]fieldFile) ([]Input, error) {
 	var out []Input
 	for _, name := range keysInOrder(doc, section) {
@@ -176,7 +187,7 @@ func parseFields(file, section string, doc *yaml.Node, fields map[string]fieldFi
 		if !fieldName.MatchString(name) {
 			return nil, runner.Errorf(runner.RegistryInvalid, "%s: input name %q must match %s", file, name, fieldName)
 		}
-		if terraform.IsReservedInput(name) {
+		if IsReservedInput(name) {
 			return nil, runner.Errorf(runner.RegistryInvalid, "%s: input name %q is a Terraform module meta-argument", file, name)
 		}
 		t, err := ParseType(ff.Type)

@@ -3,7 +3,9 @@ package registry
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -193,7 +195,7 @@ func (res *resolution) bindings() {
 			continue
 		}
 		out := map[string]runner.Value{}
-		for _, key := range sortedKeys(inst.Inputs) {
+		for _, key := range slices.Sorted(maps.Keys(inst.Inputs)) {
 			in, ok := m.Input(key)
 			if !ok {
 				res.fail(runner.InputUnknown, "/stack", "%s: instance %s binds %q, which module %s does not take", res.stack.File, inst.Name, key, m.Name)
@@ -270,7 +272,7 @@ func (res *resolution) substitute(v any, depth int) (out any, omit bool, err err
 	case map[string]any:
 		m := make(map[string]any, len(x))
 		// Sorted, so that the same stack always reports the same error first.
-		for _, k := range sortedKeys(x) {
+		for _, k := range slices.Sorted(maps.Keys(x)) {
 			nv, skip, err := res.substitute(x[k], depth+1)
 			if err != nil {
 				return nil, false, err
@@ -479,13 +481,4 @@ func inputNames(inputs []Input) string {
 		return "none"
 	}
 	return strings.Join(names, ", ")
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

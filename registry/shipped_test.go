@@ -57,7 +57,7 @@ func TestShippedAWSModules(t *testing.T) {
 func TestShippedModulesAreFormatted(t *testing.T) {
 	tf, err := exec.LookPath("terraform")
 	if err != nil {
-		t.Skip("terraform is not on PATH")
+		t.Fatal("terraform is not on PATH: run `make tools`")
 	}
 	out, err := exec.CommandContext(t.Context(), tf, "fmt", "-check", "-recursive", "-list=true", "modules").CombinedOutput()
 	if err != nil {

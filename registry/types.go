@@ -3,6 +3,8 @@ package registry
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/nova-platform/nova/runner"
@@ -117,7 +119,7 @@ func (t Type) conforms(v any, depth int) (string, bool) {
 	case "map":
 		if m, ok := v.(map[string]any); ok {
 			// Sorted, so that the same contract always yields the same finding.
-			for _, k := range sortedKeys(m) {
+			for _, k := range slices.Sorted(maps.Keys(m)) {
 				if why, deep := t.Elem.conforms(m[k], depth+1); why != "" {
 					return fmt.Sprintf("key %q: %s", k, why), deep
 				}
@@ -137,7 +139,7 @@ func anyConforms(v any, depth int) (string, bool) {
 			}
 		}
 	case map[string]any:
-		for _, k := range sortedKeys(x) {
+		for _, k := range slices.Sorted(maps.Keys(x)) {
 			if why, deep := (Type{Kind: "any"}).conforms(x[k], depth+1); why != "" {
 				return why, deep
 			}

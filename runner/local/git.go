@@ -36,6 +36,8 @@ type CommitVerifier struct {
 	TrustedKeys string
 }
 
+var _ runner.CommitVerifier = CommitVerifier{}
+
 // VerifyCommit reports what is known about commit's signature.
 func (v CommitVerifier) VerifyCommit(_ context.Context, dir, commit string) (runner.CommitSignature, error) {
 	repo, err := git.PlainOpenWithOptions(dir, &git.PlainOpenOptions{DetectDotGit: true, EnableDotGitCommonDir: true})

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"path"
 	"regexp"
 	"slices"
@@ -16,22 +17,12 @@ import (
 	"github.com/hashicorp/hcl/v2/hclwrite"
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/nova-platform/nova/registry"
 	"github.com/nova-platform/nova/runner"
 	"github.com/nova-platform/nova/templates"
 )
 
 var identifier = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_-]*$`)
-
-// metaArguments are the names Terraform reserves inside a module block; an
-// input of that name would be read as the meta-argument instead.
-var metaArguments = map[string]bool{
-	"source": true, "version": true, "providers": true, "count": true,
-	"for_each": true, "depends_on": true, "lifecycle": true,
-}
-
-// IsReservedInput reports whether name cannot be a module input because
-// Terraform reserves it in module blocks.
-func IsReservedInput(name string) bool { return metaArguments[name] }
 
 // ModuleDir is where, relative to the root module, the adapter places the
 // copy of a registry module.
@@ -84,8 +75,8 @@ func RenderRoot(t *runner.TargetStack, backendType string) ([]byte, error) {
 			Label:  literal(cty.StringVal(inst.Name)),
 			Source: literal(cty.StringVal("./" + ModuleDir(inst.Module, inst.Version))),
 		}
-		for _, name := range sortedKeys(inst.Inputs) {
-			if !identifier.MatchString(name) || metaArguments[name] {
+		for _, name := range slices.Sorted(maps.Keys(inst.Inputs)) {
+			if !identifier.MatchString(name) || registry.IsReservedInput(name) {
 				return nil, runner.Errorf(runner.RenderFailed, "input name %q of %s is not an identifier", name, inst.Name)
 			}
 			v, err := ctyValue(inst.Inputs[name].Value)
@@ -94,9 +85,9 @@ func RenderRoot(t *runner.TargetStack, backendType string) ([]byte, error) {
 			}
 			m.Args = append(m.Args, argData{Name: name, Expr: literal(v)})
 		}
-		for _, name := range sortedKeys(inst.Wires) {
+		for _, name := range slices.Sorted(maps.Keys(inst.Wires)) {
 			ref := inst.Wires[name]
-			if !identifier.MatchString(name) || metaArguments[name] || !identifier.MatchString(ref.Instance) || !identifier.MatchString(ref.Output) {
+			if !identifier.MatchString(name) || registry.IsReservedInput(name) || !identifier.MatchString(ref.Instance) || !identifier.MatchString(ref.Output) {
 				return nil, runner.Errorf(runner.RenderFailed, "wire %s.%s ← %s.%s is not made of identifiers", inst.Name, name, ref.Instance, ref.Output)
 			}
 			m.Args = append(m.Args, argData{Name: name, Expr: string(hclwrite.TokensForTraversal(hcl.Traversal{
@@ -189,13 +180,4 @@ func sanitizeVersion(v string) string {
 		}
 	}
 	return string(b)
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/nova-platform/nova/runner"
-	"github.com/nova-platform/nova/stages/schema"
 )
 
 // Commit signature states, as runner.CommitSignature values.
@@ -143,7 +142,7 @@ func schemaInput(ev Evidence) (float64, string, []runner.Reason, bool) {
 	if ev.Contract == nil || ev.Target == nil {
 		return missingInput("no validated contract")
 	}
-	required := schema.RequiredFields(ev.Contract.Environment)
+	required := runner.RequiredFields(ev.Contract.Environment)
 	var want, absent []string
 	for _, f := range recommended {
 		if slices.Contains(required, f) {
@@ -275,7 +274,7 @@ func testsInput(ev Evidence) (float64, string, []runner.Reason, bool) {
 	if ev.Contract != nil {
 		env = ev.Contract.Environment
 	}
-	required := schema.RequiredFields(env)
+	required := runner.RequiredFields(env)
 	passed, ran := 0, 0
 	var reasons []runner.Reason
 	var problems []string

@@ -13,23 +13,17 @@ import (
 	"github.com/nova-platform/nova/runner"
 )
 
-// CommitVerifier tells what is known about a commit's signature. The local
-// implementation asks git; forge adapters ask the forge.
-type CommitVerifier interface {
-	VerifyCommit(ctx context.Context, dir, commit string) (runner.CommitSignature, error)
-}
-
 // Stage computes the confidence signal.
 type Stage struct {
 	phase    runner.Phase
-	verifier CommitVerifier
+	verifier runner.CommitVerifier
 }
 
 var _ runner.Stage = (*Stage)(nil)
 
 // New returns the confidence stage for a phase: pre-plan after the policy
 // and nfr stages, post-plan after the plan-level policy stage.
-func New(phase runner.Phase, verifier CommitVerifier) *Stage {
+func New(phase runner.Phase, verifier runner.CommitVerifier) *Stage {
 	return &Stage{phase: phase, verifier: verifier}
 }
 

@@ -19,7 +19,7 @@ import (
 
 	"github.com/nova-platform/nova/registry"
 	"github.com/nova-platform/nova/runner"
-	"github.com/nova-platform/nova/stages/policy"
+	"github.com/nova-platform/nova/runner/jsonschema"
 )
 
 // CostRuleID is the rule id of the budget NFR's record.
@@ -27,9 +27,9 @@ const CostRuleID = "nfr.monthlyCostCeiling"
 
 // Stage evaluates a contract's NFRs.
 type Stage struct {
-	reg       *registry.Registry
-	infracost Infracost
-	now       func() time.Time
+	reg  *registry.Registry
+	cost runner.CostEstimator
+	now  func() time.Time
 }
 
 var _ runner.Stage = (*Stage)(nil)
@@ -37,9 +37,9 @@ var _ runner.Stage = (*Stage)(nil)
 // Option configures a Stage.
 type Option func(*Stage)
 
-// WithInfracost sets how cost is estimated; without it (or without an API
-// key) the estimate is skipped with INFRACOST_NOT_CONFIGURED.
-func WithInfracost(c Infracost) Option { return func(s *Stage) { s.infracost = c } }
+// WithCost sets how cost is estimated; without it the estimate is skipped
+// with INFRACOST_NOT_CONFIGURED.
+func WithCost(e runner.CostEstimator) Option { return func(s *Stage) { s.cost = e } }
 
 // WithClock sets the clock that stamps evaluatedAt.
 func WithClock(now func() time.Time) Option { return func(s *Stage) { s.now = now } }
@@ -59,7 +59,7 @@ func (*Stage) Name() string { return "nfr" }
 
 // Data is what the stage records in its event.
 type Data struct {
-	Counts policy.Counts       `json:"counts"`
+	Counts runner.Counts       `json:"counts"`
 	Cost   runner.CostEstimate `json:"cost"`
 	// CostDetail explains a skipped or failed estimate.
 	CostDetail string `json:"costDetail,omitempty"`
@@ -83,24 +83,27 @@ func (s *Stage) Run(ctx context.Context, st *runner.State) (runner.Result, error
 		}
 		pcrs = append(pcrs, record(k, required, assess(s.reg, st.Target, k, required), c.NFR))
 	}
-	est := s.estimateCost(ctx, st)
+	est := runner.CostReport{Estimate: runner.CostEstimate{Skipped: true, Reason: runner.InfracostNotConfigured}, Detail: "no cost estimator is configured"}
+	if s.cost != nil {
+		est = s.cost.Estimate(ctx, st)
+	}
 	if ctx.Err() != nil {
 		return runner.Result{}, runner.Errorf(runner.RunCancelled, "estimating cost: %w", ctx.Err())
 	}
-	cost := est.cost
+	cost := est.Estimate
 	st.Cost = &cost
 	if c.NFR != nil && c.NFR.MonthlyCostCeiling != nil {
 		pcrs = append(pcrs, budgetRecord(*c.NFR.MonthlyCostCeiling, est))
 	}
-	pcrs = policy.Normalize(runner.EngineNFR, pcrs, c.ID, s.now().UTC())
+	pcrs = runner.NormalizePCRs(runner.EngineNFR, pcrs, c.ID, s.now().UTC(), jsonschema.ValidatePCR)
 	st.PCRs = append(st.PCRs, pcrs...)
-	counts := policy.Count(pcrs)
+	counts := runner.CountPCRs(pcrs)
 	res := runner.Result{
 		Verdict: runner.Pass,
-		Summary: fmt.Sprintf("%d NFR record(s): %s; cost %s", len(pcrs), policy.Summarize(counts), describeCost(est)),
+		Summary: fmt.Sprintf("%d NFR record(s): %s; cost %s", len(pcrs), counts.String(), describeCost(est)),
 		PCRs:    pcrs,
 		Event:   runner.EventNFREvaluated,
-		Data:    Data{Counts: counts, Cost: cost, CostDetail: est.detail},
+		Data:    Data{Counts: counts, Cost: cost, CostDetail: est.Detail},
 	}
 	// As the policy stage's meta-policy: a critical NFR that could not be
 	// evaluated blocks as its failure would.
@@ -162,47 +165,47 @@ func record(k kind, required any, a assessment, n *runner.NFR) runner.PCR {
 	}
 	return runner.PCR{
 		Engine: runner.EngineNFR, RuleID: "nfr." + k.name, Severity: sev, Result: result,
-		Message: a.message, ResourceRef: "contract:/nfr/" + k.name, Evidence: policy.Evidence(a.reason, ev),
+		Message: a.message, ResourceRef: "contract:/nfr/" + k.name, Evidence: runner.PCREvidence(a.reason, ev),
 	}
 }
 
 // budgetRecord compares the estimate with monthlyCostCeiling.
-func budgetRecord(ceiling float64, e estimate) runner.PCR {
+func budgetRecord(ceiling float64, e runner.CostReport) runner.PCR {
 	p := runner.PCR{Engine: runner.EngineNFR, RuleID: CostRuleID, Severity: runner.High, ResourceRef: "contract:/nfr/monthlyCostCeiling"}
 	ev := map[string]any{"ceiling": ceiling}
 	switch {
-	case e.cost.Reason == runner.InfracostNotConfigured:
+	case e.Estimate.Reason == runner.InfracostNotConfigured:
 		p.Severity, p.Result = runner.Info, runner.PCRSkipped
-		p.Message = "the budget was not checked: " + e.detail
-		ev["detail"] = e.detail
-	case e.cost.Skipped:
+		p.Message = "the budget was not checked: " + e.Detail
+		ev["detail"] = e.Detail
+	case e.Estimate.Skipped:
 		p.Result = runner.PCRError
-		p.Message = "the budget could not be checked: " + e.detail
-		ev["detail"] = e.detail
+		p.Message = "the budget could not be checked: " + e.Detail
+		ev["detail"] = e.Detail
 	default:
-		ev["estimate"], ev["currency"], ev["priced"] = e.cost.Monthly, e.cost.Currency, e.input
-		if e.diff != nil {
-			ev["diff"] = *e.diff
+		ev["estimate"], ev["currency"], ev["priced"] = e.Estimate.Monthly, e.Estimate.Currency, e.Priced
+		if e.Diff != nil {
+			ev["diff"] = *e.Diff
 		}
-		if e.cost.Monthly > ceiling {
+		if e.Estimate.Monthly > ceiling {
 			p.Result = runner.PCRFail
-			p.Message = fmt.Sprintf("estimated %.2f %s a month, over the ceiling of %.2f", e.cost.Monthly, e.cost.Currency, ceiling)
+			p.Message = fmt.Sprintf("estimated %.2f %s a month, over the ceiling of %.2f", e.Estimate.Monthly, e.Estimate.Currency, ceiling)
 			return withEvidence(p, runner.NFRBudgetExceeded, ev)
 		}
 		p.Result = runner.PCRPass
-		p.Message = fmt.Sprintf("estimated %.2f %s a month, within the ceiling of %.2f", e.cost.Monthly, e.cost.Currency, ceiling)
+		p.Message = fmt.Sprintf("estimated %.2f %s a month, within the ceiling of %.2f", e.Estimate.Monthly, e.Estimate.Currency, ceiling)
 	}
-	return withEvidence(p, e.cost.Reason, ev)
+	return withEvidence(p, e.Estimate.Reason, ev)
 }
 
 func withEvidence(p runner.PCR, r runner.Reason, ev map[string]any) runner.PCR {
-	p.Evidence = policy.Evidence(r, ev)
+	p.Evidence = runner.PCREvidence(r, ev)
 	return p
 }
 
-func describeCost(e estimate) string {
-	if e.cost.Skipped {
-		return fmt.Sprintf("skipped (%s: %s)", e.cost.Reason, e.detail)
+func describeCost(e runner.CostReport) string {
+	if e.Estimate.Skipped {
+		return fmt.Sprintf("skipped (%s: %s)", e.Estimate.Reason, e.Detail)
 	}
-	return fmt.Sprintf("%.2f %s/month (%s)", e.cost.Monthly, e.cost.Currency, e.input)
+	return fmt.Sprintf("%.2f %s/month (%s)", e.Estimate.Monthly, e.Estimate.Currency, e.Priced)
 }

@@ -12,7 +12,6 @@ import (
 
 	"github.com/nova-platform/nova/registry"
 	"github.com/nova-platform/nova/runner"
-	"github.com/nova-platform/nova/stages/policy"
 	"github.com/nova-platform/nova/stages/schema"
 )
 
@@ -70,7 +69,7 @@ func outcomes(pcrs []runner.PCR) []outcome {
 	for _, p := range pcrs {
 		var ev struct{ Status string }
 		_ = json.Unmarshal(p.Evidence, &ev)
-		out = append(out, outcome{p.RuleID, p.Severity, p.Result, ev.Status, policy.ReasonOf(p)})
+		out = append(out, outcome{p.RuleID, p.Severity, p.Result, ev.Status, runner.PCRReason(p)})
 	}
 	return out
 }

@@ -1,72 +1,112 @@
 package plan
 
 import (
+	"context"
+	"errors"
+	"os"
 	"path/filepath"
-	"slices"
 	"testing"
+	"time"
 
-	tfjson "github.com/hashicorp/terraform-json"
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/nova-platform/nova/runner"
+	"github.com/nova-platform/nova/runner/bundle"
+	"github.com/nova-platform/nova/runner/runnertest"
 )
 
-func TestBackend(t *testing.T) {
-	contract := func(b *runner.Backend) *runner.Contract {
-		return &runner.Contract{ID: "c-1", Environment: runner.QA, Backend: b}
-	}
-	tests := []struct {
-		name     string
-		cfg      Config
-		contract *runner.Contract
-		wantType string
-		want     []string
-		reason   runner.Reason
-	}{
-		{"default local state per contract and environment", Config{StateDir: "/s"}, contract(nil), "local",
-			[]string{"path=" + filepath.Join("/s", "c-1", "qa", "terraform.tfstate")}, ""},
-		{"contract backend passes through", Config{StateDir: "/s"}, contract(&runner.Backend{Type: "s3", Config: map[string]string{"key": "k", "bucket": "b"}}), "s3",
-			[]string{"bucket=b", "key=k"}, ""},
-		{"flags win over the contract", Config{StateDir: "/s", BackendType: "gcs", BackendConfig: []string{"bucket=ops"}}, contract(&runner.Backend{Type: "s3"}), "gcs",
-			[]string{"bucket=ops"}, ""},
-		{"operator may place local state", Config{StateDir: "/s", BackendConfig: []string{"path=/elsewhere.tfstate"}}, contract(nil), "local",
-			[]string{"path=/elsewhere.tfstate"}, ""},
-		{"contract may not place local state", Config{StateDir: "/s"}, contract(&runner.Backend{Type: "local", Config: map[string]string{"path": "/s/c-1/prod/terraform.tfstate"}}), "", nil, runner.BackendConfigInvalid},
-		{"malformed flag", Config{StateDir: "/s", BackendConfig: []string{"secret-token-without-equals"}}, contract(nil), "", nil, runner.BackendConfigInvalid},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			typ, entries, err := tt.cfg.Backend(tt.contract)
-			if tt.reason != "" {
-				if runner.ReasonOf(err) != tt.reason {
-					t.Fatalf("err = %v, want %s", err, tt.reason)
-				}
-				return
-			}
-			if err != nil || typ != tt.wantType || !slices.Equal(entries, tt.want) {
-				t.Errorf("Backend = %q %q %v, want %q %q", typ, entries, err, tt.wantType, tt.want)
-			}
-		})
+func state(t *testing.T) *runner.State {
+	return &runner.State{
+		RunID: "r1", RunDir: t.TempDir(), ContractDigest: "cd", Commit: "commit",
+		Contract: &runner.Contract{ID: "c-1", Environment: runner.Dev, Stack: "hello"},
+		Target:   &runner.TargetStack{Stack: "hello", StackVersion: "1.0.0"},
 	}
 }
 
-func TestHasChangesAndSummary(t *testing.T) {
-	change := func(addr string, a ...tfjson.Action) *tfjson.ResourceChange {
-		return &tfjson.ResourceChange{Address: addr, Change: &tfjson.Change{Actions: a}}
-	}
-	p := &tfjson.Plan{ResourceChanges: []*tfjson.ResourceChange{
-		change("a", tfjson.ActionNoop), change("b", tfjson.ActionRead),
+func TestPlanWritesTheBundleAndRecordsTheDigest(t *testing.T) {
+	st := state(t)
+	content := runner.PlanContent{ResourceChanges: []any{map[string]any{"address": "module.m.terraform_data.x"}}}
+	saved := &runner.SavedPlan{Content: content, JSON: []byte(`{"format_version":"1.2"}`), HasChanges: true,
+		Changes: runner.ChangeSummary{Add: 1}, Resources: []runner.ResourceChange{{Address: "module.m.terraform_data.x", Actions: []string{"create"}}}}
+	var rendered, planned string
+	ws := &runnertest.Workspace{PlanFunc: func(_ context.Context, planFile string) (*runner.SavedPlan, error) {
+		planned = planFile
+		return saved, os.WriteFile(planFile, []byte("saved plan"), 0o644)
 	}}
-	if HasChanges(p) {
-		t.Error("no-op and read count as changes")
+	engine := &runnertest.Engine{
+		RenderFunc: func(dir string, c *runner.Contract, target *runner.TargetStack) error {
+			rendered = dir
+			return os.MkdirAll(dir, 0o755)
+		},
+		OpenFunc: func(_ context.Context, dir, runDir string, c *runner.Contract) (runner.Workspace, error) {
+			if dir != rendered || runDir != st.RunDir {
+				t.Errorf("opened %s (run dir %s), want the rendered root %s", dir, runDir, rendered)
+			}
+			return ws, nil
+		},
 	}
-	p.OutputChanges = map[string]*tfjson.Change{"o": {Actions: tfjson.Actions{tfjson.ActionUpdate}}}
-	if !HasChanges(p) {
-		t.Error("an output change is a change")
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	res, err := New(engine, WithClock(func() time.Time { return at })).Run(t.Context(), st)
+	if err != nil || res.Verdict != runner.Pass {
+		t.Fatalf("plan: %+v, %v", res, err)
 	}
-	p.ResourceChanges = append(p.ResourceChanges, change("c", tfjson.ActionCreate), change("d", tfjson.ActionDelete, tfjson.ActionCreate),
-		change("e", tfjson.ActionUpdate), change("f", tfjson.ActionDelete))
-	sum, list := Summarize(p)
-	if sum != (runner.ChangeSummary{Add: 2, Change: 1, Destroy: 2, Replace: 1}) || len(list) != 4 {
-		t.Errorf("summary %+v, %d listed", sum, len(list))
+	dir := bundle.Dir(st.RunDir)
+	if rendered != filepath.Join(dir, bundle.RootDir) || planned != filepath.Join(dir, bundle.PlanFile) || !ws.Closed {
+		t.Errorf("rendered %s, planned %s, closed %v", rendered, planned, ws.Closed)
+	}
+	digest, _ := runner.PlanDigest(content, "cd", "commit")
+	want := runner.PlanRecord{Digest: digest, HasChanges: true, Changes: runner.ChangeSummary{Add: 1}, Resources: saved.Resources, BundleDir: dir}
+	if diff := cmp.Diff(want, res.Data); diff != "" {
+		t.Errorf("event data (-want +got):\n%s", diff)
+	}
+	m, err := bundle.ReadManifest(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantManifest := bundle.Manifest{FormatVersion: 1, RunID: "r1", ContractID: "c-1", Environment: runner.Dev, Stack: "hello",
+		ContractDigest: "cd", Commit: "commit", PlanDigest: digest, HasChanges: true, Changes: runner.ChangeSummary{Add: 1}, CreatedAt: at}
+	if diff := cmp.Diff(wantManifest, m); diff != "" {
+		t.Errorf("manifest (-want +got):\n%s", diff)
+	}
+	if got, _ := os.ReadFile(filepath.Join(dir, bundle.PlanJSONFile)); string(got) != string(saved.JSON)+"\n" {
+		t.Errorf("plan.json = %q", got)
+	}
+	if string(st.PlanJSON) != string(saved.JSON) || st.Plan == nil || st.Plan.Digest != digest {
+		t.Errorf("state after plan: %+v", st.Plan)
+	}
+}
+
+func TestPlanErrorsKeepTheirReason(t *testing.T) {
+	tests := []struct {
+		name   string
+		engine *runnertest.Engine
+		want   runner.Reason
+	}{
+		{"render fails", &runnertest.Engine{RenderFunc: func(string, *runner.Contract, *runner.TargetStack) error {
+			return runner.Errorf(runner.ModuleUnknown, "module gone")
+		}}, runner.ModuleUnknown},
+		{"init fails", &runnertest.Engine{
+			RenderFunc: func(string, *runner.Contract, *runner.TargetStack) error { return nil },
+			OpenFunc: func(context.Context, string, string, *runner.Contract) (runner.Workspace, error) {
+				return nil, runner.Errorf(runner.TerraformInitFailed, "no backend")
+			}}, runner.TerraformInitFailed},
+		{"plan fails", &runnertest.Engine{
+			RenderFunc: func(string, *runner.Contract, *runner.TargetStack) error { return nil },
+			OpenFunc: func(context.Context, string, string, *runner.Contract) (runner.Workspace, error) {
+				return &runnertest.Workspace{PlanFunc: func(context.Context, string) (*runner.SavedPlan, error) {
+					return nil, runner.Errorf(runner.TerraformPlanFailed, "%w", errors.New("invalid config"))
+				}}, nil
+			}}, runner.TerraformPlanFailed},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			st := state(t)
+			if _, err := New(tt.engine).Run(t.Context(), st); runner.ReasonOf(err) != tt.want {
+				t.Errorf("err %v, want %s", err, tt.want)
+			}
+			if st.Plan != nil {
+				t.Error("a failed plan left a plan in the state")
+			}
+		})
 	}
 }

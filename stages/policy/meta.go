@@ -91,12 +91,12 @@ func evaluateMeta(ctx context.Context, pcrs []runner.PCR, scope, contractID stri
 	if len(crit) == 0 {
 		rec.Result = runner.PCRPass
 		rec.Message = fmt.Sprintf("no critical failure among %d record(s)", len(pcrs))
-		rec.Evidence = Evidence("", map[string]any{"checked": len(pcrs)})
+		rec.Evidence = runner.PCREvidence("", map[string]any{"checked": len(pcrs)})
 		return rec, nil, nil
 	}
 	rec.Result = runner.PCRFail
 	rec.Message = "blocked: critical failure(s) " + describeCritical(crit)
-	rec.Evidence = Evidence(runner.PolicyCriticalFail, map[string]any{"critical": crit})
+	rec.Evidence = runner.PCREvidence(runner.PolicyCriticalFail, map[string]any{"critical": crit})
 	return rec, crit, nil
 }
 

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/nova-platform/nova/runner"
+	"github.com/nova-platform/nova/runner/jsonschema"
 )
 
 // Stage evaluates one phase's policies.
@@ -51,8 +52,8 @@ func (s *Stage) Name() string {
 
 // Data is what the stage records in its event.
 type Data struct {
-	Phase  runner.Phase `json:"phase"`
-	Counts Counts       `json:"counts"`
+	Phase  runner.Phase  `json:"phase"`
+	Counts runner.Counts `json:"counts"`
 }
 
 // validEngines are the engine families a PCR may name; an engine outside
@@ -83,7 +84,7 @@ func (s *Stage) Run(ctx context.Context, st *runner.State) (runner.Result, error
 			return runner.Result{}, runner.Errorf(runner.InternalError, "policy engine %q is not one of rego, checkov, kyverno, nfr, plan", name)
 		}
 		pcrs, err := evaluate(ctx, eng, payload)
-		all = append(all, Normalize(name, pcrs, st.Contract.ID, now)...)
+		all = append(all, runner.NormalizePCRs(name, pcrs, st.Contract.ID, now, jsonschema.ValidatePCR)...)
 		if err != nil {
 			if ctx.Err() != nil {
 				return runner.Result{}, runner.Errorf(runner.RunCancelled, "evaluating policy engine %s: %w", name, ctx.Err())
@@ -97,17 +98,17 @@ func (s *Stage) Run(ctx context.Context, st *runner.State) (runner.Result, error
 	}
 	all = append(all, meta)
 	st.PCRs = append(st.PCRs, all...)
-	counts := Count(all)
+	counts := runner.CountPCRs(all)
 	res := runner.Result{
 		Verdict: runner.Pass,
-		Summary: fmt.Sprintf("%s: %s", s.phase, Summarize(counts)),
+		Summary: fmt.Sprintf("%s: %s", s.phase, counts.String()),
 		PCRs:    all,
 		Event:   runner.EventPolicyEvaluated,
 		Data:    Data{Phase: s.phase, Counts: counts},
 	}
 	if len(crit) > 0 {
 		res.Verdict = runner.Fail
-		res.Summary = fmt.Sprintf("%s: blocked by %d critical failure(s); %s", s.phase, len(crit), Summarize(counts))
+		res.Summary = fmt.Sprintf("%s: blocked by %d critical failure(s); %s", s.phase, len(crit), counts.String())
 		f := runner.Finding{Reason: runner.PolicyCriticalFail, Message: meta.Message}
 		if ptr, ok := strings.CutPrefix(crit[0].ResourceRef, "contract:"); ok {
 			f.Field = ptr
@@ -143,22 +144,6 @@ func engineError(engine string, err error, contractID string, now time.Time) run
 		Severity:    runner.High,
 		Result:      runner.PCRError,
 		Message:     fmt.Sprintf("%s engine: %v", engine, err),
-		Evidence:    Evidence(reason, map[string]any{"engine": engine}),
+		Evidence:    runner.PCREvidence(reason, map[string]any{"engine": engine}),
 	}
-}
-
-// Summarize renders counts as one line: "12 pass, 2 fail (1 high, 1
-// medium), 1 skipped, 0 error".
-func Summarize(c Counts) string {
-	s := fmt.Sprintf("%d pass, %d fail", c.Pass, c.Fail)
-	if c.Fail > 0 {
-		var parts []string
-		for _, sev := range runner.Severities {
-			if n := c.Failed[sev]; n > 0 {
-				parts = append(parts, fmt.Sprintf("%d %s", n, sev))
-			}
-		}
-		s += " (" + strings.Join(parts, ", ") + ")"
-	}
-	return s + fmt.Sprintf(", %d skipped, %d error", c.Skipped, c.Error)
 }

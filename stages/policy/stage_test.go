@@ -24,6 +24,10 @@ func (f fakeEngine) Evaluate(ctx context.Context, p runner.PolicyPayload) ([]run
 	return f.evaluate(ctx, p)
 }
 
+const contractID = "7f1e2d3c-4b5a-4968-8776-a5b4c3d2e1f0"
+
+var now = time.Date(2025, 11, 29, 18, 0, 0, 0, time.UTC)
+
 func returning(name string, pcrs []runner.PCR, err error) fakeEngine {
 	return fakeEngine{name, func(context.Context, runner.PolicyPayload) ([]runner.PCR, error) { return pcrs, err }}
 }
@@ -56,7 +60,7 @@ type brief struct {
 func briefs(pcrs []runner.PCR) []brief {
 	out := make([]brief, 0, len(pcrs))
 	for _, p := range pcrs {
-		out = append(out, brief{p.Engine, p.RuleID, p.Severity, p.Result, ReasonOf(p)})
+		out = append(out, brief{p.Engine, p.RuleID, p.Severity, p.Result, runner.PCRReason(p)})
 	}
 	return out
 }
@@ -98,7 +102,7 @@ func TestNonCriticalFailuresPass(t *testing.T) {
 		t.Errorf("event %q, want %s", res.Event, runner.EventPolicyEvaluated)
 	}
 	data := res.Data.(Data)
-	wantCounts := Counts{Pass: 1, Fail: 2, Failed: map[runner.Severity]int{runner.High: 1, runner.Medium: 1}}
+	wantCounts := runner.Counts{Pass: 1, Fail: 2, Failed: map[runner.Severity]int{runner.High: 1, runner.Medium: 1}}
 	if data.Phase != runner.PrePlan || !cmp.Equal(data.Counts, wantCounts) {
 		t.Errorf("data %+v, want phase pre-plan and counts %+v", data, wantCounts)
 	}
@@ -126,7 +130,7 @@ func TestCriticalFailureBlocks(t *testing.T) {
 		t.Errorf("(-want +got)\n%s", diff)
 	}
 	meta := res.PCRs[len(res.PCRs)-1]
-	if got := (brief{meta.Engine, meta.RuleID, meta.Severity, meta.Result, ReasonOf(meta)}); got != (brief{"rego", MetaRuleID, runner.Critical, runner.PCRFail, runner.PolicyCriticalFail}) {
+	if got := (brief{meta.Engine, meta.RuleID, meta.Severity, meta.Result, runner.PCRReason(meta)}); got != (brief{"rego", MetaRuleID, runner.Critical, runner.PCRFail, runner.PolicyCriticalFail}) {
 		t.Errorf("meta record %+v", got)
 	}
 	if len(st.PCRs) != 3 {

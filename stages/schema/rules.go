@@ -7,32 +7,6 @@ import (
 	"github.com/nova-platform/nova/runner"
 )
 
-// envRequired lists the fields each environment adds to the ones every
-// contract needs. The lists accumulate: a prod contract also needs what qa
-// needs, because whatever reached prod went through qa's bar first.
-var envRequired = []struct {
-	env    runner.Environment
-	fields []string
-}{
-	{runner.Dev, nil},
-	{runner.QA, []string{"/validation/e2eSuite", "/validation/loadTest"}},
-	{runner.Prod, []string{"/runbook", "/dashboard", "/oncall"}},
-	{runner.DR, []string{"/drDrillRef"}},
-}
-
-// RequiredFields returns the fields a contract in env must set beyond
-// apiVersion, id, stack and environment.
-func RequiredFields(env runner.Environment) []string {
-	var out []string
-	for _, r := range envRequired {
-		out = append(out, r.fields...)
-		if r.env == env {
-			return out
-		}
-	}
-	return nil
-}
-
 // agenticFields are accepted only with profile: agentic.
 var agenticFields = []string{"/naturalLanguageIntent", "/confidenceAtSubmission", "/agentTrace"}
 
@@ -42,7 +16,7 @@ func checkRules(doc *document, file string, envFromFlag bool) []runner.Finding {
 	root, _ := doc.value.(map[string]any)
 	env := runner.Environment(fmt.Sprint(root["environment"]))
 	var out []located
-	for _, field := range RequiredFields(env) {
+	for _, field := range runner.RequiredFields(env) {
 		if present(root, field) {
 			continue
 		}

@@ -1,7 +1,6 @@
 package schema
 
 import (
-	"bytes"
 	_ "embed"
 	"errors"
 	"fmt"
@@ -11,10 +10,9 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
-	"golang.org/x/text/language"
-	"golang.org/x/text/message"
 
 	"github.com/nova-platform/nova/runner"
+	novaschema "github.com/nova-platform/nova/runner/jsonschema"
 )
 
 // SchemaJSON is the published JSON Schema (draft 2020-12) of a contract.
@@ -24,27 +22,7 @@ var SchemaJSON []byte
 
 const schemaURL = "https://nova-platform.dev/schemas/contract/v1.json"
 
-var compiled = sync.OnceValues(func() (*jsonschema.Schema, error) { return CompileJSONSchema(schemaURL, SchemaJSON) })
-
-// CompileJSONSchema compiles an embedded draft 2020-12 schema published at
-// url, with formats asserted (a "uuid" that is not one must fail). Nova's
-// published schemas (the contract here, the PCR in stages/policy) are all
-// compiled the same way.
-func CompileJSONSchema(url string, data []byte) (*jsonschema.Schema, error) {
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
-	if err != nil {
-		return nil, err
-	}
-	c := jsonschema.NewCompiler()
-	c.DefaultDraft(jsonschema.Draft2020)
-	c.AssertFormat()
-	if err := c.AddResource(url, doc); err != nil {
-		return nil, err
-	}
-	return c.Compile(url)
-}
-
-var printer = message.NewPrinter(language.English)
+var compiled = sync.OnceValues(func() (*jsonschema.Schema, error) { return novaschema.Compile(schemaURL, SchemaJSON) })
 
 // validateSchema checks a document against the embedded schema and returns
 // one finding per violated rule, ordered by position in the file.
@@ -92,7 +70,7 @@ func findingsFor(doc *document, file string, e *jsonschema.ValidationError) []lo
 	if field == "" {
 		field = "/"
 	}
-	msg := e.ErrorKind.LocalizedString(printer)
+	msg := e.ErrorKind.LocalizedString(novaschema.Printer)
 	switch k := e.ErrorKind.(type) {
 	case *kind.Required:
 		var out []located

@@ -11,7 +11,7 @@ import (
 	"path/filepath"
 
 	"github.com/nova-platform/nova/runner"
-	"github.com/nova-platform/nova/stages/policy/external"
+	"github.com/nova-platform/nova/runner/external"
 )
 
 // Engine is checkov as a runner.PolicyEngine.

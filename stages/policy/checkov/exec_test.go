@@ -10,7 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/nova-platform/nova/runner"
-	"github.com/nova-platform/nova/stages/policy"
+	"github.com/nova-platform/nova/runner/jsonschema"
 	"github.com/nova-platform/nova/stages/policy/checkov"
 )
 
@@ -47,7 +47,7 @@ func TestMissingCheckovIsOneSkippedRecord(t *testing.T) {
 	if err != nil || len(post) != 0 {
 		t.Errorf("post-plan: %v %v; the skip is reported once per run, before plan", post, err)
 	}
-	for _, p := range policy.Normalize(runner.EngineCheckov, pre, "7f1e2d3c-4b5a-4968-8776-a5b4c3d2e1f0", testTime) {
+	for _, p := range runner.NormalizePCRs(runner.EngineCheckov, pre, "7f1e2d3c-4b5a-4968-8776-a5b4c3d2e1f0", testTime, jsonschema.ValidatePCR) {
 		if p.RuleID != string(runner.CheckovNotConfigured) {
 			t.Errorf("the skipped record is not a valid PCR: %s", p.Message)
 		}
@@ -111,7 +111,7 @@ func TestCheckovWithNothingToCheckSaysSo(t *testing.T) {
 			if diff := cmp.Diff(want, outcomes(pcrs)); diff != "" {
 				t.Errorf("(-want +got)\n%s", diff)
 			}
-			for _, p := range policy.Normalize(runner.EngineCheckov, pcrs, "7f1e2d3c-4b5a-4968-8776-a5b4c3d2e1f0", testTime) {
+			for _, p := range runner.NormalizePCRs(runner.EngineCheckov, pcrs, "7f1e2d3c-4b5a-4968-8776-a5b4c3d2e1f0", testTime, jsonschema.ValidatePCR) {
 				if p.RuleID == string(runner.PolicyResultInvalid) {
 					t.Errorf("invalid record: %s", p.Message)
 				}

@@ -9,7 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/nova-platform/nova/runner"
-	"github.com/nova-platform/nova/stages/policy"
+	"github.com/nova-platform/nova/runner/jsonschema"
 	"github.com/nova-platform/nova/stages/policy/checkov"
 )
 
@@ -24,7 +24,7 @@ type outcome struct {
 func outcomes(pcrs []runner.PCR) []outcome {
 	out := make([]outcome, 0, len(pcrs))
 	for _, p := range pcrs {
-		out = append(out, outcome{p.RuleID, p.Severity, p.Result, p.ResourceRef, policy.ReasonOf(p)})
+		out = append(out, outcome{p.RuleID, p.Severity, p.Result, p.ResourceRef, runner.PCRReason(p)})
 	}
 	return out
 }
@@ -64,7 +64,7 @@ func TestParse(t *testing.T) {
 				t.Errorf("(-want +got)\n%s", diff)
 			}
 			// What checkov reports must pass Nova's record schema.
-			for _, p := range policy.Normalize(runner.EngineCheckov, pcrs, "7f1e2d3c-4b5a-4968-8776-a5b4c3d2e1f0", testTime) {
+			for _, p := range runner.NormalizePCRs(runner.EngineCheckov, pcrs, "7f1e2d3c-4b5a-4968-8776-a5b4c3d2e1f0", testTime, jsonschema.ValidatePCR) {
 				if p.Result == runner.PCRError && p.RuleID == string(runner.PolicyResultInvalid) {
 					t.Errorf("invalid record: %s", p.Message)
 				}

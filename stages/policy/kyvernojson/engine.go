@@ -12,7 +12,7 @@ import (
 	"strings"
 
 	"github.com/nova-platform/nova/runner"
-	"github.com/nova-platform/nova/stages/policy/external"
+	"github.com/nova-platform/nova/runner/external"
 )
 
 // DefaultPreProcess turns the plan into one payload per resource change, so

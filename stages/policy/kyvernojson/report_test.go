@@ -9,7 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/nova-platform/nova/runner"
-	"github.com/nova-platform/nova/stages/policy"
+	"github.com/nova-platform/nova/runner/jsonschema"
 	"github.com/nova-platform/nova/stages/policy/kyvernojson"
 )
 
@@ -27,7 +27,7 @@ type outcome struct {
 func outcomes(pcrs []runner.PCR) []outcome {
 	out := make([]outcome, 0, len(pcrs))
 	for _, p := range pcrs {
-		out = append(out, outcome{p.RuleID, p.Severity, p.Result, p.ResourceRef, policy.ReasonOf(p), p.Message})
+		out = append(out, outcome{p.RuleID, p.Severity, p.Result, p.ResourceRef, runner.PCRReason(p), p.Message})
 	}
 	return out
 }
@@ -54,7 +54,7 @@ func TestParse(t *testing.T) {
 	if diff := cmp.Diff(want, outcomes(pcrs)); diff != "" {
 		t.Errorf("(-want +got)\n%s", diff)
 	}
-	for _, p := range policy.Normalize(runner.EngineKyverno, pcrs, "7f1e2d3c-4b5a-4968-8776-a5b4c3d2e1f0", testTime) {
+	for _, p := range runner.NormalizePCRs(runner.EngineKyverno, pcrs, "7f1e2d3c-4b5a-4968-8776-a5b4c3d2e1f0", testTime, jsonschema.ValidatePCR) {
 		if p.RuleID == string(runner.PolicyResultInvalid) {
 			t.Errorf("invalid record: %s", p.Message)
 		}
@@ -87,7 +87,7 @@ func TestNoRuleResultIsOneSkippedRecord(t *testing.T) {
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("%s (-want +got)\n%s", in, diff)
 		}
-		for _, p := range policy.Normalize(runner.EngineKyverno, pcrs, "7f1e2d3c-4b5a-4968-8776-a5b4c3d2e1f0", testTime) {
+		for _, p := range runner.NormalizePCRs(runner.EngineKyverno, pcrs, "7f1e2d3c-4b5a-4968-8776-a5b4c3d2e1f0", testTime, jsonschema.ValidatePCR) {
 			if p.RuleID == string(runner.PolicyResultInvalid) {
 				t.Errorf("invalid record: %s", p.Message)
 			}

@@ -8,7 +8,6 @@ import (
 	"text/tabwriter"
 
 	"github.com/nova-platform/nova/runner"
-	"github.com/nova-platform/nova/stages/policy"
 )
 
 // WriteText renders a table for a terminal or a job log, failures first,
@@ -22,7 +21,7 @@ func WriteText(w io.Writer, pcrs []runner.PCR) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintf(w, "\n%s\n", policy.Summarize(policy.Count(pcrs)))
+	_, err := fmt.Fprintf(w, "\n%s\n", runner.CountPCRs(pcrs).String())
 	return err
 }
 
@@ -34,9 +33,9 @@ func WriteJSON(w io.Writer, pcrs []runner.PCR) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(struct {
-		Counts policy.Counts `json:"counts"`
+		Counts runner.Counts `json:"counts"`
 		PCRs   []runner.PCR  `json:"pcrs"`
-	}{policy.Count(pcrs), pcrs})
+	}{runner.CountPCRs(pcrs), pcrs})
 }
 
 func oneLine(s string, max int) string {

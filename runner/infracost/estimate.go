@@ -1,4 +1,7 @@
-package nfr
+// Package infracost estimates the monthly cost of a change by running
+// infracost over the plan JSON, or before a plan exists over the rendered
+// root module. It implements runner.CostEstimator.
+package infracost
 
 import (
 	"bytes"
@@ -9,14 +12,12 @@ import (
 	"path/filepath"
 	"strconv"
 
-	"github.com/nova-platform/nova/registry"
 	"github.com/nova-platform/nova/runner"
-	"github.com/nova-platform/nova/runner/terraform"
-	"github.com/nova-platform/nova/stages/policy/external"
+	"github.com/nova-platform/nova/runner/external"
 )
 
-// Infracost configures the cost estimator.
-type Infracost struct {
+// Estimator runs infracost.
+type Estimator struct {
 	// Bin is the binary, on PATH or a path; "" means "infracost".
 	Bin string
 	// APIKey is infracost's INFRACOST_API_KEY; without it nothing is
@@ -25,37 +26,36 @@ type Infracost struct {
 	// Env is nova's environment, of which infracost sees only what
 	// external.Environ allows it.
 	Env []string
+	// Engine renders the root module to price before there is a plan.
+	Engine runner.Engine
 }
 
-// estimate is the outcome of one cost estimation.
-type estimate struct {
-	cost runner.CostEstimate
-	// detail explains a skip or a failure, for the record and summary.
-	detail string
-	// input says what was priced: "plan" or "root module".
-	input string
-	diff  *float64
-}
+var _ runner.CostEstimator = (*Estimator)(nil)
 
-func (s *Stage) estimateCost(ctx context.Context, st *runner.State) estimate {
-	path := external.Find(or(s.infracost.Bin, "infracost"))
+// Estimate implements runner.CostEstimator.
+func (e *Estimator) Estimate(ctx context.Context, st *runner.State) runner.CostReport {
+	bin := e.Bin
+	if bin == "" {
+		bin = "infracost"
+	}
+	path := external.Find(bin)
 	switch {
 	case path == "":
-		return skipped(runner.InfracostNotConfigured, fmt.Sprintf("infracost is not installed (%q not found)", or(s.infracost.Bin, "infracost")))
-	case s.infracost.APIKey == "":
+		return skipped(runner.InfracostNotConfigured, fmt.Sprintf("infracost is not installed (%q not found)", bin))
+	case e.APIKey == "":
 		return skipped(runner.InfracostNotConfigured, "INFRACOST_API_KEY is not set")
 	}
-	dir, input, err := s.costInput(st)
+	dir, priced, err := e.input(st)
 	if err != nil {
 		return skipped(runner.InfracostFailed, err.Error())
 	}
 	defer os.RemoveAll(dir)
 	target := filepath.Join(dir, "plan.json")
-	if input != "plan" {
+	if priced != "plan" {
 		target = filepath.Join(dir, "root")
 	}
-	env := append(append([]string{}, s.infracost.Env...),
-		"INFRACOST_API_KEY="+s.infracost.APIKey,
+	env := append(append([]string{}, e.Env...),
+		"INFRACOST_API_KEY="+e.APIKey,
 		// A cost estimate must not depend on whether a newer release
 		// exists, nor decorate its JSON with colour codes.
 		"INFRACOST_SKIP_UPDATE_CHECK=true", "INFRACOST_NO_COLOR=true")
@@ -68,22 +68,22 @@ func (s *Stage) estimateCost(ctx context.Context, st *runner.State) estimate {
 	if out.ExitCode != 0 {
 		return skipped(runner.InfracostFailed, fmt.Sprintf("infracost exited with status %d: %s", out.ExitCode, external.Tail(out.Stderr, 2000)))
 	}
-	e, err := parseBreakdown(out.Stdout)
+	rep, err := parseBreakdown(out.Stdout)
 	if err != nil {
 		return skipped(runner.InfracostFailed, fmt.Sprintf("reading infracost's JSON: %v (stderr: %s)", err, external.Tail(out.Stderr, 500)))
 	}
-	e.input = input
-	return e
+	rep.Priced = priced
+	return rep
 }
 
-func skipped(r runner.Reason, detail string) estimate {
-	return estimate{cost: runner.CostEstimate{Skipped: true, Reason: r}, detail: detail}
+func skipped(r runner.Reason, detail string) runner.CostReport {
+	return runner.CostReport{Estimate: runner.CostEstimate{Skipped: true, Reason: r}, Detail: detail}
 }
 
-// costInput prepares what infracost prices: the plan JSON when there is one
+// input prepares what infracost prices: the plan JSON when there is one
 // (after plan, or `nova policy --plan`), otherwise the root module the plan
 // stage would render, with its module copies.
-func (s *Stage) costInput(st *runner.State) (dir, input string, err error) {
+func (e *Estimator) input(st *runner.State) (dir, priced string, err error) {
 	dir, err = os.MkdirTemp("", "nova-cost-*")
 	if err != nil {
 		return "", "", fmt.Errorf("creating a directory for infracost: %w", err)
@@ -95,46 +95,15 @@ func (s *Stage) costInput(st *runner.State) (dir, input string, err error) {
 		}
 		return dir, "plan", nil
 	}
-	if err := renderRoot(filepath.Join(dir, "root"), s.reg, st.Target); err != nil {
+	if e.Engine == nil {
+		os.RemoveAll(dir)
+		return "", "", fmt.Errorf("no engine to render the root module for infracost")
+	}
+	if err := e.Engine.Render(filepath.Join(dir, "root"), st.Contract, st.Target); err != nil {
 		os.RemoveAll(dir)
 		return "", "", fmt.Errorf("rendering the root module for infracost: %w", err)
 	}
 	return dir, "root module", nil
-}
-
-// renderRoot writes the root module and the registry modules it uses, as
-// the plan stage lays them out.
-func renderRoot(root string, reg *registry.Registry, t *runner.TargetStack) error {
-	src, err := terraform.RenderRoot(t, "")
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(root, 0o755); err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(root, "main.tf"), src, 0o644); err != nil {
-		return err
-	}
-	done := map[string]bool{}
-	for _, inst := range t.Instances {
-		rel := terraform.ModuleDir(inst.Module, inst.Version)
-		if done[rel] {
-			continue
-		}
-		done[rel] = true
-		m, ok := reg.Module(inst.Module)
-		if !ok {
-			return fmt.Errorf("module %s is not in the registry", inst.Module)
-		}
-		mfs, err := reg.TerraformFS(m)
-		if err != nil {
-			return err
-		}
-		if err := os.CopyFS(filepath.Join(root, filepath.FromSlash(rel)), mfs); err != nil {
-			return fmt.Errorf("copying module %s: %w", m.Name, err)
-		}
-	}
-	return nil
 }
 
 // breakdown is the part of `infracost breakdown --format json` Nova reads.
@@ -146,38 +115,31 @@ type breakdown struct {
 	Projects             []any   `json:"projects"`
 }
 
-func parseBreakdown(data []byte) (estimate, error) {
+func parseBreakdown(data []byte) (runner.CostReport, error) {
 	var b breakdown
 	dec := json.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(&b); err != nil {
-		return estimate{}, err
+		return runner.CostReport{}, err
 	}
 	if b.Projects == nil {
-		return estimate{}, fmt.Errorf("no projects in the output")
+		return runner.CostReport{}, fmt.Errorf("no projects in the output")
 	}
-	e := estimate{cost: runner.CostEstimate{Currency: b.Currency}}
+	rep := runner.CostReport{Estimate: runner.CostEstimate{Currency: b.Currency}}
 	// A total of null means no resource had a price (terraform_data only,
 	// say): nothing that costs money.
 	if b.TotalMonthlyCost != nil {
 		v, err := strconv.ParseFloat(*b.TotalMonthlyCost, 64)
 		if err != nil {
-			return estimate{}, fmt.Errorf("totalMonthlyCost %q: %w", *b.TotalMonthlyCost, err)
+			return runner.CostReport{}, fmt.Errorf("totalMonthlyCost %q: %w", *b.TotalMonthlyCost, err)
 		}
-		e.cost.Monthly = v
+		rep.Estimate.Monthly = v
 	}
 	if b.DiffTotalMonthlyCost != nil {
 		v, err := strconv.ParseFloat(*b.DiffTotalMonthlyCost, 64)
 		if err != nil {
-			return estimate{}, fmt.Errorf("diffTotalMonthlyCost %q: %w", *b.DiffTotalMonthlyCost, err)
+			return runner.CostReport{}, fmt.Errorf("diffTotalMonthlyCost %q: %w", *b.DiffTotalMonthlyCost, err)
 		}
-		e.diff = &v
+		rep.Diff = &v
 	}
-	return e, nil
-}
-
-func or(v, def string) string {
-	if v != "" {
-		return v
-	}
-	return def
+	return rep, nil
 }

@@ -1,4 +1,4 @@
-package policy
+package jsonschema
 
 import (
 	"bytes"
@@ -13,7 +13,7 @@ func TestEmbeddedSchemaIsThePublishedOne(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Equal(published, SchemaJSON) {
-		t.Error("stages/policy/pcr.schema.json differs from docs/pcr.schema.json; copy docs/pcr.schema.json over it")
+	if !bytes.Equal(published, PCRSchema) {
+		t.Error("runner/jsonschema/pcr.schema.json differs from docs/pcr.schema.json; copy docs/pcr.schema.json over it")
 	}
 }

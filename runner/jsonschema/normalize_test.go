@@ -1,4 +1,4 @@
-package policy
+package jsonschema
 
 import (
 	"encoding/json"
@@ -24,7 +24,7 @@ func record() runner.PCR {
 }
 
 func TestNormalizeStampsValidRecords(t *testing.T) {
-	got := Normalize(runner.EngineCheckov, []runner.PCR{record()}, contractID, now)
+	got := runner.NormalizePCRs(runner.EngineCheckov, []runner.PCR{record()}, contractID, now, ValidatePCR)
 	want := record()
 	want.ContractID, want.EvaluatedAt = contractID, now
 	if diff := cmp.Diff([]runner.PCR{want}, got); diff != "" {
@@ -51,7 +51,7 @@ func TestNormalizeReplacesInvalidRecords(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			bad := record()
 			tc.mutate(&bad)
-			got := Normalize(runner.EngineCheckov, []runner.PCR{record(), bad}, contractID, now)
+			got := runner.NormalizePCRs(runner.EngineCheckov, []runner.PCR{record(), bad}, contractID, now, ValidatePCR)
 			if len(got) != 2 || got[0].Result != runner.PCRFail {
 				t.Fatalf("the valid record was not kept: %+v", got)
 			}
@@ -59,30 +59,15 @@ func TestNormalizeReplacesInvalidRecords(t *testing.T) {
 			if p.Engine != runner.EngineCheckov || p.RuleID != string(runner.PolicyResultInvalid) || p.Result != runner.PCRError {
 				t.Errorf("got %+v, want an error record of engine checkov with ruleId POLICY_RESULT_INVALID", p)
 			}
-			if ReasonOf(p) != runner.PolicyResultInvalid {
-				t.Errorf("reason %q, want POLICY_RESULT_INVALID", ReasonOf(p))
+			if runner.PCRReason(p) != runner.PolicyResultInvalid {
+				t.Errorf("reason %q, want POLICY_RESULT_INVALID", runner.PCRReason(p))
 			}
 			if !strings.Contains(p.Message, tc.mention) || !strings.Contains(p.Message, "checkov") {
 				t.Errorf("message %q does not name the engine and %q", p.Message, tc.mention)
 			}
-			if err := Validate(p); err != nil {
+			if err := ValidatePCR(p); err != nil {
 				t.Errorf("the replacement record is itself invalid: %v", err)
 			}
 		})
-	}
-}
-
-func TestCount(t *testing.T) {
-	pcrs := []runner.PCR{
-		{Result: runner.PCRPass}, {Result: runner.PCRFail, Severity: runner.High},
-		{Result: runner.PCRFail, Severity: runner.High}, {Result: runner.PCRFail, Severity: runner.Low},
-		{Result: runner.PCRSkipped}, {Result: runner.PCRError},
-	}
-	want := Counts{Pass: 1, Fail: 3, Skipped: 1, Error: 1, Failed: map[runner.Severity]int{runner.High: 2, runner.Low: 1}}
-	if diff := cmp.Diff(want, Count(pcrs)); diff != "" {
-		t.Errorf("(-want +got)\n%s", diff)
-	}
-	if got, want := Summarize(want), "1 pass, 3 fail (2 high, 1 low), 1 skipped, 1 error"; got != want {
-		t.Errorf("Summarize = %q, want %q", got, want)
 	}
 }

@@ -1,9 +1,15 @@
-package plan
+// Package bundle reads and writes the plan bundle: everything the apply job
+// needs from the plan job, in one directory.
+//
+//	bundle.json   the manifest (Manifest)
+//	tfplan        the engine's saved plan
+//	plan.json     the saved plan in machine-readable form
+//	root/         the rendered root module with copies of its modules
+package bundle
 
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -13,12 +19,7 @@ import (
 	"github.com/nova-platform/nova/runner"
 )
 
-// The plan bundle is everything the apply job needs, in one directory:
-//
-//	bundle.json   the manifest below
-//	tfplan        terraform's saved plan
-//	plan.json     terraform show -json of tfplan
-//	root/         the rendered root module with copies of its registry modules
+// Files of a bundle.
 const (
 	ManifestFile = "bundle.json"
 	PlanFile     = "tfplan"
@@ -26,9 +27,9 @@ const (
 	RootDir      = "root"
 )
 
-// manifestVersion changes whenever the bundle layout does, so an apply job
+// formatVersion changes whenever the bundle layout does, so an apply job
 // never misreads a bundle from another Nova version.
-const manifestVersion = 1
+const formatVersion = 1
 
 // Manifest describes a plan bundle and what its digest binds.
 type Manifest struct {
@@ -45,9 +46,12 @@ type Manifest struct {
 	CreatedAt      time.Time            `json:"createdAt"`
 }
 
+// Dir is where a run keeps its bundle.
+func Dir(runDir string) string { return filepath.Join(runDir, "bundle") }
+
 // WriteManifest writes m into the bundle directory.
 func WriteManifest(dir string, m Manifest) error {
-	m.FormatVersion = manifestVersion
+	m.FormatVersion = formatVersion
 	b, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
 		return err
@@ -55,7 +59,7 @@ func WriteManifest(dir string, m Manifest) error {
 	return os.WriteFile(filepath.Join(dir, ManifestFile), append(b, '\n'), 0o644)
 }
 
-// ReadManifest reads a bundle's manifest.
+// ReadManifest reads a bundle's manifest and checks the bundle is whole.
 func ReadManifest(dir string) (Manifest, error) {
 	var m Manifest
 	b, err := os.ReadFile(filepath.Join(dir, ManifestFile))
@@ -65,8 +69,8 @@ func ReadManifest(dir string) (Manifest, error) {
 	if err := json.Unmarshal(b, &m); err != nil {
 		return m, runner.Errorf(runner.PlanBundleInvalid, "plan bundle manifest %s: %w", dir, err)
 	}
-	if m.FormatVersion != manifestVersion {
-		return m, runner.Errorf(runner.PlanBundleInvalid, "plan bundle %s has format %d; this Nova reads format %d", dir, m.FormatVersion, manifestVersion)
+	if m.FormatVersion != formatVersion {
+		return m, runner.Errorf(runner.PlanBundleInvalid, "plan bundle %s has format %d; this Nova reads format %d", dir, m.FormatVersion, formatVersion)
 	}
 	for _, f := range []string{PlanFile, RootDir} {
 		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
@@ -76,9 +80,9 @@ func ReadManifest(dir string) (Manifest, error) {
 	return m, nil
 }
 
-// LatestBundle finds the newest bundle under runsDir planned for the given
+// Latest finds the newest bundle under runsDir planned for the given
 // contract and environment, for `nova apply` without --bundle.
-func LatestBundle(runsDir, contractID string, env runner.Environment) (string, error) {
+func Latest(runsDir, contractID string, env runner.Environment) (string, error) {
 	entries, err := os.ReadDir(runsDir)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return "", runner.Errorf(runner.PlanBundleInvalid, "listing runs in %s: %w", runsDir, err)
@@ -89,7 +93,7 @@ func LatestBundle(runsDir, contractID string, env runner.Environment) (string, e
 	}
 	var all []found
 	for _, e := range entries {
-		dir := filepath.Join(runsDir, e.Name(), "bundle")
+		dir := Dir(filepath.Join(runsDir, e.Name()))
 		m, err := ReadManifest(dir)
 		if err != nil || m.ContractID != contractID || m.Environment != env {
 			continue
@@ -101,13 +105,4 @@ func LatestBundle(runsDir, contractID string, env runner.Environment) (string, e
 	}
 	sort.Slice(all, func(i, j int) bool { return all[i].at.After(all[j].at) })
 	return all[0].dir, nil
-}
-
-// String describes a change summary the way Terraform does.
-func describe(c runner.ChangeSummary) string {
-	s := fmt.Sprintf("%d to add, %d to change, %d to destroy", c.Add, c.Change, c.Destroy)
-	if c.Replace > 0 {
-		s += fmt.Sprintf(" (%d replaced)", c.Replace)
-	}
-	return s
 }

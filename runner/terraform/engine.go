@@ -1,0 +1,224 @@
+package terraform
+
+import (
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/nova-platform/nova/registry"
+	"github.com/nova-platform/nova/runner"
+)
+
+// Engine implements runner.Engine with Terraform: it renders root modules
+// from the registry's modules and runs terraform over them.
+type Engine struct {
+	// Registry holds the modules a target stack's instances name.
+	Registry *registry.Registry
+	// Terraform is how terraform runs (binary, environment, extra log).
+	Terraform Options
+	// StateDir roots the default local state: each contract and
+	// environment gets StateDir/<contractId>/<env>/terraform.tfstate.
+	StateDir string
+	// BackendType and BackendConfig come from flags and override the
+	// contract's backend.
+	BackendType   string
+	BackendConfig []string
+}
+
+var _ runner.Engine = (*Engine)(nil)
+
+// Render implements runner.Engine: main.tf with the contract's backend,
+// and a copy of every registry module the stack uses.
+func (e *Engine) Render(dir string, c *runner.Contract, target *runner.TargetStack) error {
+	backendType, _, err := e.backend(c)
+	if err != nil {
+		return err
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return runner.Errorf(runner.RenderFailed, "clearing %s: %w", dir, err)
+	}
+	src, err := RenderRoot(target, backendType)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return runner.Errorf(runner.RenderFailed, "creating %s: %w", dir, err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "main.tf"), src, 0o644); err != nil {
+		return runner.Errorf(runner.RenderFailed, "writing root module: %w", err)
+	}
+	copied := map[string]bool{}
+	for _, inst := range target.Instances {
+		rel := ModuleDir(inst.Module, inst.Version)
+		if copied[rel] {
+			continue
+		}
+		copied[rel] = true
+		// The exact version the target names, or nothing: a registry
+		// updated since resolution must not change what is deployed.
+		m, ok := e.Registry.Module(inst.Module)
+		if !ok || m.Version != inst.Version {
+			return runner.Errorf(runner.ModuleUnknown, "module %s@%s is not in the registry", inst.Module, inst.Version)
+		}
+		mfs, err := e.Registry.TerraformFS(m)
+		if err != nil {
+			return runner.Errorf(runner.RenderFailed, "%w", err)
+		}
+		if err := os.CopyFS(filepath.Join(dir, filepath.FromSlash(rel)), mfs); err != nil {
+			return runner.Errorf(runner.RenderFailed, "copying module %s: %w", m.Name, err)
+		}
+	}
+	return nil
+}
+
+// Open implements runner.Engine: terraform init of dir with the contract's
+// backend, terraform's output appended to runDir/terraform.log.
+func (e *Engine) Open(ctx context.Context, dir, runDir string, c *runner.Contract) (runner.Workspace, error) {
+	_, backendConfig, err := e.Backend(c)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(runDir, 0o755); err != nil {
+		return nil, runner.Errorf(runner.ConfigInvalid, "creating run directory: %w", err)
+	}
+	log, err := os.OpenFile(filepath.Join(runDir, "terraform.log"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return nil, runner.Errorf(runner.ConfigInvalid, "opening terraform log: %w", err)
+	}
+	opts := e.Terraform
+	if opts.Log != nil {
+		opts.Log = io.MultiWriter(opts.Log, log)
+	} else {
+		opts.Log = log
+	}
+	tf, err := New(dir, opts)
+	if err != nil {
+		log.Close()
+		return nil, err
+	}
+	if err := tf.Init(ctx, backendConfig); err != nil {
+		log.Close()
+		return nil, err
+	}
+	return &workspace{tf: tf, log: log}, nil
+}
+
+// Backend decides the backend type and its -backend-config entries: flags
+// win over the contract, and without either the state goes to a local file
+// per contract and environment, so two contracts never share state.
+func (e *Engine) Backend(contract *runner.Contract) (string, []string, error) {
+	typ, entries, err := e.backend(contract)
+	if err != nil {
+		return "", nil, err
+	}
+	if typ == "local" && !slices.ContainsFunc(entries, func(e string) bool { return strings.HasPrefix(e, "path=") }) {
+		if e.StateDir == "" {
+			return "", nil, runner.Errorf(runner.ConfigInvalid, "no state directory configured for the local backend")
+		}
+		entries = append(entries, "path="+filepath.Join(e.StateDir, contract.ID, string(contract.Environment), "terraform.tfstate"))
+	}
+	return typ, entries, nil
+}
+
+// backend is Backend without the default local state path: rendering
+// needs only the type, and a root rendered for a cost estimate has no
+// state.
+func (e *Engine) backend(contract *runner.Contract) (string, []string, error) {
+	typ := "local"
+	var entries []string
+	if contract.Backend != nil {
+		typ = contract.Backend.Type
+		// For the local backend Nova owns the state's location, which is
+		// what keeps each contract and environment apart: a contract must
+		// not point its dev runs at another environment's state.
+		if typ == "local" {
+			for _, k := range []string{"path", "workspace_dir"} {
+				if _, set := contract.Backend.Config[k]; set {
+					return "", nil, runner.Errorf(runner.BackendConfigInvalid, "the contract may not set the local backend's %s; Nova keeps state per contract and environment (operators can pass --backend-config)", k)
+				}
+			}
+		}
+		keys := make([]string, 0, len(contract.Backend.Config))
+		for k := range contract.Backend.Config {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			entries = append(entries, k+"="+contract.Backend.Config[k])
+		}
+	}
+	if e.BackendType != "" {
+		typ = e.BackendType
+	}
+	for _, entry := range e.BackendConfig {
+		if k, _, ok := strings.Cut(entry, "="); !ok || k == "" {
+			return "", nil, runner.Errorf(runner.BackendConfigInvalid, "backend config %q is not key=value", redact(entry))
+		}
+		entries = append(entries, entry)
+	}
+	return typ, entries, nil
+}
+
+// redact keeps a malformed backend entry recognisable without echoing what
+// may be a credential.
+func redact(e string) string {
+	if len(e) > 4 {
+		return e[:4] + "…"
+	}
+	return e
+}
+
+// workspace implements runner.Workspace over an initialised root module.
+type workspace struct {
+	tf  *Workspace
+	log *os.File
+}
+
+func (w *workspace) Plan(ctx context.Context, planFile string) (*runner.SavedPlan, error) {
+	changed, err := w.tf.Plan(ctx, planFile)
+	if err != nil {
+		return nil, err
+	}
+	sp, err := w.Show(ctx, planFile)
+	if err != nil {
+		return nil, err
+	}
+	// terraform's detailed exit code and the saved plan must agree on
+	// "nothing to do"; if either sees a change, it is one.
+	sp.HasChanges = sp.HasChanges || changed
+	return sp, nil
+}
+
+func (w *workspace) Show(ctx context.Context, planFile string) (*runner.SavedPlan, error) {
+	p, err := w.tf.ShowPlan(ctx, planFile)
+	if err != nil {
+		return nil, err
+	}
+	return savedPlan(p)
+}
+
+func (w *workspace) Apply(ctx context.Context, planFile string) error {
+	return w.tf.Apply(ctx, planFile)
+}
+
+func (w *workspace) Outputs(ctx context.Context) (map[string]runner.OutputValue, error) {
+	out, err := w.tf.Outputs(ctx)
+	if err != nil {
+		return nil, err
+	}
+	values := make(map[string]runner.OutputValue, len(out))
+	for name, o := range out {
+		var v any
+		if err := jsonNumberDecode(o.Value, &v); err != nil {
+			return nil, runner.Errorf(runner.TerraformShowFailed, "reading output %s: %w", name, err)
+		}
+		values[name] = runner.OutputValue{Value: v, Sensitive: o.Sensitive}
+	}
+	return values, nil
+}
+
+func (w *workspace) Close() error { return w.log.Close() }

@@ -1,0 +1,83 @@
+package apply
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/nova-platform/nova/runner"
+	"github.com/nova-platform/nova/runner/bundle"
+)
+
+// Bundle loads the plan bundle of an earlier `nova plan` into the run, for
+// `nova apply` in a separate job. It refuses a bundle made for another
+// contract, environment, contract content or commit, and one whose plan
+// the evidence does not show passing its evaluation.
+type Bundle struct {
+	// Dir is the bundle; empty means the newest one for the contract under
+	// RunsDir.
+	Dir     string
+	RunsDir string
+	// Evidence proves that the plan passed its evaluation. A bundle is
+	// written before the plan-level rules run, so on its own it proves
+	// nothing.
+	Evidence runner.EvidenceReader
+}
+
+var _ runner.Stage = (*Bundle)(nil)
+
+// Name implements runner.Stage.
+func (*Bundle) Name() string { return "bundle" }
+
+// Run implements runner.Stage.
+func (b *Bundle) Run(ctx context.Context, st *runner.State) (runner.Result, error) {
+	if st.Contract == nil {
+		return runner.Result{}, runner.Errorf(runner.InternalError, "bundle reached without a validated contract")
+	}
+	if b.Evidence == nil {
+		return runner.Result{}, runner.Errorf(runner.InternalError, "bundle stage has no evidence to check the plan against")
+	}
+	dir := b.Dir
+	if dir == "" {
+		var err error
+		if dir, err = bundle.Latest(b.RunsDir, st.Contract.ID, st.Contract.Environment); err != nil {
+			return runner.Result{}, err
+		}
+	}
+	m, err := bundle.ReadManifest(dir)
+	if err != nil {
+		return runner.Result{}, err
+	}
+	var mismatches []runner.Finding
+	check := func(what, got, want string) {
+		if got != want {
+			mismatches = append(mismatches, runner.Finding{Reason: runner.PlanBundleMismatch,
+				Message: fmt.Sprintf("bundle %s was planned for %s %q, this run has %q", dir, what, got, want)})
+		}
+	}
+	check("contract", m.ContractID, st.Contract.ID)
+	check("environment", string(m.Environment), string(st.Contract.Environment))
+	check("contract digest", m.ContractDigest, st.ContractDigest)
+	check("commit", m.Commit, st.Commit)
+	if len(mismatches) > 0 {
+		return runner.Result{Verdict: runner.Fail, Summary: mismatches[0].Message, Findings: mismatches}, nil
+	}
+	events, err := b.Evidence.Chain(ctx, st.Contract.ID)
+	if err != nil {
+		return runner.Result{}, err
+	}
+	if !runner.PlanCleared(events, st.Contract.Environment, m.PlanDigest) {
+		msg := fmt.Sprintf("plan %s (run %s) has no passing plan-level policy and confidence in the evidence; run `nova plan` again and apply a plan that passed", m.PlanDigest, m.RunID)
+		return runner.Result{Verdict: runner.Fail, Summary: "plan not cleared: " + runner.ShortDigest(m.PlanDigest),
+			Findings: []runner.Finding{{Reason: runner.PlanNotCleared, Message: msg}}}, nil
+	}
+	st.Plan = &runner.Plan{
+		Digest: m.PlanDigest, ContractDigest: m.ContractDigest, Commit: m.Commit,
+		HasChanges: m.HasChanges, Changes: m.Changes, BundleDir: dir,
+	}
+	return runner.Result{
+		Verdict: runner.Pass,
+		Summary: fmt.Sprintf("loaded plan %s from %s (run %s)", runner.ShortDigest(m.PlanDigest), dir, m.RunID),
+		Event:   runner.EventPlanLoaded,
+		Data:    m,
+	}, nil
+}

@@ -1,0 +1,168 @@
+package apply
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/nova-platform/nova/runner"
+	"github.com/nova-platform/nova/runner/runnertest"
+)
+
+// The saved plans the fake workspace shows: the one that was authorized,
+// and another one (a swapped tfplan).
+var (
+	authorizedPlan = runner.PlanContent{ResourceChanges: []any{map[string]any{"address": "a", "change": "create"}}}
+	otherPlan      = runner.PlanContent{ResourceChanges: []any{map[string]any{"address": "b", "change": "create"}}}
+)
+
+func digestOf(t *testing.T, c runner.PlanContent) string {
+	t.Helper()
+	d, err := runner.PlanDigest(c, "cd", "commit")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func showing(content runner.PlanContent, changes bool) func(context.Context, string) (*runner.SavedPlan, error) {
+	return func(context.Context, string) (*runner.SavedPlan, error) {
+		return &runner.SavedPlan{Content: content, HasChanges: changes, Changes: runner.ChangeSummary{Add: 1}}, nil
+	}
+}
+
+func TestApply(t *testing.T) {
+	interrupted := runner.Errorf(runner.TerraformInterrupted, "terraform apply interrupted: %w", context.Canceled)
+	outputs := func(context.Context) (map[string]runner.OutputValue, error) {
+		return map[string]runner.OutputValue{"greeting": {Value: "hello"}, "password": {Value: "s3cret", Sensitive: true}}, nil
+	}
+	tests := []struct {
+		name        string
+		ws          runnertest.Workspace
+		authorize   func(digest string) *runner.Authorization
+		wantVerdict runner.Verdict
+		wantReason  runner.Reason
+		wantCalls   []string
+		wantData    *Data
+		wantAlso    []string
+	}{
+		{
+			name:        "no authorization: nothing opened",
+			authorize:   func(string) *runner.Authorization { return nil },
+			wantVerdict: runner.Fail, wantReason: runner.ApprovalRequired,
+		},
+		{
+			name: "authorized for another digest",
+			authorize: func(string) *runner.Authorization {
+				return &runner.Authorization{Digest: "other", Environment: runner.Dev}
+			},
+			wantVerdict: runner.Fail, wantReason: runner.ApprovalRequired,
+		},
+		{
+			name: "authorized for another environment",
+			authorize: func(d string) *runner.Authorization {
+				return &runner.Authorization{Digest: d, Environment: runner.Prod}
+			},
+			wantVerdict: runner.Fail, wantReason: runner.ApprovalRequired,
+		},
+		{
+			name:        "saved plan swapped: refused before apply",
+			ws:          runnertest.Workspace{ShowFunc: showing(otherPlan, true)},
+			wantVerdict: runner.Fail, wantReason: runner.PlanDigestMismatch,
+			wantCalls: []string{"show"},
+		},
+		{
+			name: "saved plan unreadable",
+			ws: runnertest.Workspace{ShowFunc: func(context.Context, string) (*runner.SavedPlan, error) {
+				return nil, runner.Errorf(runner.TerraformShowFailed, "bad plan")
+			}},
+			wantVerdict: runner.Errored, wantReason: runner.TerraformShowFailed,
+			wantCalls: []string{"show"},
+		},
+		{
+			name:        "no changes: nothing applied",
+			ws:          runnertest.Workspace{ShowFunc: showing(authorizedPlan, false)},
+			wantVerdict: runner.Pass,
+			wantCalls:   []string{"show"},
+			wantData:    &Data{Applied: false, Changes: runner.ChangeSummary{Add: 1}},
+		},
+		{
+			name:        "applied: sensitive outputs stay out of the event",
+			ws:          runnertest.Workspace{ShowFunc: showing(authorizedPlan, true), ApplyFunc: func(context.Context, string) error { return nil }, OutputsFunc: outputs},
+			wantVerdict: runner.Pass,
+			wantCalls:   []string{"show", "apply", "outputs"},
+			wantData:    &Data{Applied: true, Changes: runner.ChangeSummary{Add: 1}, Outputs: map[string]any{"greeting": "hello"}},
+		},
+		{
+			name:        "apply failed: a failure, not an unknown outcome",
+			ws:          runnertest.Workspace{ShowFunc: showing(authorizedPlan, true), ApplyFunc: func(context.Context, string) error { return runner.Errorf(runner.TerraformApplyFailed, "boom") }},
+			wantVerdict: runner.Errored, wantReason: runner.TerraformApplyFailed,
+			wantCalls: []string{"show", "apply"},
+		},
+		{
+			name:        "apply interrupted: indeterminate",
+			ws:          runnertest.Workspace{ShowFunc: showing(authorizedPlan, true), ApplyFunc: func(context.Context, string) error { return interrupted }},
+			wantVerdict: runner.Errored, wantReason: runner.ApplyIndeterminate,
+			wantCalls: []string{"show", "apply"},
+			wantAlso:  []string{runner.EventApplyIndeterminate},
+		},
+		{
+			name: "outputs unreadable after apply: indeterminate",
+			ws: runnertest.Workspace{ShowFunc: showing(authorizedPlan, true), ApplyFunc: func(context.Context, string) error { return nil },
+				OutputsFunc: func(context.Context) (map[string]runner.OutputValue, error) {
+					return nil, errors.New("state unreadable")
+				}},
+			wantVerdict: runner.Errored, wantReason: runner.ApplyIndeterminate,
+			wantCalls: []string{"show", "apply", "outputs"},
+			wantAlso:  []string{runner.EventApplyIndeterminate},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			digest := digestOf(t, authorizedPlan)
+			st := &runner.State{
+				Contract:       &runner.Contract{ID: "c-1", Environment: runner.Dev},
+				ContractDigest: "cd", Commit: "commit", RunDir: t.TempDir(),
+				Plan: &runner.Plan{Digest: digest, BundleDir: t.TempDir()},
+			}
+			st.Authorization = &runner.Authorization{Digest: digest, Environment: runner.Dev, Approver: "autonomous"}
+			if tt.authorize != nil {
+				st.Authorization = tt.authorize(digest)
+			}
+			ws := tt.ws
+			res, err := New(runnertest.Opening(&ws)).Run(t.Context(), st)
+			verdict, reason := res.Verdict, runner.Reason("")
+			if err != nil {
+				verdict, reason = runner.Errored, runner.ReasonOf(err)
+			} else if len(res.Findings) > 0 {
+				reason = res.Findings[0].Reason
+			}
+			if verdict != tt.wantVerdict || reason != tt.wantReason {
+				t.Errorf("verdict %s reason %q (err %v), want %s %q", verdict, reason, err, tt.wantVerdict, tt.wantReason)
+			}
+			if diff := cmp.Diff(tt.wantCalls, ws.Calls); diff != "" {
+				t.Errorf("workspace calls (-want +got):\n%s", diff)
+			}
+			if ws.Calls != nil && !ws.Closed {
+				t.Error("the workspace was not closed")
+			}
+			if tt.wantData != nil {
+				want := *tt.wantData
+				want.Digest = digest
+				if diff := cmp.Diff(want, res.Data); diff != "" {
+					t.Errorf("data (-want +got):\n%s", diff)
+				}
+			}
+			var also []string
+			for _, a := range res.Also {
+				also = append(also, a.Type)
+			}
+			if !slices.Equal(also, tt.wantAlso) {
+				t.Errorf("follow-up events %v, want %v", also, tt.wantAlso)
+			}
+		})
+	}
+}
