@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -390,39 +391,41 @@ func TestApplyRefusesBundlesItWasNotMadeFor(t *testing.T) {
 // unknown (not as a failure of the configuration) and terraform must have
 // released its state lock.
 func TestCancellationInterruptsTerraform(t *testing.T) {
+	events := t.TempDir()
+	started, finished := filepath.Join(events, "started"), filepath.Join(events, "finished")
+	if err := syscall.Mkfifo(started, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	c := newConsumer(t, `apiVersion: nova/v1
 id: 0c0ffee0-1111-4222-8333-444455556666
 stack: slow
 environment: dev
 inputs:
+  started: `+started+`
+  finished: `+finished+`
   seconds: 60
 `)
 	c.extra = []string{"--registry", filepath.Join("testdata", "registry")}
 	ctx, cancel := context.WithCancel(t.Context())
 	lock := filepath.Join(c.stateDir, "0c0ffee0-1111-4222-8333-444455556666", "dev", ".terraform.tfstate.lock.info")
 	go func() {
-		// Cancel once apply holds the lock: the plan stage has passed and
-		// the provisioner is sleeping.
-		deadline := time.Now().Add(60 * time.Second)
-		for time.Now().Before(deadline) {
-			if runs, _ := filepath.Glob(filepath.Join(c.dir, ".nova", "runs", "*", "bundle", "bundle.json")); len(runs) > 0 {
-				if _, err := os.Stat(lock); err == nil {
-					time.Sleep(500 * time.Millisecond)
-					cancel()
-					return
-				}
-			}
-			time.Sleep(50 * time.Millisecond)
+		// Opening the pipe blocks until the provisioner writes to it: apply
+		// then holds the state lock and is busy.
+		f, err := os.Open(started)
+		if err == nil {
+			_, _ = f.Read(make([]byte, 16))
+			f.Close()
 		}
 		cancel()
 	}()
-	start := time.Now()
 	code, v, stderr := c.nova(ctx, "run")
 	if code != ExitError || v.Reason != string(runner.ApplyIndeterminate) {
 		t.Fatalf("exit %d reason %q, want %d %s\n%s", code, v.Reason, ExitError, runner.ApplyIndeterminate, stderr)
 	}
-	if elapsed := time.Since(start); elapsed > 45*time.Second {
-		t.Errorf("terraform ran %s after cancellation; the interrupt did not reach it", elapsed)
+	// Had the interrupt not reached terraform, the provisioner would have
+	// run to its end.
+	if _, err := os.Stat(finished); err == nil {
+		t.Error("the provisioner ran to its end: the interrupt did not reach terraform")
 	}
 	if _, err := os.Stat(lock); err == nil {
 		t.Error("terraform left its state lock behind")

@@ -1,3 +1,11 @@
+variable "started" {
+  type = string
+}
+
+variable "finished" {
+  type = string
+}
+
 variable "seconds" {
   type = number
 }
@@ -6,6 +14,6 @@ resource "terraform_data" "slow" {
   input = var.seconds
 
   provisioner "local-exec" {
-    command = "sleep ${var.seconds}"
+    command = "echo started > ${var.started}; sleep ${var.seconds}; touch ${var.finished}"
   }
 }
