@@ -14,12 +14,12 @@ func runCLI(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
 	var stdout, stderr bytes.Buffer
 	home := t.TempDir()
-	code := run(t.Context(), Env{Args: args, Getenv: func(k string) string {
+	code := exitCode(run(t.Context(), Env{Args: args, Getenv: func(k string) string {
 		if k == "HOME" {
 			return home
 		}
 		return ""
-	}, Stdout: &stdout, Stderr: &stderr})
+	}, Stdout: &stdout, Stderr: &stderr}))
 	return code, stdout.String(), stderr.String()
 }
 
@@ -84,7 +84,7 @@ func TestActionOutputs(t *testing.T) {
 	summaryFile := filepath.Join(t.TempDir(), "summary")
 	env := map[string]string{"GITHUB_ACTIONS": "true", "GITHUB_OUTPUT": outFile, "GITHUB_STEP_SUMMARY": summaryFile, "HOME": t.TempDir()}
 	var stdout, stderr bytes.Buffer
-	code := run(t.Context(), Env{Args: []string{"validate", "--dir", dir}, Getenv: func(k string) string { return env[k] }, Stdout: &stdout, Stderr: &stderr})
+	code := exitCode(run(t.Context(), Env{Args: []string{"validate", "--dir", dir}, Getenv: func(k string) string { return env[k] }, Stdout: &stdout, Stderr: &stderr}))
 	if code != ExitPass {
 		t.Fatalf("exit %d: %s %s", code, stdout.String(), stderr.String())
 	}
@@ -130,8 +130,9 @@ func TestActionInputsBecomeFlags(t *testing.T) {
 }
 
 func TestTerraformDoesNotSeeNovaSecrets(t *testing.T) {
-	cfg, err := parseConfig("plan", []string{"--dir", t.TempDir(), "--state-dir", t.TempDir(), "--commit", "c"}, Env{
-		Getenv:  func(string) string { return "" },
+	cfg, err := readConfig(Env{
+		Args:    []string{"plan", "--dir", t.TempDir(), "--state-dir", t.TempDir(), "--commit", "c"},
+		Getenv:  func(k string) string { return map[string]string{"HOME": t.TempDir()}[k] },
 		Environ: []string{"NOVA_SIGNING_KEY=pem", "NOVA_EVIDENCE_TOKEN=tok", "COSIGN_PASSWORD=pw", "AWS_REGION=eu-west-1", "PATH=/bin"},
 		Stderr:  &bytes.Buffer{},
 	})

@@ -7,10 +7,12 @@ import (
 	"io"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/nova-platform/nova/runner"
 	"github.com/nova-platform/nova/runner/local"
+	"github.com/nova-platform/nova/stages/policy/report"
 	"github.com/nova-platform/nova/stages/schema"
 )
 
@@ -25,16 +27,22 @@ type Env struct {
 	Stderr  io.Writer
 }
 
-// Config is every input of a nova invocation, read once. Nothing below
-// action/ reads flags or the environment.
+// Config is every input of one nova invocation, read once from the command
+// line and the environment by readConfig. Nothing else in nova reads flags
+// or environment variables.
 type Config struct {
-	Command       string
-	Dir           string
-	ContractPath  string
-	EnvOverride   runner.Environment
-	Output        string
-	RegistryDir   string
-	StateDir      string
+	// Command is validate, policy, explain, plan, apply, run, verify or
+	// resolve (the last two are `nova evidence verify|resolve`), version
+	// or help.
+	Command string
+
+	Dir          string
+	ContractPath string
+	EnvOverride  runner.Environment
+	Output       string
+	RegistryDir  string
+	StateDir     string
+	// TerraformPath is the flag's value; terraformPath resolves it.
 	TerraformPath string
 	BackendType   string
 	BackendConfig []string
@@ -46,85 +54,295 @@ type Config struct {
 	TrustedKeysFile string
 	// InfracostKey lets the nfr stage estimate cost.
 	InfracostKey string
-	// EvidenceRepo overrides $NOVA_EVIDENCE_REPO; empty with neither set
-	// means local mode's bare repo under the data dir.
-	EvidenceRepo string
+
+	// Policy holds `nova policy`'s own flags.
+	Policy PolicyFlags
+	// Evidence is where events go and how they are signed.
+	Evidence EvidenceConfig
+	// Verify and Resolve hold the evidence subcommands' flags.
+	Verify  VerifyFlags
+	Resolve ResolveFlags
+
 	// Source is the CloudEvents source of this run's events.
 	Source string
+	// Forge is the CI system nova runs in, if any; OutputFile and
+	// SummaryFile are its runner's step output and job summary files.
+	Forge       Forge
+	OutputFile  string
+	SummaryFile string
+	// WorkDir is where nova was started, for shorter paths in messages.
+	WorkDir string
+	// Actor is who runs nova: the forge user, else the local user.
+	Actor string
 	// TerraformEnv is the environment terraform runs with.
 	TerraformEnv map[string]string
+	// Secrets are values that must never be printed; in a forge's runner
+	// they are masked before anything else is written.
+	Secrets []string
 }
+
+// PolicyFlags are the flags only `nova policy` has.
+type PolicyFlags struct {
+	OutFile, PlanFile                                       string
+	Engines, PolicyDir, CheckovPath, KyvernoPath, Infracost string
+}
+
+// VerifyFlags are `nova evidence verify`'s flags.
+type VerifyFlags struct {
+	KeyFiles, CommitKeyFiles []string
+	Witness                  string
+	Contract                 string
+}
+
+// ResolveFlags are `nova evidence resolve`'s flags.
+type ResolveFlags struct {
+	Contract string
+	Env      runner.Environment
+	Outcome  string
+	Note     string
+}
+
+// Commands and the groups of flags they take.
+var (
+	pipelineCommands = []string{"validate", "explain", "plan", "apply", "run"}
+	contractCommands = append(slices.Clone(pipelineCommands), "policy")
+	evidenceCommands = append(slices.Clone(pipelineCommands), "verify", "resolve")
+)
 
 type listFlag []string
 
 func (l *listFlag) String() string     { return strings.Join(*l, ",") }
 func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
 
-// errUsage marks a command-line mistake: exit code 2, with usage printed.
+// errUsage marks a command-line mistake already explained on stderr.
 var errUsage = errors.New("usage")
 
-// parseConfig reads the command line and environment into a Config.
-func parseConfig(cmd string, args []string, env Env) (Config, error) {
-	cfg := Config{Command: cmd}
-	fs := flag.NewFlagSet("nova "+cmd, flag.ContinueOnError)
+// readConfig reads the command line (or, in a forge's runner without
+// arguments, the action's inputs) and the environment into a Config.
+func readConfig(env Env) (Config, error) {
+	args := env.Args
+	forge := detectForge(env.Getenv)
+	if len(args) == 0 && forge != NoForge {
+		args = actionArgs(env.Getenv)
+	}
+	if len(args) == 0 {
+		return Config{}, errNoCommand
+	}
+	// Secrets are known before anything can go wrong, so that even an
+	// error about the configuration is printed after the masks.
+	cfg := Config{Command: args[0], Forge: forge, Secrets: secrets(env.Getenv, "")}
+	args = args[1:]
+	switch cfg.Command {
+	case "version", "--version", "help", "-h", "--help":
+		return cfg, nil
+	case "evidence":
+		if len(args) == 0 || slices.Contains([]string{"help", "-h", "--help"}, args[0]) {
+			return Config{Command: "evidence-help"}, nil
+		}
+		if args[0] != "verify" && args[0] != "resolve" {
+			return cfg, fmt.Errorf("%w %q", errUnknownCommand, args[0])
+		}
+		cfg.Command, args = args[0], args[1:]
+	default:
+		if !slices.Contains(contractCommands, cfg.Command) {
+			return cfg, fmt.Errorf("%w %q", errUnknownCommand, cfg.Command)
+		}
+	}
+	fs := flag.NewFlagSet("nova "+cfg.displayName(), flag.ContinueOnError)
 	fs.SetOutput(env.Stderr)
-	var envName string
-	var backendConfig listFlag
-	fs.StringVar(&cfg.Dir, "dir", ".", "the consumer checkout")
-	fs.StringVar(&cfg.ContractPath, "contract", schema.DefaultContractPath, "contract file, relative to --dir")
-	fs.StringVar(&envName, "env", "", "override the contract's environment (dev|qa|prod|dr)")
-	fs.StringVar(&cfg.Output, "output", "text", "output format: text or json")
-	fs.StringVar(&cfg.RegistryDir, "registry", env.Getenv("NOVA_REGISTRY"), "registry directory (default: the registry built into nova)")
-	fs.StringVar(&cfg.StateDir, "state-dir", env.Getenv("NOVA_STATE_DIR"), "root of local Terraform state (default: $XDG_STATE_HOME/nova/state)")
-	fs.StringVar(&cfg.TerraformPath, "terraform", env.Getenv("NOVA_TERRAFORM"), "terraform binary (default: terraform on PATH)")
-	fs.StringVar(&cfg.BackendType, "backend", "", "Terraform backend type, overriding the contract's")
-	fs.Var(&backendConfig, "backend-config", "Terraform -backend-config key=value (repeatable)")
-	fs.StringVar(&cfg.Commit, "commit", "", "commit being deployed (default: $NOVA_COMMIT, $GITHUB_SHA, or HEAD of --dir)")
-	fs.BoolVar(&cfg.Verbose, "verbose", false, "stream terraform output to stderr")
-	fs.StringVar(&cfg.EvidenceRepo, "evidence-repo", "", "evidence repo path or URL (default: $NOVA_EVIDENCE_REPO, else a local bare repo)")
-	fs.StringVar(&cfg.TrustedKeysFile, "trusted-keys", env.Getenv("NOVA_TRUSTED_KEYS"), "armored OpenPGP public keys that verify commit signatures")
+	f := cfg.flags(fs, env.Getenv)
+	if cfg.Command == "policy" {
+		fs.Usage = func() {
+			fmt.Fprint(env.Stderr, policyUsage)
+			fs.PrintDefaults()
+		}
+	}
+	if cfg.Command == "verify" {
+		// The repo may come before the flags (`verify ./repo --contract X`),
+		// where flag would stop reading.
+		args = reorderArgs(fs, args)
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return cfg, flag.ErrHelp
+		}
+		return cfg, errUsage
+	}
+	positional := fs.Args()
+	if cfg.Command == "verify" && len(positional) > 0 {
+		f.evidenceRepo, positional = firstNonEmpty(positional[0], f.evidenceRepo), positional[1:]
+	}
+	cfg.Secrets = secrets(env.Getenv, f.evidenceRepo)
+	if len(positional) > 0 {
+		fmt.Fprintf(env.Stderr, "nova %s: unexpected argument %q\n", cfg.displayName(), positional[0])
+		return cfg, errUsage
+	}
+	if err := cfg.complete(f, env); err != nil {
+		return cfg, err
+	}
+	return cfg, nil
+}
+
+// rawFlags are flag values that need checking or resolving before they
+// become part of the Config.
+type rawFlags struct {
+	env, evidenceRepo, branch, resolveEnv string
+	backendConfig, keyFiles, commitKeys   listFlag
+}
+
+// flags declares the flags of cfg.Command on fs: one table of every flag
+// nova has, each registered for the commands that use it, with its default
+// from the environment where it has one.
+func (cfg *Config) flags(fs *flag.FlagSet, getenv func(string) string) *rawFlags {
+	f := &rawFlags{}
+	cmd := cfg.Command
+	if slices.Contains(contractCommands, cmd) {
+		fs.StringVar(&cfg.Dir, "dir", ".", "the consumer checkout")
+		fs.StringVar(&cfg.ContractPath, "contract", schema.DefaultContractPath, "contract file, relative to --dir")
+		fs.StringVar(&f.env, "env", "", "override the contract's environment (dev|qa|prod|dr); it may only raise the guard")
+		fs.StringVar(&cfg.RegistryDir, "registry", getenv("NOVA_REGISTRY"), "registry directory (default: the registry built into nova)")
+	}
+	switch {
+	case cmd == "policy":
+		fs.StringVar(&cfg.Output, "output", "text", "output format: text, json, sarif or junit")
+		fs.StringVar(&cfg.Policy.OutFile, "out", "", "write the report to this file instead of stdout")
+		fs.StringVar(&cfg.Policy.PlanFile, "plan", "", "'terraform show -json' output: also run the plan-level rules")
+		fs.StringVar(&cfg.Policy.Engines, "engines", "", "comma-separated engines, overriding .nova/config.yml (rego, checkov, kyverno)")
+		fs.StringVar(&cfg.Policy.PolicyDir, "policy-dir", "", "consumer policy directory, relative to --dir (default .nova/policy)")
+		fs.StringVar(&cfg.Policy.CheckovPath, "checkov", "", "checkov binary (default: checkov on PATH)")
+		fs.StringVar(&cfg.Policy.KyvernoPath, "kyverno-json", "", "kyverno-json binary (default: kyverno-json on PATH)")
+		fs.StringVar(&cfg.Policy.Infracost, "infracost", "", "infracost binary (default: infracost on PATH; needs INFRACOST_API_KEY)")
+	case cmd == "verify":
+		fs.StringVar(&cfg.Output, "output", "text", "text or json")
+	default:
+		fs.StringVar(&cfg.Output, "output", "text", "output format: text or json")
+	}
+	if slices.Contains(pipelineCommands, cmd) {
+		fs.StringVar(&cfg.StateDir, "state-dir", getenv("NOVA_STATE_DIR"), "root of local Terraform state (default: $XDG_STATE_HOME/nova/state)")
+		fs.StringVar(&cfg.TerraformPath, "terraform", getenv("NOVA_TERRAFORM"), "terraform binary (default: terraform on PATH)")
+		fs.StringVar(&cfg.BackendType, "backend", "", "Terraform backend type, overriding the contract's")
+		fs.Var(&f.backendConfig, "backend-config", "Terraform -backend-config key=value (repeatable)")
+		fs.StringVar(&cfg.Commit, "commit", "", "commit being deployed (default: $NOVA_COMMIT, $GITHUB_SHA, or HEAD of --dir)")
+		fs.BoolVar(&cfg.Verbose, "verbose", false, "stream terraform output to stderr")
+		fs.StringVar(&cfg.TrustedKeysFile, "trusted-keys", getenv("NOVA_TRUSTED_KEYS"), "armored OpenPGP public keys that verify commit signatures")
+	}
 	if cmd == "apply" {
 		fs.StringVar(&cfg.Bundle, "bundle", "", "plan bundle from `nova plan` (default: the newest for this contract)")
 	}
-	if err := parseFlags(fs, args); err != nil {
-		return cfg, err
+	if slices.Contains(evidenceCommands, cmd) {
+		fs.StringVar(&f.evidenceRepo, "evidence-repo", "", "evidence repo path or URL (default: $NOVA_EVIDENCE_REPO, else a local bare repo)")
 	}
-	cfg.BackendConfig = backendConfig
+	switch cmd {
+	case "verify":
+		fs.StringVar(&f.branch, "branch", "", "evidence branch (default: $NOVA_EVIDENCE_BRANCH or main)")
+		fs.StringVar(&cfg.Verify.Contract, "contract", "", "check only this contract's events (commits are always all checked)")
+		fs.Var(&f.keyFiles, "key", "event public key, cosign.pub format (repeatable; default: $NOVA_EVIDENCE_PUBLIC_KEY, else the local key)")
+		fs.Var(&f.commitKeys, "commit-key", "allowed OpenPGP public key for commits, armored (repeatable; default: $NOVA_COMMIT_PUBLIC_KEY, else the local key)")
+		fs.StringVar(&cfg.Verify.Witness, "witness", "", "file of heads this machine pushed, to detect force-pushes (default: the local store's witness, when present)")
+	case "resolve":
+		fs.StringVar(&f.branch, "branch", "", "evidence branch (default: $NOVA_EVIDENCE_BRANCH or main)")
+		fs.StringVar(&cfg.Resolve.Contract, "contract", "", "contract id (required)")
+		fs.StringVar(&f.resolveEnv, "env", "", "environment of the indeterminate apply (required)")
+		fs.StringVar(&cfg.Resolve.Outcome, "outcome", "", "what the operator found: applied or not-applied (required)")
+		fs.StringVar(&cfg.Resolve.Note, "note", "", "how it was established (required)")
+		fs.StringVar(&cfg.Actor, "as", "", "who resolves (default: $GITHUB_ACTOR or $USER)")
+	}
+	return f
+}
+
+// complete checks the flags and fills in what derives from them and the
+// environment.
+func (cfg *Config) complete(f *rawFlags, env Env) error {
+	getenv := env.Getenv
 	var err error
-	if cfg.EnvOverride, err = parseEnvironment(envName); err != nil {
-		return cfg, err
+	if cfg.EnvOverride, err = parseEnvironment("--env", f.env); err != nil {
+		return err
 	}
-	if cfg.Output != "text" && cfg.Output != "json" {
-		return cfg, runner.Errorf(runner.ConfigInvalid, "--output %q: want text or json", cfg.Output)
+	switch cfg.Command {
+	case "policy":
+		if _, err := report.ParseFormat(cfg.Output); err != nil {
+			return runner.Errorf(runner.ConfigInvalid, "--output: %w", err)
+		}
+	default:
+		if cfg.Output != "text" && cfg.Output != "json" {
+			return runner.Errorf(runner.ConfigInvalid, "--output %q: want text or json", cfg.Output)
+		}
 	}
-	if cfg.Dir, err = filepath.Abs(cfg.Dir); err != nil {
-		return cfg, runner.Errorf(runner.ConfigInvalid, "--dir: %w", err)
+	if slices.Contains(contractCommands, cfg.Command) {
+		if cfg.Dir, err = filepath.Abs(cfg.Dir); err != nil {
+			return runner.Errorf(runner.ConfigInvalid, "--dir: %w", err)
+		}
+	}
+	cfg.BackendConfig = f.backendConfig
+	cfg.Verify.KeyFiles, cfg.Verify.CommitKeyFiles = f.keyFiles, f.commitKeys
+	if cfg.Actor == "" {
+		cfg.Actor = firstNonEmpty(getenv("GITHUB_ACTOR"), getenv("USER"), "unknown")
+	}
+	cfg.InfracostKey = getenv("INFRACOST_API_KEY")
+	cfg.OutputFile, cfg.SummaryFile, cfg.WorkDir = getenv("GITHUB_OUTPUT"), getenv("GITHUB_STEP_SUMMARY"), getenv("PWD")
+	cfg.Source = "urn:nova:local"
+	if server, repo, runID := getenv("GITHUB_SERVER_URL"), getenv("GITHUB_REPOSITORY"), getenv("GITHUB_RUN_ID"); server != "" && repo != "" && runID != "" {
+		cfg.Source = server + "/" + repo + "/actions/runs/" + runID
+	}
+	if slices.Contains(evidenceCommands, cfg.Command) {
+		if cfg.Evidence, err = readEvidenceConfig(f.evidenceRepo, f.branch, getenv); err != nil {
+			return err
+		}
+	}
+	if cfg.Command == "resolve" {
+		if err := cfg.checkResolve(f.resolveEnv); err != nil {
+			return err
+		}
+	}
+	if !slices.Contains(pipelineCommands, cfg.Command) {
+		return nil
 	}
 	if cfg.StateDir == "" {
-		if cfg.StateDir, err = local.StateDir(env.Getenv); err != nil {
-			return cfg, runner.Errorf(runner.ConfigInvalid, "%w", err)
+		if cfg.StateDir, err = local.StateDir(getenv); err != nil {
+			return runner.Errorf(runner.ConfigInvalid, "%w", err)
 		}
 	}
 	if cfg.Commit == "" {
-		cfg.Commit = firstNonEmpty(env.Getenv("NOVA_COMMIT"), env.Getenv("GITHUB_SHA"))
+		cfg.Commit = firstNonEmpty(getenv("NOVA_COMMIT"), getenv("GITHUB_SHA"))
 	}
 	if cfg.Commit == "" {
 		if cfg.Commit, err = local.HeadCommit(cfg.Dir); err != nil {
-			return cfg, runner.Errorf(runner.ConfigInvalid, "reading the commit of %s: %w", cfg.Dir, err)
+			return runner.Errorf(runner.ConfigInvalid, "reading the commit of %s: %w", cfg.Dir, err)
 		}
 	}
-	cfg.Source = "urn:nova:local"
-	if server, repo, runID := env.Getenv("GITHUB_SERVER_URL"), env.Getenv("GITHUB_REPOSITORY"), env.Getenv("GITHUB_RUN_ID"); server != "" && repo != "" && runID != "" {
-		cfg.Source = server + "/" + repo + "/actions/runs/" + runID
-	}
-	cfg.InfracostKey = env.Getenv("INFRACOST_API_KEY")
 	cfg.TerraformEnv = map[string]string{}
 	for _, kv := range env.Environ {
 		if k, v, ok := strings.Cut(kv, "="); ok && !novaSecret(k) {
 			cfg.TerraformEnv[k] = v
 		}
 	}
-	return cfg, nil
+	return nil
+}
+
+func (cfg *Config) checkResolve(envName string) error {
+	var err error
+	if cfg.Resolve.Env, err = parseEnvironment("--env", envName); err != nil {
+		return err
+	}
+	switch {
+	case cfg.Resolve.Contract == "":
+		return runner.Errorf(runner.ConfigInvalid, "--contract is required")
+	case cfg.Resolve.Env == "":
+		return runner.Errorf(runner.ConfigInvalid, "--env is required: want dev, qa, prod or dr")
+	case cfg.Resolve.Outcome != runner.ResolvedApplied && cfg.Resolve.Outcome != runner.ResolvedNotApplied:
+		return runner.Errorf(runner.ConfigInvalid, "--outcome %q: want applied or not-applied", cfg.Resolve.Outcome)
+	case cfg.Resolve.Note == "":
+		return runner.Errorf(runner.ConfigInvalid, "--note is required: say how the outcome was established")
+	}
+	return nil
+}
+
+// displayName is the command as the user typed it.
+func (cfg Config) displayName() string {
+	if cfg.Command == "verify" || cfg.Command == "resolve" {
+		return "evidence " + cfg.Command
+	}
+	return cfg.Command
 }
 
 // novaSecret reports whether an environment variable belongs to Nova
@@ -135,37 +353,22 @@ func novaSecret(name string) bool {
 	return strings.HasPrefix(name, "NOVA_") || strings.HasPrefix(name, "COSIGN_")
 }
 
-// parseFlags parses args, telling -h (flag.ErrHelp) from a mistake
-// (errUsage), and refuses stray positional arguments.
-func parseFlags(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return flag.ErrHelp
-		}
-		return errUsage
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
-	}
-	return nil
-}
-
-// parseEnvironment reads --env; empty means "the contract's own".
-func parseEnvironment(name string) (runner.Environment, error) {
+// parseEnvironment reads an environment flag; empty means unset.
+func parseEnvironment(flagName, name string) (runner.Environment, error) {
 	env := runner.Environment(name)
 	if name != "" && !env.Valid() {
-		return "", runner.Errorf(runner.ConfigInvalid, "--env %q: want dev, qa, prod or dr", name)
+		return "", runner.Errorf(runner.ConfigInvalid, "%s %q: want dev, qa, prod or dr", flagName, name)
 	}
 	return env, nil
 }
 
 // terraformPath finds the terraform binary only for commands that run it,
 // so `nova validate` works on a machine without terraform.
-func (c Config) terraformPath() (string, error) {
-	if c.TerraformPath != "" {
-		p, err := exec.LookPath(c.TerraformPath)
+func (cfg Config) terraformPath() (string, error) {
+	if cfg.TerraformPath != "" {
+		p, err := exec.LookPath(cfg.TerraformPath)
 		if err != nil {
-			return "", runner.Errorf(runner.TerraformNotFound, "--terraform %s: %w", c.TerraformPath, err)
+			return "", runner.Errorf(runner.TerraformNotFound, "--terraform %s: %w", cfg.TerraformPath, err)
 		}
 		return p, nil
 	}
@@ -174,6 +377,31 @@ func (c Config) terraformPath() (string, error) {
 		return "", runner.Errorf(runner.TerraformNotFound, "terraform is not on PATH; install Terraform >= 1.5 or pass --terraform")
 	}
 	return p, nil
+}
+
+// reorderArgs moves positional arguments after the flags, which flag stops
+// at.
+func reorderArgs(fs *flag.FlagSet, args []string) []string {
+	var flags, positional []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if len(a) > 1 && a[0] == '-' {
+			flags = append(flags, a)
+			name := strings.TrimLeft(a, "-")
+			if f := fs.Lookup(name); f != nil && !isBoolFlag(f) && !strings.Contains(name, "=") && i+1 < len(args) {
+				i++
+				flags = append(flags, args[i])
+			}
+			continue
+		}
+		positional = append(positional, a)
+	}
+	return append(flags, positional...)
+}
+
+func isBoolFlag(f *flag.Flag) bool {
+	b, ok := f.Value.(interface{ IsBoolFlag() bool })
+	return ok && b.IsBoolFlag()
 }
 
 func firstNonEmpty(vals ...string) string {

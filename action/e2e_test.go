@@ -65,13 +65,13 @@ func (c *consumer) nova(ctx context.Context, args ...string) (int, runView, stri
 	var stdout, stderr bytes.Buffer
 	full := append([]string{args[0], "--dir", c.dir, "--state-dir", c.stateDir, "--output", "json"}, args[1:]...)
 	full = append(full, c.extra...)
-	code := run(ctx, Env{
+	code := exitCode(run(ctx, Env{
 		Args:    full,
 		Getenv:  func(k string) string { return c.env[k] },
 		Environ: os.Environ(),
 		Stdout:  &stdout,
 		Stderr:  &stderr,
-	})
+	}))
 	var v runView
 	if err := json.Unmarshal(stdout.Bytes(), &v); err != nil {
 		c.t.Fatalf("nova %v: stdout is not one JSON document: %v\nstdout:\n%s\nstderr:\n%s", args, err, stdout.String(), stderr.String())

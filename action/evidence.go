@@ -4,8 +4,6 @@ import (
 	"context"
 	"crypto"
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"time"
@@ -27,29 +25,9 @@ local mode $XDG_DATA_HOME/nova/evidence.git. Exit codes: 0 verified, 1 findings,
 2 could not verify.
 `
 
-// evidenceCommand runs `nova evidence <verify|resolve>`; args excludes
-// "evidence" itself.
-func evidenceCommand(ctx context.Context, args []string, env Env) int {
-	if len(args) == 0 {
-		fmt.Fprint(env.Stderr, evidenceUsage)
-		return ExitError
-	}
-	switch args[0] {
-	case "verify":
-		return evidenceVerify(ctx, args[1:], env)
-	case "resolve":
-		return evidenceResolve(ctx, args[1:], env)
-	case "help", "-h", "--help":
-		fmt.Fprint(env.Stdout, evidenceUsage)
-		return ExitPass
-	}
-	fmt.Fprintf(env.Stderr, "nova evidence: unknown command %q\n\n%s", args[0], evidenceUsage)
-	return ExitError
-}
-
-// evidenceSettings are the evidence inputs every command shares, read once
+// EvidenceConfig is where events go and how they are signed, read once
 // from flags and the environment.
-type evidenceSettings struct {
+type EvidenceConfig struct {
 	Repo   string
 	Branch string
 	// Local is true when no evidence repo was configured: the default repo
@@ -57,17 +35,22 @@ type evidenceSettings struct {
 	Local bool
 	Paths evidence.LocalPaths
 	Auth  transport.AuthMethod
+	Keys  evidence.KeyConfig
+	// TrustedEventKeys (PEM) and TrustedCommitKeys (armored OpenPGP) are
+	// public keys trusted besides the signing keys' own: after a rotation
+	// they carry the old keys.
+	TrustedEventKeys, TrustedCommitKeys string
 }
 
-// readEvidenceSettings resolves the repo: the flag, then NOVA_EVIDENCE_REPO,
+// readEvidenceConfig resolves the repo: the flag, then NOVA_EVIDENCE_REPO,
 // then local mode's default. A token (NOVA_EVIDENCE_TOKEN) is used as http
 // basic auth and never appears in a URL or message.
-func readEvidenceSettings(repoFlag, branch string, getenv func(string) string) (evidenceSettings, error) {
+func readEvidenceConfig(repoFlag, branch string, getenv func(string) string) (EvidenceConfig, error) {
 	paths, err := evidence.DefaultLocalPaths(getenv)
 	if err != nil {
-		return evidenceSettings{}, runner.Errorf(runner.ConfigInvalid, "locating local evidence paths: %w", err)
+		return EvidenceConfig{}, runner.Errorf(runner.ConfigInvalid, "locating local evidence paths: %w", err)
 	}
-	s := evidenceSettings{Repo: firstNonEmpty(repoFlag, getenv("NOVA_EVIDENCE_REPO")), Branch: branch, Paths: paths}
+	s := EvidenceConfig{Repo: firstNonEmpty(repoFlag, getenv("NOVA_EVIDENCE_REPO")), Branch: branch, Paths: paths}
 	if s.Repo == "" {
 		s.Repo, s.Local = paths.Repo, true
 	}
@@ -77,12 +60,14 @@ func readEvidenceSettings(repoFlag, branch string, getenv func(string) string) (
 	if token := getenv("NOVA_EVIDENCE_TOKEN"); token != "" {
 		s.Auth = &githttp.BasicAuth{Username: firstNonEmpty(getenv("NOVA_EVIDENCE_USERNAME"), "x-access-token"), Password: token}
 	}
+	s.Keys = evidenceKeyConfig(s, getenv)
+	s.TrustedEventKeys, s.TrustedCommitKeys = getenv("NOVA_EVIDENCE_PUBLIC_KEY"), getenv("NOVA_COMMIT_PUBLIC_KEY")
 	return s, nil
 }
 
 // evidenceKeyConfig reads the signing keys' sources from the environment.
 // In local mode keys missing there are generated under the config dir.
-func evidenceKeyConfig(s evidenceSettings, getenv func(string) string) evidence.KeyConfig {
+func evidenceKeyConfig(s EvidenceConfig, getenv func(string) string) evidence.KeyConfig {
 	kc := evidence.KeyConfig{
 		SigningKeyFile:   getenv("NOVA_SIGNING_KEY_FILE"),
 		SigningKeyPEM:    getenv("NOVA_SIGNING_KEY"),
@@ -103,14 +88,14 @@ func evidenceKeyConfig(s evidenceSettings, getenv func(string) string) evidence.
 	return kc
 }
 
-// openEvidenceStore opens the Store for s with keys from the environment:
-// what `nova run` wires as its Recorder, and what resolve writes through.
-func openEvidenceStore(ctx context.Context, s evidenceSettings, env Env) (*evidence.Store, error) {
-	keys, err := evidence.LoadKeys(evidenceKeyConfig(s, env.Getenv))
+// openEvidenceStore opens the Store for s: what `nova run` wires as its
+// Recorder, and what resolve writes through.
+func openEvidenceStore(ctx context.Context, s EvidenceConfig, env Env) (*evidence.Store, error) {
+	keys, err := evidence.LoadKeys(s.Keys)
 	if err != nil {
 		return nil, err
 	}
-	trustedEvents, allowedCommits, err := trustedEvidenceKeys(env.Getenv)
+	trustedEvents, allowedCommits, err := trustedEvidenceKeys(s)
 	if err != nil {
 		return nil, err
 	}
@@ -137,9 +122,9 @@ func openEvidenceStore(ctx context.Context, s evidenceSettings, env Env) (*evide
 // several keys concatenated — the keys verify trusts too. After a rotation
 // they carry the old keys, without which the store rejects a contract's
 // earlier events and commits and can never authorize it again.
-func trustedEvidenceKeys(getenv func(string) string) ([]crypto.PublicKey, *evidence.CommitKeyRing, error) {
+func trustedEvidenceKeys(s EvidenceConfig) ([]crypto.PublicKey, *evidence.CommitKeyRing, error) {
 	var events []crypto.PublicKey
-	if v := getenv("NOVA_EVIDENCE_PUBLIC_KEY"); v != "" {
+	if v := s.TrustedEventKeys; v != "" {
 		keys, err := evidence.LoadPublicKeys([]byte(v))
 		if err == nil {
 			_, err = evidence.NewKeySet(keys...) // refuse a non-P-256 key now, not at the gate
@@ -150,7 +135,7 @@ func trustedEvidenceKeys(getenv func(string) string) ([]crypto.PublicKey, *evide
 		events = keys
 	}
 	var commits *evidence.CommitKeyRing
-	if v := getenv("NOVA_COMMIT_PUBLIC_KEY"); v != "" {
+	if v := s.TrustedCommitKeys; v != "" {
 		kr, err := evidence.LoadCommitKeyRing([]byte(v))
 		if err != nil {
 			return nil, nil, runner.Errorf(runner.EvidenceKeyInvalid, "NOVA_COMMIT_PUBLIC_KEY: %w", err)
@@ -160,47 +145,17 @@ func trustedEvidenceKeys(getenv func(string) string) ([]crypto.PublicKey, *evide
 	return events, commits, nil
 }
 
-func evidenceVerify(ctx context.Context, args []string, env Env) int {
-	fs := flag.NewFlagSet("nova evidence verify", flag.ContinueOnError)
-	fs.SetOutput(env.Stderr)
-	var keyFiles, commitKeyFiles listFlag
-	repoFlag := fs.String("evidence-repo", "", "evidence repo path or URL (default: $NOVA_EVIDENCE_REPO, else the local repo)")
-	branch := fs.String("branch", "", "evidence branch (default: $NOVA_EVIDENCE_BRANCH or main)")
-	contract := fs.String("contract", "", "check only this contract's events (commits are always all checked)")
-	fs.Var(&keyFiles, "key", "event public key, cosign.pub format (repeatable; default: $NOVA_EVIDENCE_PUBLIC_KEY, else the local key)")
-	fs.Var(&commitKeyFiles, "commit-key", "allowed OpenPGP public key for commits, armored (repeatable; default: $NOVA_COMMIT_PUBLIC_KEY, else the local key)")
-	witness := fs.String("witness", "", "file of heads this machine pushed, to detect force-pushes (default: the local store's witness, when present)")
-	output := fs.String("output", "text", "text or json")
-	if err := fs.Parse(reorderArgs(fs, args)); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return ExitPass
-		}
-		return ExitError
+func evidenceVerify(ctx context.Context, cfg Config, env Env) error {
+	s := cfg.Evidence
+	opts := evidence.VerifyOptions{Contract: cfg.Verify.Contract}
+	var err error
+	if opts.EventKeys, err = loadEventKeys(cfg.Verify.KeyFiles, s); err != nil {
+		return failed(env, cfg, err)
 	}
-	if fs.NArg() > 1 {
-		fmt.Fprintf(env.Stderr, "nova evidence verify: unexpected argument %q\n", fs.Arg(1))
-		return ExitError
+	if opts.CommitKeys, err = loadCommitKeys(cfg.Verify.CommitKeyFiles, s); err != nil {
+		return failed(env, cfg, err)
 	}
-	if *output != "text" && *output != "json" {
-		fmt.Fprintf(env.Stderr, "nova evidence verify: %s: --output %q: want text or json\n", runner.ConfigInvalid, *output)
-		return ExitError
-	}
-	fail := func(err error) int {
-		fmt.Fprintf(env.Stderr, "nova evidence verify: %s: %v\n", runner.ReasonOf(err), err)
-		return ExitError
-	}
-	s, err := readEvidenceSettings(firstNonEmpty(fs.Arg(0), *repoFlag), *branch, env.Getenv)
-	if err != nil {
-		return fail(err)
-	}
-	opts := evidence.VerifyOptions{Contract: *contract}
-	if opts.EventKeys, err = loadEventKeys(keyFiles, s, env.Getenv); err != nil {
-		return fail(err)
-	}
-	if opts.CommitKeys, err = loadCommitKeys(commitKeyFiles, s, env.Getenv); err != nil {
-		return fail(err)
-	}
-	witnessPath := *witness
+	witnessPath := cfg.Verify.Witness
 	if witnessPath == "" {
 		candidate := evidence.WitnessFile(evidence.StateDirFor(s.Paths.StateBase, s.Repo))
 		if _, err := os.Stat(candidate); err == nil {
@@ -209,36 +164,36 @@ func evidenceVerify(ctx context.Context, args []string, env Env) int {
 	}
 	if witnessPath != "" {
 		if opts.Witness, err = evidence.ReadWitness(witnessPath); err != nil {
-			return fail(runner.Errorf(runner.ConfigInvalid, "--witness: %w", err))
+			return failed(env, cfg, runner.Errorf(runner.ConfigInvalid, "--witness: %w", err))
 		}
 	}
 	repo, err := evidence.OpenRepo(ctx, s.Repo, s.Branch, s.Auth)
 	if err != nil {
-		return fail(err)
+		return failed(env, cfg, err)
 	}
 	defer repo.Close()
 	report, err := evidence.Verify(ctx, repo, opts)
 	if err != nil {
-		return fail(err)
+		return failed(env, cfg, err)
 	}
-	if *output == "json" {
+	if cfg.Output == "json" {
 		enc := json.NewEncoder(env.Stdout)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(report); err != nil {
-			return fail(err)
+			return failed(env, cfg, err)
 		}
 	} else if err := report.WriteText(env.Stdout, s.Repo); err != nil {
-		return fail(err)
+		return failed(env, cfg, err)
 	}
 	if !report.OK() {
-		return ExitFail
+		return verdict(runner.Fail, report.Findings[0].Reason)
 	}
-	return ExitPass
+	return nil
 }
 
 // loadEventKeys reads --key files, else $NOVA_EVIDENCE_PUBLIC_KEY (PEM), else
 // in local mode the generated key's public half.
-func loadEventKeys(files []string, s evidenceSettings, getenv func(string) string) (*evidence.KeySet, error) {
+func loadEventKeys(files []string, s EvidenceConfig) (*evidence.KeySet, error) {
 	var pems [][]byte
 	for _, f := range files {
 		b, err := os.ReadFile(f)
@@ -248,7 +203,7 @@ func loadEventKeys(files []string, s evidenceSettings, getenv func(string) strin
 		pems = append(pems, b)
 	}
 	if len(pems) == 0 {
-		if v := getenv("NOVA_EVIDENCE_PUBLIC_KEY"); v != "" {
+		if v := s.TrustedEventKeys; v != "" {
 			pems = append(pems, []byte(v))
 		} else if b, err := os.ReadFile(s.Paths.SigningPublicKeyFile()); err == nil {
 			pems = append(pems, b)
@@ -274,7 +229,7 @@ func loadEventKeys(files []string, s evidenceSettings, getenv func(string) strin
 
 // loadCommitKeys reads --commit-key files, else $NOVA_COMMIT_PUBLIC_KEY, else
 // in local mode the generated commit key's public half.
-func loadCommitKeys(files []string, s evidenceSettings, getenv func(string) string) (*evidence.CommitKeyRing, error) {
+func loadCommitKeys(files []string, s EvidenceConfig) (*evidence.CommitKeyRing, error) {
 	var armored [][]byte
 	for _, f := range files {
 		b, err := os.ReadFile(f)
@@ -284,7 +239,7 @@ func loadCommitKeys(files []string, s evidenceSettings, getenv func(string) stri
 		armored = append(armored, b)
 	}
 	if len(armored) == 0 {
-		if v := getenv("NOVA_COMMIT_PUBLIC_KEY"); v != "" {
+		if v := s.TrustedCommitKeys; v != "" {
 			armored = append(armored, []byte(v))
 		} else if b, err := os.ReadFile(s.Paths.CommitPublicKeyFile()); err == nil {
 			armored = append(armored, b)
@@ -300,113 +255,39 @@ func loadCommitKeys(files []string, s evidenceSettings, getenv func(string) stri
 	return kr, nil
 }
 
-func evidenceResolve(ctx context.Context, args []string, env Env) int {
-	fs := flag.NewFlagSet("nova evidence resolve", flag.ContinueOnError)
-	fs.SetOutput(env.Stderr)
-	repoFlag := fs.String("evidence-repo", "", "evidence repo path or URL (default: $NOVA_EVIDENCE_REPO, else the local repo)")
-	branch := fs.String("branch", "", "evidence branch (default: $NOVA_EVIDENCE_BRANCH or main)")
-	contract := fs.String("contract", "", "contract id (required)")
-	envName := fs.String("env", "", "environment of the indeterminate apply (required)")
-	outcome := fs.String("outcome", "", "what the operator found: applied or not-applied (required)")
-	note := fs.String("note", "", "how it was established (required)")
-	as := fs.String("as", "", "who resolves (default: $GITHUB_ACTOR or $USER)")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return ExitPass
-		}
-		return ExitError
-	}
-	fail := func(err error) int {
-		fmt.Fprintf(env.Stderr, "nova evidence resolve: %s: %v\n", runner.ReasonOf(err), err)
-		return ExitError
-	}
-	environment := runner.Environment(*envName)
-	switch {
-	case fs.NArg() > 0:
-		return fail(runner.Errorf(runner.ConfigInvalid, "unexpected argument %q", fs.Arg(0)))
-	case *contract == "":
-		return fail(runner.Errorf(runner.ConfigInvalid, "--contract is required"))
-	case !environment.Valid():
-		return fail(runner.Errorf(runner.ConfigInvalid, "--env %q: want dev, qa, prod or dr", *envName))
-	case *outcome != evidence.OutcomeApplied && *outcome != evidence.OutcomeNotApplied:
-		return fail(runner.Errorf(runner.ConfigInvalid, "--outcome %q: want applied or not-applied", *outcome))
-	case *note == "":
-		return fail(runner.Errorf(runner.ConfigInvalid, "--note is required: say how the outcome was established"))
-	}
-	s, err := readEvidenceSettings(*repoFlag, *branch, env.Getenv)
+func evidenceResolve(ctx context.Context, cfg Config, env Env) error {
+	r := cfg.Resolve
+	store, err := openEvidenceStore(ctx, cfg.Evidence, env)
 	if err != nil {
-		return fail(err)
+		return failed(env, cfg, err)
 	}
-	store, err := openEvidenceStore(ctx, s, env)
-	if err != nil {
-		return fail(err)
-	}
+	defer store.Close()
 	// Deliver anything an earlier run left behind first: the indeterminate
 	// event itself may still be in the outbox.
 	if err := store.Drain(ctx); err != nil {
-		return fail(err)
+		return failed(env, cfg, err)
 	}
-	reader, err := store.Reader(ctx)
+	events, err := store.Chain(ctx, r.Contract)
 	if err != nil {
-		return fail(err)
+		return failed(env, cfg, err)
 	}
-	open, err := reader.UnresolvedIndeterminate(*contract, environment)
-	if err != nil {
-		return fail(err)
-	}
+	open := runner.UnresolvedApply(events, r.Env)
 	if open == nil {
-		return fail(runner.Errorf(runner.ConfigInvalid, "contract %s has no unresolved indeterminate apply", *contract))
+		return failed(env, cfg, runner.Errorf(runner.ConfigInvalid, "contract %s has no unresolved indeterminate apply", r.Contract))
 	}
-	by := firstNonEmpty(*as, env.Getenv("GITHUB_ACTOR"), env.Getenv("USER"), "unknown")
-	em := runner.NewEmitter(store, eventSource(env.Getenv), local.NewRunID(time.Now()), nil)
-	e, err := em.Emit(ctx, runner.EventApplyResolved, *contract, environment, evidence.ResolutionData{
-		Outcome: *outcome, Note: *note, Resolves: open.ID, ResolvedBy: by,
+	em := runner.NewEmitter(store, cfg.Source, local.NewRunID(time.Now()), nil)
+	e, err := em.Emit(ctx, runner.EventApplyResolved, r.Contract, r.Env, runner.Resolution{
+		Outcome: r.Outcome, Note: r.Note, Resolves: open.ID, ResolvedBy: cfg.Actor,
 	})
 	if err != nil {
-		return fail(err)
+		return failed(env, cfg, err)
 	}
 	// Record keeps ordinary events in the outbox on a failed push; a
 	// resolution unblocks applies, so it must be in the repo before we
 	// say it is done.
 	if err := store.Drain(ctx); err != nil {
-		return fail(err)
+		return failed(env, cfg, err)
 	}
-	fmt.Fprintf(env.Stdout, "recorded %s %s for contract %s (%s): %s resolves %s\n", runner.EventApplyResolved, e.ID, *contract, environment, *outcome, open.ID)
-	return ExitPass
-}
-
-// eventSource is the CloudEvents source, as parseConfig derives it.
-func eventSource(getenv func(string) string) string {
-	if server, repo, runID := getenv("GITHUB_SERVER_URL"), getenv("GITHUB_REPOSITORY"), getenv("GITHUB_RUN_ID"); server != "" && repo != "" && runID != "" {
-		return server + "/" + repo + "/actions/runs/" + runID
-	}
-	return "urn:nova:local"
-}
-
-// reorderArgs lets the positional repo come before flags
-// (`nova evidence verify ./repo --contract X`), which flag stops at.
-func reorderArgs(fs *flag.FlagSet, args []string) []string {
-	var flags, positional []string
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		if len(a) > 1 && a[0] == '-' {
-			flags = append(flags, a)
-			name := a[1:]
-			if len(name) > 0 && name[0] == '-' {
-				name = name[1:]
-			}
-			if f := fs.Lookup(name); f != nil && !isBoolFlag(f) && i+1 < len(args) {
-				i++
-				flags = append(flags, args[i])
-			}
-			continue
-		}
-		positional = append(positional, a)
-	}
-	return append(flags, positional...)
-}
-
-func isBoolFlag(f *flag.Flag) bool {
-	b, ok := f.Value.(interface{ IsBoolFlag() bool })
-	return ok && b.IsBoolFlag()
+	fmt.Fprintf(env.Stdout, "recorded %s %s for contract %s (%s): %s resolves %s\n", runner.EventApplyResolved, e.ID, r.Contract, r.Env, r.Outcome, open.ID)
+	return nil
 }

@@ -29,7 +29,7 @@ func TestEvidenceLocalMode(t *testing.T) {
 	vars := map[string]string{"HOME": home, "USER": "operator"}
 	env, stdout, stderr := evidenceEnv(t, vars)
 
-	s, err := readEvidenceSettings("", "", env.Getenv)
+	s, err := readEvidenceConfig("", "", env.Getenv)
 	if err != nil || !s.Local || s.Repo != filepath.Join(home, ".local", "share", "nova", "evidence.git") {
 		t.Fatalf("settings = %+v, %v", s, err)
 	}
@@ -77,11 +77,15 @@ func TestEvidenceLocalMode(t *testing.T) {
 	// Someone with push access but another event key adds an approval.
 	forgedVars := map[string]string{"HOME": home, "NOVA_SIGNING_KEY": string(newPEMKey(t))}
 	forgedEnv, _, _ := evidenceEnv(t, forgedVars)
-	forger, err := openEvidenceStore(ctx, s, forgedEnv)
+	forged, err := readEvidenceConfig("", "", forgedEnv.Getenv)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := runner.NewEmitter(forger, "urn:x", "r", nil).Emit(ctx, runner.EventApprovalRecorded, "c-1", "prod", evidence.ApprovalData{Environment: "prod", Approver: "mallory", PlanDigest: "d"}); err != nil {
+	forger, err := openEvidenceStore(ctx, forged, forgedEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runner.NewEmitter(forger, "urn:x", "r", nil).Emit(ctx, runner.EventApprovalRecorded, "c-1", "prod", runner.ApprovalRecord{Environment: "prod", Approver: "mallory", PlanDigest: "d"}); err != nil {
 		t.Fatal(err)
 	}
 	forger.Close()
@@ -98,7 +102,7 @@ func TestEvidenceVerifyExplicitRepoAndKeys(t *testing.T) {
 	ctx := context.Background()
 	home := t.TempDir()
 	env, _, _ := evidenceEnv(t, map[string]string{"HOME": home})
-	s, _ := readEvidenceSettings("", "", env.Getenv)
+	s, _ := readEvidenceConfig("", "", env.Getenv)
 	store, err := openEvidenceStore(ctx, s, env)
 	if err != nil {
 		t.Fatal(err)
@@ -168,7 +172,7 @@ func newPEMKey(t *testing.T) []byte {
 func TestEvidenceStoreTrustsRotatedKeysFromEnv(t *testing.T) {
 	ctx := t.Context()
 	oldEnv, _, _ := evidenceEnv(t, map[string]string{"HOME": t.TempDir()})
-	s, err := readEvidenceSettings("", "", oldEnv.Getenv)
+	s, err := readEvidenceConfig("", "", oldEnv.Getenv)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,7 +204,7 @@ func TestEvidenceStoreTrustsRotatedKeysFromEnv(t *testing.T) {
 	unresolved := func(vars map[string]string) (string, error) {
 		t.Helper()
 		env, _, _ := evidenceEnv(t, vars)
-		rs, err := readEvidenceSettings("", "", env.Getenv)
+		rs, err := readEvidenceConfig("", "", env.Getenv)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -209,7 +213,14 @@ func TestEvidenceStoreTrustsRotatedKeysFromEnv(t *testing.T) {
 			return "", err
 		}
 		defer st.Close()
-		return st.UnresolvedApply(ctx, "c-1", "dev")
+		events, err := st.Chain(ctx, "c-1")
+		if err != nil {
+			return "", err
+		}
+		if open := runner.UnresolvedApply(events, "dev"); open != nil {
+			return open.ID, nil
+		}
+		return "", nil
 	}
 	if id, err := unresolved(rotated); runner.ReasonOf(err) != runner.EvidenceCommitKeyUnknown {
 		t.Fatalf("without the old keys: %q, %v; want %s", id, err, runner.EvidenceCommitKeyUnknown)
@@ -239,4 +250,10 @@ func readKeyFile(t *testing.T, path string) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// evidenceCommand runs `nova evidence <args>` and returns its exit code.
+func evidenceCommand(ctx context.Context, args []string, env Env) int {
+	env.Args = append([]string{"evidence"}, args...)
+	return exitCode(run(ctx, env))
 }

@@ -14,7 +14,7 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, Env{
+	err := run(ctx, Env{
 		Args:    os.Args[1:],
 		Getenv:  os.Getenv,
 		Environ: os.Environ(),
@@ -22,5 +22,5 @@ func main() {
 		Stderr:  os.Stderr,
 	})
 	stop()
-	os.Exit(code)
+	os.Exit(exitCode(err))
 }

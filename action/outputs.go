@@ -17,7 +17,7 @@ import (
 // running inside GitHub or Gitea Actions, so a workflow can branch on the
 // verdict without parsing logs (conftest#387).
 func (r *reporter) actionOutputs(v runView, st *runner.State) {
-	if r.getenv("GITHUB_ACTIONS") != "true" || r.getenv("GITHUB_OUTPUT") == "" {
+	if r.cfg.Forge == NoForge || r.cfg.OutputFile == "" {
 		return
 	}
 	// go-githubactions panics when the runner's files cannot be written;
@@ -28,7 +28,8 @@ func (r *reporter) actionOutputs(v runView, st *runner.State) {
 			fmt.Fprintf(r.progress, "nova: could not write step outputs: %v\n", p)
 		}
 	}()
-	gha := githubactions.New(githubactions.WithGetenv(r.getenv), githubactions.WithWriter(r.progress))
+	files := map[string]string{"GITHUB_OUTPUT": r.cfg.OutputFile, "GITHUB_STEP_SUMMARY": r.cfg.SummaryFile}
+	gha := githubactions.New(githubactions.WithGetenv(func(k string) string { return files[k] }), githubactions.WithWriter(r.progress))
 	gha.SetOutput("verdict", v.Verdict)
 	gha.SetOutput("exit-code", fmt.Sprint(v.ExitCode))
 	gha.SetOutput("reason", v.Reason)
@@ -38,7 +39,7 @@ func (r *reporter) actionOutputs(v runView, st *runner.State) {
 	if v.Confidence != nil {
 		gha.SetOutput("confidence", fmt.Sprintf("%.3f", v.Confidence.Score))
 	}
-	if r.getenv("GITHUB_STEP_SUMMARY") != "" {
+	if r.cfg.SummaryFile != "" {
 		gha.AddStepSummary(summaryMarkdown(v))
 	}
 	// Failing records become annotations on the contract, at the line of

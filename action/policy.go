@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -20,18 +18,6 @@ import (
 	"github.com/nova-platform/nova/stages/schema"
 )
 
-// policyConfig is the input of `nova policy`. It has its own flags rather
-// than parseConfig's: it writes SARIF and JUnit, needs no commit and runs
-// no Terraform.
-type policyConfig struct {
-	Dir, ContractPath, RegistryDir, PlanFile, OutFile string
-	EnvOverride                                       runner.Environment
-	Output                                            report.Format
-	Policy                                            policy.Config
-	InfracostKey                                      string
-	Annotate                                          bool
-}
-
 const policyUsage = `Usage: nova policy [flags]
 
 Validates the contract, then evaluates policy (built-in Rego rules, the
@@ -45,105 +31,61 @@ Exit codes: 0 pass, 1 blocked (a critical failure, or an invalid contract),
 Flags:
 `
 
-// policyCommand runs `nova policy` and returns the exit code.
-func policyCommand(ctx context.Context, args []string, env Env) int {
-	cfg, err := parsePolicyConfig(args, env)
-	if errors.Is(err, flag.ErrHelp) {
-		return ExitPass
-	}
+// policyCommand runs `nova policy`. No events are recorded: it reports and
+// changes nothing.
+func policyCommand(ctx context.Context, cfg Config, env Env) error {
+	pc, err := policyConfig(cfg)
 	if err != nil {
-		if !errors.Is(err, errUsage) {
-			fmt.Fprintf(env.Stderr, "nova policy: %s: %v\n", runner.ReasonOf(err), err)
-		} else if err != errUsage {
-			fmt.Fprintf(env.Stderr, "nova policy: %v\n", err)
-		}
-		return ExitError
+		return failed(env, cfg, err)
 	}
-	st, stages, err := policyStages(ctx, cfg, env)
+	st, stages, err := policyStages(ctx, cfg, pc, env)
 	if err != nil {
-		fmt.Fprintf(env.Stderr, "nova policy: %s: %v\n", runner.ReasonOf(err), err)
-		return ExitError
+		return failed(env, cfg, err)
 	}
 	opts := reportOptions(cfg)
 	p := runner.Pipeline{Stages: stages, OnResult: func(res runner.Result) { progress(env.Stderr, res, opts.Locate) }}
 	out := p.Run(ctx, st)
-	if err := writePolicyReport(cfg, env, st, opts); err != nil {
-		fmt.Fprintf(env.Stderr, "nova policy: writing the %s report: %v\n", cfg.Output, err)
-		return ExitError
+	format, _ := report.ParseFormat(cfg.Output)
+	if err := writePolicyReport(cfg, format, env, st, opts); err != nil {
+		return failed(env, cfg, fmt.Errorf("writing the %s report: %w", cfg.Output, err))
 	}
-	code := exitCode(out.Verdict)
 	// An evaluation with an engine or rule that could not run is
 	// incomplete: "nothing blocked" is then not a pass but "could not
 	// decide", which is what exit 2 means.
-	if code == ExitPass && slices.ContainsFunc(st.PCRs, func(p runner.PCR) bool { return p.Result == runner.PCRError }) {
+	if out.Verdict == runner.Pass && slices.ContainsFunc(st.PCRs, func(p runner.PCR) bool { return p.Result == runner.PCRError }) {
 		fmt.Fprintln(env.Stderr, "nova policy: some checks could not be evaluated (error records above); the evaluation is incomplete")
-		code = ExitError
+		return verdict(runner.Errored, runner.PolicyEngineError)
 	}
-	return code
+	return verdict(out.Verdict, out.Reason)
 }
 
-func parsePolicyConfig(args []string, env Env) (policyConfig, error) {
-	var cfg policyConfig
-	fs := flag.NewFlagSet("nova policy", flag.ContinueOnError)
-	fs.SetOutput(env.Stderr)
-	fs.Usage = func() {
-		fmt.Fprint(env.Stderr, policyUsage)
-		fs.PrintDefaults()
+// policyConfig is the consumer's .nova/config.yml with the command line's
+// overrides: flags win over the file, which wins over the defaults.
+func policyConfig(cfg Config) (policy.Config, error) {
+	pc, err := policy.LoadConfig(cfg.Dir)
+	if err != nil {
+		return pc, err
 	}
-	var envName, output, engines, policyDir, checkovPath, kyvernoPath, infracostPath string
-	fs.StringVar(&cfg.Dir, "dir", ".", "the consumer checkout")
-	fs.StringVar(&cfg.ContractPath, "contract", schema.DefaultContractPath, "contract file, relative to --dir")
-	fs.StringVar(&envName, "env", "", "override the contract's environment (dev|qa|prod|dr)")
-	fs.StringVar(&output, "output", "text", "output format: text, json, sarif or junit")
-	fs.StringVar(&cfg.OutFile, "out", "", "write the report to this file instead of stdout")
-	fs.StringVar(&cfg.PlanFile, "plan", "", "'terraform show -json' output: also run the plan-level rules")
-	fs.StringVar(&cfg.RegistryDir, "registry", env.Getenv("NOVA_REGISTRY"), "registry directory (default: the registry built into nova)")
-	fs.StringVar(&engines, "engines", "", "comma-separated engines, overriding "+policy.ConfigFile+" (rego, checkov, kyverno)")
-	fs.StringVar(&policyDir, "policy-dir", "", "consumer policy directory, relative to --dir (default .nova/policy)")
-	fs.StringVar(&checkovPath, "checkov", "", "checkov binary (default: checkov on PATH)")
-	fs.StringVar(&kyvernoPath, "kyverno-json", "", "kyverno-json binary (default: kyverno-json on PATH)")
-	fs.StringVar(&infracostPath, "infracost", "", "infracost binary (default: infracost on PATH; needs INFRACOST_API_KEY)")
-	if err := parseFlags(fs, args); err != nil {
-		return cfg, err
+	f := cfg.Policy
+	if f.Engines != "" {
+		pc.Engines = strings.Split(f.Engines, ",")
 	}
-	var err error
-	if cfg.Output, err = report.ParseFormat(output); err != nil {
-		return cfg, runner.Errorf(runner.ConfigInvalid, "--output: %w", err)
-	}
-	if cfg.EnvOverride, err = parseEnvironment(envName); err != nil {
-		return cfg, err
-	}
-	if cfg.Dir, err = filepath.Abs(cfg.Dir); err != nil {
-		return cfg, runner.Errorf(runner.ConfigInvalid, "--dir: %w", err)
-	}
-	if cfg.Policy, err = policy.LoadConfig(cfg.Dir); err != nil {
-		return cfg, err
-	}
-	// Flags win over the file, which wins over the defaults.
-	if engines != "" {
-		cfg.Policy.Engines = strings.Split(engines, ",")
-	}
-	cfg.Policy.PolicyDir = firstNonEmpty(policyDir, cfg.Policy.PolicyDir)
-	cfg.Policy.CheckovPath = firstNonEmpty(checkovPath, cfg.Policy.CheckovPath)
-	cfg.Policy.KyvernoPath = firstNonEmpty(kyvernoPath, cfg.Policy.KyvernoPath)
-	cfg.Policy.InfracostPath = firstNonEmpty(infracostPath, cfg.Policy.InfracostPath)
-	if err := cfg.Policy.Validate(); err != nil {
-		return cfg, err
-	}
-	cfg.InfracostKey = env.Getenv("INFRACOST_API_KEY")
-	cfg.Annotate = env.Getenv("GITHUB_ACTIONS") == "true" || env.Getenv("GITEA_ACTIONS") == "true"
-	return cfg, nil
+	pc.PolicyDir = firstNonEmpty(f.PolicyDir, pc.PolicyDir)
+	pc.CheckovPath = firstNonEmpty(f.CheckovPath, pc.CheckovPath)
+	pc.KyvernoPath = firstNonEmpty(f.KyvernoPath, pc.KyvernoPath)
+	pc.InfracostPath = firstNonEmpty(f.Infracost, pc.InfracostPath)
+	return pc, pc.Validate()
 }
 
 // policyStages wires validate, policy and nfr (and plan-policy with
 // --plan) for one evaluation. No events are recorded: `nova policy` reports
 // and changes nothing.
-func policyStages(ctx context.Context, cfg policyConfig, env Env) (*runner.State, []runner.Stage, error) {
+func policyStages(ctx context.Context, cfg Config, pc policy.Config, env Env) (*runner.State, []runner.Stage, error) {
 	reg, err := loadRegistry(cfg.RegistryDir)
 	if err != nil {
 		return nil, nil, err
 	}
-	engines, err := policy.Engines(ctx, cfg.Dir, cfg.Policy, env.Environ)
+	engines, err := policy.Engines(ctx, cfg.Dir, pc, env.Environ)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -151,15 +93,15 @@ func policyStages(ctx context.Context, cfg policyConfig, env Env) (*runner.State
 	stages := []runner.Stage{
 		schema.New(reg),
 		policy.New(engines, runner.PrePlan),
-		nfr.New(reg, nfr.WithCost(&infracost.Estimator{Bin: cfg.Policy.InfracostPath, APIKey: cfg.InfracostKey, Env: env.Environ, Engine: renderer(reg)})),
+		nfr.New(reg, nfr.WithCost(&infracost.Estimator{Bin: pc.InfracostPath, APIKey: cfg.InfracostKey, Env: env.Environ, Engine: renderer(reg)})),
 	}
-	if cfg.PlanFile != "" {
-		plan, err := os.ReadFile(cfg.PlanFile)
+	if cfg.Policy.PlanFile != "" {
+		plan, err := os.ReadFile(cfg.Policy.PlanFile)
 		if err != nil {
 			return nil, nil, runner.Errorf(runner.ConfigInvalid, "--plan: %w", err)
 		}
 		if !json.Valid(plan) {
-			return nil, nil, runner.Errorf(runner.ConfigInvalid, "--plan %s is not JSON; give the output of terraform show -json", cfg.PlanFile)
+			return nil, nil, runner.Errorf(runner.ConfigInvalid, "--plan %s is not JSON; give the output of terraform show -json", cfg.Policy.PlanFile)
 		}
 		st.PlanJSON = plan
 		stages = append(stages, policy.New(engines, runner.PostPlan))
@@ -180,7 +122,7 @@ func progress(w io.Writer, res runner.Result, locate report.Locator) {
 // reportOptions places records in the contract file, as the repository
 // names it; an unreadable contract places none (the schema stage reports
 // why).
-func reportOptions(cfg policyConfig) report.Options {
+func reportOptions(cfg Config) report.Options {
 	file := filepath.ToSlash(cfg.ContractPath)
 	opts := report.Options{ContractFile: file, Version: version}
 	if data, err := os.ReadFile(filepath.Join(cfg.Dir, cfg.ContractPath)); err == nil {
@@ -193,10 +135,10 @@ func reportOptions(cfg policyConfig) report.Options {
 // annotates the contract with the failing ones. Annotations go to stdout,
 // where the runner reads workflow commands, unless the report itself is a
 // machine-readable document on stdout.
-func writePolicyReport(cfg policyConfig, env Env, st *runner.State, opts report.Options) (err error) {
+func writePolicyReport(cfg Config, format report.Format, env Env, st *runner.State, opts report.Options) (err error) {
 	w := env.Stdout
-	if cfg.OutFile != "" {
-		f, err := os.Create(cfg.OutFile)
+	if cfg.Policy.OutFile != "" {
+		f, err := os.Create(cfg.Policy.OutFile)
 		if err != nil {
 			return err
 		}
@@ -207,10 +149,10 @@ func writePolicyReport(cfg policyConfig, env Env, st *runner.State, opts report.
 		}()
 		w = f
 	}
-	if err := report.Write(w, cfg.Output, st.PCRs, opts); err != nil {
+	if err := report.Write(w, format, st.PCRs, opts); err != nil {
 		return err
 	}
-	if cfg.Annotate && (cfg.OutFile != "" || cfg.Output == report.Text) {
+	if cfg.Forge != NoForge && (cfg.Policy.OutFile != "" || format == report.Text) {
 		return report.WriteAnnotations(env.Stdout, st.PCRs, opts.Locate)
 	}
 	return nil

@@ -39,10 +39,11 @@ func runPolicy(t *testing.T, vars map[string]string, args ...string) (int, strin
 	// External tools are pinned to paths that do not exist, so the test
 	// does not depend on what this machine has installed.
 	args = append([]string{"--checkov", absent, "--kyverno-json", absent, "--infracost", absent}, args...)
-	code := policyCommand(t.Context(), args, Env{
+	code := exitCode(run(t.Context(), Env{
+		Args:   append([]string{"policy"}, args...),
 		Getenv: func(k string) string { return vars[k] },
 		Stdout: &stdout, Stderr: &stderr,
-	})
+	}))
 	return code, stdout.String(), stderr.String()
 }
 
@@ -202,7 +203,7 @@ func TestPolicyExitsTwoWhenAnEngineCouldNotEvaluate(t *testing.T) {
 	// A consumer policy that does not compile: the evaluation is incomplete.
 	writeFile(t, filepath.Join(dir, ".nova", "policy", "broken.rego"), "package contract\n\ndeny contains msg if {\n")
 	var stdout, stderr bytes.Buffer
-	code := policyCommand(t.Context(), []string{"--dir", dir}, Env{Getenv: func(string) string { return "" }, Stdout: &stdout, Stderr: &stderr})
+	code := exitCode(run(t.Context(), Env{Args: []string{"policy", "--dir", dir}, Getenv: func(string) string { return "" }, Stdout: &stdout, Stderr: &stderr}))
 	if code != ExitError {
 		t.Errorf("exit %d, want %d for an incomplete evaluation\n%s\n%s", code, ExitError, stdout.String(), stderr.String())
 	}

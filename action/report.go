@@ -21,11 +21,10 @@ type reporter struct {
 	// text, stderr for json so stdout stays one parseable document.
 	progress io.Writer
 	stdout   io.Writer
-	getenv   func(string) string
 }
 
 func newReporter(cfg Config, env Env) *reporter {
-	r := &reporter{cfg: cfg, progress: env.Stdout, stdout: env.Stdout, getenv: env.Getenv}
+	r := &reporter{cfg: cfg, progress: env.Stdout, stdout: env.Stdout}
 	if cfg.Output == "json" {
 		r.progress = env.Stderr
 	}
@@ -87,7 +86,8 @@ type stageView struct {
 	Findings   []runner.Finding `json:"findings,omitempty"`
 }
 
-func (r *reporter) finish(out runner.Outcome, st *runner.State, eventsFile string, code int) {
+func (r *reporter) finish(out runner.Outcome, st *runner.State, eventsFile string) {
+	code := exitCode(verdict(out.Verdict, out.Reason))
 	v := runView{
 		Command: r.cfg.Command, RunID: st.RunID, Verdict: string(out.Verdict), ExitCode: code,
 		Reason: string(out.Reason), EventsFile: eventsFile, Stages: []stageView{},
@@ -132,16 +132,16 @@ func (r *reporter) details(st *runner.State) {
 }
 
 // abort reports an error that happened before any stage ran.
-func (r *reporter) abort(err error) int {
+func (r *reporter) abort(err error) error {
 	reason := runner.ReasonOf(err)
 	if r.cfg.Output == "json" {
 		enc := json.NewEncoder(r.stdout)
 		enc.SetIndent("", "  ")
-		_ = enc.Encode(runView{Command: r.cfg.Command, Verdict: string(runner.Errored), ExitCode: ExitError, Reason: string(reason), Stages: []stageView{}})
+		_ = enc.Encode(runView{Command: r.cfg.Command, Verdict: string(runner.Errored), ExitCode: exitCode(err), Reason: string(reason), Stages: []stageView{}})
 	} else {
 		fmt.Fprintf(r.progress, "nova %s: %s: %v\n", r.cfg.Command, reason, err)
 	}
-	return ExitError
+	return err
 }
 
 func verdictLine(v runner.Verdict) string {
@@ -158,7 +158,7 @@ func verdictLine(v runner.Verdict) string {
 
 // rel shortens a path under the working directory for display.
 func (r *reporter) rel(p string) string {
-	if wd := r.getenv("PWD"); wd != "" {
+	if wd := r.cfg.WorkDir; wd != "" {
 		if rel, err := filepath.Rel(wd, p); err == nil && !strings.HasPrefix(rel, "..") {
 			return rel
 		}

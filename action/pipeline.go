@@ -1,0 +1,196 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/nova-platform/nova/registry"
+	"github.com/nova-platform/nova/runner"
+	"github.com/nova-platform/nova/runner/evidence"
+	"github.com/nova-platform/nova/runner/infracost"
+	"github.com/nova-platform/nova/runner/local"
+	"github.com/nova-platform/nova/runner/terraform"
+	"github.com/nova-platform/nova/stages/apply"
+	"github.com/nova-platform/nova/stages/confidence"
+	"github.com/nova-platform/nova/stages/nfr"
+	"github.com/nova-platform/nova/stages/plan"
+	"github.com/nova-platform/nova/stages/policy"
+	"github.com/nova-platform/nova/stages/schema"
+)
+
+// execute wires the stages for the command, runs them and reports the
+// outcome; the error carries the verdict for the exit code.
+func execute(ctx context.Context, cfg Config, env Env) error {
+	rep := newReporter(cfg, env)
+	runID := local.NewRunID(time.Now())
+	st := &runner.State{
+		RunID:        runID,
+		Dir:          cfg.Dir,
+		ContractPath: cfg.ContractPath,
+		EnvOverride:  cfg.EnvOverride,
+		Commit:       cfg.Commit,
+		RunDir:       filepath.Join(local.RunsDir(cfg.Dir), runID),
+	}
+	store, err := openEvidenceStore(ctx, cfg.Evidence, env)
+	if err != nil {
+		return rep.abort(err)
+	}
+	defer store.Close()
+	// Events an earlier run could not push go first, so this run's chain
+	// continues from them; failing that, they wait in the outbox and the
+	// run goes on (apply still refuses to start unless its authorization
+	// is pushed).
+	if err := store.Drain(ctx); err != nil {
+		fmt.Fprintf(env.Stderr, "nova: evidence repo not reachable, events stay in the outbox: %v\n", err)
+	}
+	stages, err := buildStages(ctx, cfg, env, store)
+	if err != nil {
+		// Failing to set up is recorded like any failure, so the evidence
+		// shows runs that never got going too.
+		stages = []runner.Stage{setupFailed{err}}
+	}
+	events := local.NewEventLog(filepath.Join(st.RunDir, "events.jsonl"))
+	p := runner.Pipeline{
+		Stages:   stages,
+		Events:   runner.NewEmitter(runner.Tee{events, store}, cfg.Source, runID, nil),
+		OnResult: rep.stage,
+	}
+	rep.start(st)
+	out := p.Run(ctx, st)
+	if err := store.Drain(context.WithoutCancel(ctx)); err != nil {
+		fmt.Fprintf(env.Stderr, "nova: %s: %d event(s) wait in the evidence outbox for the next run: %v\n", runner.EvidencePushFailed, pendingCount(store), err)
+		// On an ephemeral runner the outbox dies with the job: a run whose
+		// evidence did not reach the repo must not look like a clean pass.
+		if out.Verdict == runner.Pass {
+			out.Verdict, out.Reason = runner.Errored, runner.EvidencePushFailed
+		}
+	}
+	rep.finish(out, st, events.Path())
+	return verdict(out.Verdict, out.Reason)
+}
+
+// setupFailed stands in for the pipeline when its stages could not be
+// built (no terraform, a broken registry or policy config).
+type setupFailed struct{ err error }
+
+func (setupFailed) Name() string { return "setup" }
+func (s setupFailed) Run(context.Context, *runner.State) (runner.Result, error) {
+	return runner.Result{}, s.err
+}
+
+func pendingCount(store *evidence.Store) int {
+	pending, err := store.Pending()
+	if err != nil {
+		return 0
+	}
+	return len(pending)
+}
+
+func buildStages(ctx context.Context, cfg Config, env Env, records runner.EvidenceReader) ([]runner.Stage, error) {
+	reg, err := loadRegistry(cfg.RegistryDir)
+	if err != nil {
+		return nil, err
+	}
+	validate := schema.New(reg)
+	if cfg.Command == "validate" {
+		return []runner.Stage{validate}, nil
+	}
+	if cfg.Command == "apply" {
+		// The apply job trusts the plan job's evaluation: it re-validates
+		// the contract, proves the bundle is the one planned for it, and
+		// applies only what the gate authorizes.
+		engine, err := terraformEngine(cfg, env, reg)
+		if err != nil {
+			return nil, err
+		}
+		return []runner.Stage{validate, &apply.Bundle{Dir: cfg.Bundle, RunsDir: local.RunsDir(cfg.Dir), Evidence: records}, runner.Gate{Evidence: records}, apply.New(engine)}, nil
+	}
+	policyCfg, err := policy.LoadConfig(cfg.Dir)
+	if err != nil {
+		return nil, err
+	}
+	// Rego is compiled here, once per run, and shared by the pre-plan and
+	// plan-level stages.
+	engines, err := policy.Engines(ctx, cfg.Dir, policyCfg, env.Environ)
+	if err != nil {
+		return nil, err
+	}
+	verifier, err := commitVerifier(cfg)
+	if err != nil {
+		return nil, err
+	}
+	evaluate := []runner.Stage{
+		validate,
+		policy.New(engines, runner.PrePlan),
+		nfr.New(reg, nfr.WithCost(&infracost.Estimator{Bin: policyCfg.InfracostPath, APIKey: cfg.InfracostKey, Env: env.Environ, Engine: renderer(reg)})),
+		confidence.New(runner.PrePlan, verifier),
+	}
+	if cfg.Command == "explain" {
+		return evaluate, nil
+	}
+	engine, err := terraformEngine(cfg, env, reg)
+	if err != nil {
+		return nil, err
+	}
+	planned := slices.Concat(evaluate, []runner.Stage{
+		plan.New(engine),
+		policy.New(engines, runner.PostPlan),
+		confidence.New(runner.PostPlan, verifier),
+	})
+	if cfg.Command == "plan" {
+		return planned, nil
+	}
+	return slices.Concat(planned, []runner.Stage{runner.Gate{Evidence: records}, apply.New(engine)}), nil
+}
+
+// terraformEngine is the Terraform the plan and apply stages share, so both
+// initialise the same backend.
+func terraformEngine(cfg Config, env Env, reg *registry.Registry) (*terraform.Engine, error) {
+	tfPath, err := cfg.terraformPath()
+	if err != nil {
+		return nil, err
+	}
+	var tfLog io.Writer
+	if cfg.Verbose {
+		tfLog = env.Stderr
+	}
+	return &terraform.Engine{
+		Registry:      reg,
+		Terraform:     terraform.Options{ExecPath: tfPath, Env: cfg.TerraformEnv, Log: tfLog},
+		StateDir:      cfg.StateDir,
+		BackendType:   cfg.BackendType,
+		BackendConfig: cfg.BackendConfig,
+	}, nil
+}
+
+// renderer renders root modules (for a cost estimate before any plan) and
+// runs no terraform, so commands without terraform can use it.
+func renderer(reg *registry.Registry) *terraform.Engine { return &terraform.Engine{Registry: reg} }
+
+// commitVerifier checks commit signatures against the trusted keys file
+// (--trusted-keys, $NOVA_TRUSTED_KEYS), when one is given.
+func commitVerifier(cfg Config) (local.CommitVerifier, error) {
+	if cfg.TrustedKeysFile == "" {
+		return local.CommitVerifier{}, nil
+	}
+	keys, err := os.ReadFile(cfg.TrustedKeysFile)
+	if err != nil {
+		return local.CommitVerifier{}, runner.Errorf(runner.ConfigInvalid, "--trusted-keys: %w", err)
+	}
+	return local.CommitVerifier{TrustedKeys: string(keys)}, nil
+}
+
+func loadRegistry(dir string) (*registry.Registry, error) {
+	if dir == "" {
+		return registry.Load(registry.Embedded())
+	}
+	if _, err := os.Stat(dir); err != nil {
+		return nil, runner.Errorf(runner.ConfigInvalid, "--registry: %w", err)
+	}
+	return registry.Load(os.DirFS(dir))
+}
