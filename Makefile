@@ -20,9 +20,14 @@ demo: build
 	@./.ci/tools.sh terraform >/dev/null
 	./$(BIN) run --dir examples/hello
 
-## test: formatting, vet and every test, with real Terraform.
+## test: formatting, vet and every test, with real Terraform, git, gpg,
+## cosign and a real Gitea; then the packages that share state between
+## goroutines once more under the race detector.
+RACE_PKGS := ./runner ./runner/evidence/... ./action
+
 test: tools check
 	$(GO) test -count=1 -timeout 30m ./...
+	$(GO) test -count=1 -race -timeout 30m $(RACE_PKGS)
 
 check: fmt vet
 
@@ -47,9 +52,11 @@ workflows:
 	done
 
 ## tools: what the tests run for real: terraform, gpg (git verify-commit),
-## cosign (verify-blob) and conftest (policy parity and benchmark).
+## cosign (verify-blob), conftest (policy parity and benchmark) and gitea
+## (the Gitea adapter's server). Tests never install anything themselves: a
+## missing tool fails them.
 tools:
-	@./.ci/tools.sh terraform gpg cosign conftest >/dev/null
+	@./.ci/tools.sh terraform gpg cosign conftest gitea >/dev/null
 
 clean:
 	rm -rf bin

@@ -7,10 +7,13 @@
 #   .ci/tools.sh cosign      # cosign (evidence interop tests), unless on PATH
 #   .ci/tools.sh gpg         # gpg (git verify-commit interop), from Debian if missing
 #   .ci/tools.sh conftest    # conftest (policy benchmark and conftest parity test), unless on PATH
+#   .ci/tools.sh gitea       # gitea (a real forge for the Gitea adapter's tests), always the pinned one
 set -euo pipefail
 
 TOOLS_BIN="${NOVA_TOOLS_BIN:-${XDG_CACHE_HOME:-$HOME/.cache}/nova-tools/bin}"
 mkdir -p "$TOOLS_BIN"
+# Tools that need more than a binary (gitea's templates) keep it here.
+TOOLS_CACHE="$(cd "$TOOLS_BIN/.." && pwd)"
 export PATH="$TOOLS_BIN:$PATH"
 
 # Exact versions: the module proxy refuses @latest for some modules, and a
@@ -22,6 +25,9 @@ COSIGN_VERSION=v2.6.5
 # conftest v0.71.1 builds with Go 1.26 and embeds OPA 1.21, the Rego
 # dialect Nova's policies are written in.
 CONFTEST_VERSION=v0.71.1
+# gitea v1.23.8 is the newest the module proxy serves whole (later ones need
+# modules it does not serve); the giteatest helper expects this exact one.
+GITEA_VERSION=v1.23.8
 
 install_terraform() {
   if command -v terraform >/dev/null 2>&1; then
@@ -63,12 +69,49 @@ install_conftest() {
     go install "github.com/open-policy-agent/conftest@$CONFTEST_VERSION" >&2
 }
 
+# Gitea is not `go install`able (its go.mod has replace directives), so its
+# module source is copied into the cache and built there. Built without the
+# bindata tag it reads options/, templates/ and public/ from that source at
+# run time, so the source stays, and gitea-$GITEA_VERSION.src next to the
+# binary names it for runner/gitea/giteatest. A gitea already on PATH is not
+# trusted: the tests need this version and its source tree.
+install_gitea() {
+  local bin="$TOOLS_BIN/gitea-$GITEA_VERSION"
+  local src="$TOOLS_CACHE/gitea-src-$GITEA_VERSION"
+  if [ ! -x "$bin" ] || [ ! -d "$src/templates" ]; then
+    echo "building gitea $GITEA_VERSION into $TOOLS_BIN (go build with cgo sqlite; takes 5-8 minutes once)" >&2
+    local mod
+    # Outside any module, so no go.mod or go.sum is touched.
+    mod="$(cd "$TOOLS_CACHE" && GO111MODULE=on go mod download -json "code.gitea.io/gitea@$GITEA_VERSION" |
+      sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')"
+    if [ -z "$mod" ] || [ ! -d "$mod" ]; then
+      echo "go mod download gave no source for code.gitea.io/gitea@$GITEA_VERSION" >&2
+      exit 1
+    fi
+    # Copy to a temporary name and rename, so an interrupted run never
+    # leaves a half-copied tree that a later run would take as complete.
+    rm -rf "$src" "$src.tmp"
+    cp -R "$mod" "$src.tmp"
+    chmod -R u+w "$src.tmp"
+    mv "$src.tmp" "$src"
+    # Same for the binary: only a finished build gets the name tests look for.
+    (cd "$src" && CGO_ENABLED=1 GOTOOLCHAIN=local GOFLAGS=-buildvcs=false \
+      go build -tags 'sqlite sqlite_unlock_notify' \
+        -ldflags "-s -w -X 'main.Version=${GITEA_VERSION#v}'" \
+        -o "$bin.tmp" .) >&2
+    mv "$bin.tmp" "$bin"
+  fi
+  printf '%s\n' "$src" >"$bin.src"
+  ln -sfn "gitea-$GITEA_VERSION" "$TOOLS_BIN/gitea"
+}
+
 for tool in "$@"; do
   case "$tool" in
     terraform) install_terraform ;;
     cosign) install_cosign ;;
     gpg) install_gpg ;;
     conftest) install_conftest ;;
+    gitea) install_gitea ;;
     *) echo "unknown tool: $tool" >&2; exit 2 ;;
   esac
 done
