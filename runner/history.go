@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"encoding/json"
+	"time"
 )
 
 // EvidenceReader is what the gate and the apply job read from the evidence
@@ -17,12 +18,27 @@ type EvidenceReader interface {
 	Chain(ctx context.Context, contractID string) ([]Event, error)
 }
 
-// ApprovalRecord is the data of a nova.approval.recorded event: a human
-// approval, imported by an approval source, bound to one plan digest.
+// ApprovalRecord is the data of a nova.approval.recorded (or, with a
+// reason, nova.approval.rejected) event: a human decision, imported from an
+// approval source after its author was found eligible, bound to one plan
+// digest.
 type ApprovalRecord struct {
+	ContractID  string      `json:"contractId,omitempty"`
 	Environment Environment `json:"environment"`
-	Approver    string      `json:"approver"`
 	PlanDigest  string      `json:"planDigest"`
+	Approver    string      `json:"approver"`
+	// Group is the approver group the approver was found in.
+	Group string `json:"group,omitempty"`
+	// Source and SourceRef say where the decision was found (a workflow
+	// run, a review, a comment, a signed claim) so it is imported once.
+	Source    string     `json:"source,omitempty"`
+	SourceRef string     `json:"sourceRef,omitempty"`
+	At        *time.Time `json:"time,omitempty"`
+	// Reason explains a rejection.
+	Reason string `json:"reason,omitempty"`
+	// Claim is a local approval's signed claim, kept so anyone can verify
+	// the approver's signature later.
+	Claim *SignedClaim `json:"claim,omitempty"`
 }
 
 // Approval is a recorded approval with the event that holds it.

@@ -128,11 +128,17 @@ const (
 
 // Gate and run.
 const (
-	ApprovalRequired Reason = "APPROVAL_REQUIRED"
-	RunCancelled     Reason = "RUN_CANCELLED"
-	EventWriteFailed Reason = "EVENT_WRITE_FAILED"
-	ConfigInvalid    Reason = "CONFIG_INVALID"
-	InternalError    Reason = "INTERNAL_ERROR"
+	ApprovalRequired            Reason = "APPROVAL_REQUIRED"
+	ApprovalRejected            Reason = "APPROVAL_REJECTED"
+	ApprovalFrozen              Reason = "APPROVAL_FROZEN"
+	ApprovalClaimInvalid        Reason = "APPROVAL_CLAIM_INVALID"
+	SeparationOfDutiesViolation Reason = "SEPARATION_OF_DUTIES_VIOLATION"
+	ApproversInvalid            Reason = "APPROVERS_INVALID"
+	ForgeAPIFailed              Reason = "FORGE_API_FAILED"
+	RunCancelled                Reason = "RUN_CANCELLED"
+	EventWriteFailed            Reason = "EVENT_WRITE_FAILED"
+	ConfigInvalid               Reason = "CONFIG_INVALID"
+	InternalError               Reason = "INTERNAL_ERROR"
 )
 
 // Evidence repo: signing, mirroring and verifying the audit trail, and the
@@ -255,6 +261,12 @@ var reasonTable = []ReasonInfo{
 	{ConfidenceLoweredByPlan, "confidence", KindVerdict, "Plan-level findings lowered the confidence score after the plan (it can never rise)."},
 
 	{ApprovalRequired, "gate", KindVerdict, "The environment needs a human approval bound to this plan digest before apply."},
+	{ApprovalRejected, "gate", KindVerdict, "An approver of the environment rejected this plan; the contract is held until a new plan is approved."},
+	{ApprovalFrozen, "gate", KindVerdict, "The approval request has waited two business days; re-submit with `supersedes` naming the old request."},
+	{ApprovalClaimInvalid, "gate", KindVerdict, "A signed approval claim does not verify, names another plan, or was already used (a replay)."},
+	{SeparationOfDutiesViolation, "gate", KindVerdict, "The prod or dr approver also approved this contract in qa; someone else from the approver group must approve."},
+	{ApproversInvalid, "gate", KindError, "`.nova/approvers.yml` in the trusted base is missing, unreadable or invalid (an unknown field, an undefined group, a malformed name)."},
+	{ForgeAPIFailed, "gate", KindError, "The forge's API (GitHub, Gitea) could not be read or written after retries: unreachable, unauthorized, or rate-limited past the wait."},
 	{RunCancelled, "run", KindError, "The run was cancelled (signal or timeout) before it finished."},
 	{EventWriteFailed, "run", KindError, "An event could not be written durably; the run stops rather than act unrecorded."},
 	{ConfigInvalid, "run", KindError, "A flag, environment variable or setting is invalid."},

@@ -1,0 +1,146 @@
+package runner
+
+import (
+	"context"
+	"time"
+)
+
+// A forge never decides. Each approval source below only finds claims —
+// "this person approved (or rejected) this plan" — and the gate's import
+// stage checks who may give them before recording the eligible ones in the
+// evidence repo as nova.approval.recorded / nova.approval.rejected. The
+// gate then decides from the evidence alone, so the same contract and the
+// same approvals give the same verdict whichever forge they came from.
+
+// Decision is what an approver decided.
+type Decision string
+
+const (
+	Approve Decision = "approve"
+	Reject  Decision = "reject"
+)
+
+// Approval sources, as recorded in ApprovalRecord.Source.
+const (
+	SourceGitHubEnvironment = "github-environment"
+	SourceGitHubReview      = "github-review"
+	SourceGitHubComment     = "github-comment"
+	SourceGiteaReview       = "gitea-review"
+	SourceGiteaComment      = "gitea-comment"
+	SourceLocal             = "local"
+)
+
+// ApprovalRequest names the plan approvals are sought for.
+type ApprovalRequest struct {
+	ContractID  string
+	Environment Environment
+	PlanDigest  string
+	// Commit is the commit the plan was made from; a PR review counts only
+	// on the PR's head commit, and only if the head is this commit.
+	Commit string
+	// PlannedAt is when this plan was first recorded: a review submitted
+	// before it cannot have seen the plan.
+	PlannedAt time.Time
+}
+
+// ApprovalClaim is one approval or rejection as a source found it, before
+// Nova has checked that its author may give it.
+type ApprovalClaim struct {
+	Approver    string
+	Environment Environment
+	// PlanDigest is the full digest the claim is bound to; a source that
+	// reads a prefix (a comment command) resolves it against the request's
+	// digest and drops claims whose prefix does not match.
+	PlanDigest string
+	Decision   Decision
+	// Reason explains a rejection.
+	Reason string
+	// Source is one of the Source* constants; SourceRef identifies the
+	// claim within it (workflow run id, review id, comment id, claim id),
+	// so one claim is imported once however often it is read.
+	Source    string
+	SourceRef string
+	At        time.Time
+	// Signed holds a local claim's signed form; other sources leave it nil.
+	Signed *SignedClaim
+}
+
+// ApprovalSource finds the claims a forge (or the local claim store) holds
+// for a plan. It reports what it finds; eligibility is not its concern.
+type ApprovalSource interface {
+	Name() string
+	Claims(ctx context.Context, req ApprovalRequest) ([]ApprovalClaim, error)
+}
+
+// TeamMembership answers whether a forge login belongs to a forge team
+// ("org/team").
+type TeamMembership interface {
+	IsTeamMember(ctx context.Context, team, login string) (bool, error)
+}
+
+// SignedClaim is a local approval: the claim's canonical JSON and the
+// approver's ECDSA P-256 signature over it (base64 DER, as cosign writes),
+// verified against the approver's key in the approver config.
+type SignedClaim struct {
+	Claim     LocalClaim `json:"claim"`
+	Signature string     `json:"signature"`
+}
+
+// LocalClaim is what a local approver signs.
+type LocalClaim struct {
+	ID          string      `json:"id"`
+	ContractID  string      `json:"contractId"`
+	Environment Environment `json:"environment"`
+	PlanDigest  string      `json:"planDigest"`
+	Approver    string      `json:"approver"`
+	Decision    Decision    `json:"decision"`
+	Reason      string      `json:"reason,omitempty"`
+	At          time.Time   `json:"at"`
+}
+
+// CommitState is a commit status's state, as both forges name them.
+type CommitState string
+
+const (
+	StatePending CommitState = "pending"
+	StateSuccess CommitState = "success"
+	StateFailure CommitState = "failure"
+	StateError   CommitState = "error"
+)
+
+// CommitStatus is one status on a commit, one per contract and environment.
+type CommitStatus struct {
+	Context     string
+	State       CommitState
+	Description string
+	TargetURL   string
+}
+
+// PullRequestCommenter keeps one comment per contract and environment on a
+// pull request, found again by a hidden marker and updated in place.
+type PullRequestCommenter interface {
+	UpsertComment(ctx context.Context, marker, body string) error
+}
+
+// StatusSetter sets commit statuses.
+type StatusSetter interface {
+	SetStatus(ctx context.Context, commit string, s CommitStatus) error
+}
+
+// DeploymentState is a deployment status's state.
+type DeploymentState string
+
+const (
+	DeploymentInProgress DeploymentState = "in_progress"
+	DeploymentSuccess    DeploymentState = "success"
+	DeploymentFailure    DeploymentState = "failure"
+	DeploymentInactive   DeploymentState = "inactive"
+)
+
+// Deployments records a deployment of a commit to an environment and its
+// progress (GitHub Deployments; forges without them have no implementation).
+type Deployments interface {
+	// StartDeployment creates a deployment and returns its id.
+	StartDeployment(ctx context.Context, commit string, env Environment, description string) (int64, error)
+	SetDeploymentState(ctx context.Context, id int64, state DeploymentState, description string) error
+}

@@ -1,0 +1,112 @@
+package runner
+
+import (
+	"bytes"
+	"fmt"
+	"regexp"
+	"slices"
+	"sort"
+
+	"gopkg.in/yaml.v3"
+)
+
+// ApproversFile is where a consumer repository declares who may approve.
+// It is always read from the trusted base (the default branch, or the pull
+// request's base commit), never from the change under review: a pull
+// request that adds its author to sre must not let that author approve it.
+const ApproversFile = ".nova/approvers.yml"
+
+// Default approver groups per environment; dev needs none.
+var defaultApproverGroups = map[Environment]string{QA: "qa", Prod: "sre", DR: "sre"}
+
+// ApproverConfig is .nova/approvers.yml: the approver groups and which
+// environment each approves.
+type ApproverConfig struct {
+	Groups map[string]ApproverGroup `yaml:"groups"`
+	// Environments overrides the default group of an environment.
+	Environments map[Environment]string `yaml:"environments"`
+	// Keys are local approvers' public keys (PEM, cosign.pub format) by
+	// name, which verify their signed claims.
+	Keys map[string]string `yaml:"keys"`
+}
+
+// ApproverGroup lists who is in a group: forge logins, and forge teams
+// ("org/team") whose members are in it too.
+type ApproverGroup struct {
+	Members []string `yaml:"members"`
+	Teams   []string `yaml:"teams"`
+}
+
+var (
+	groupName = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,62}$`)
+	loginName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$`)
+	teamName  = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$`)
+)
+
+// ParseApprovers reads an approver config strictly: unknown fields, an
+// environment mapped to a group that does not exist and malformed names
+// are errors (APPROVERS_INVALID), never silently ignored, since an ignored
+// line would change who may approve production.
+func ParseApprovers(data []byte) (*ApproverConfig, error) {
+	var c ApproverConfig
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&c); err != nil {
+		return nil, Errorf(ApproversInvalid, "%s: %w", ApproversFile, err)
+	}
+	for name, g := range c.Groups {
+		if !groupName.MatchString(name) {
+			return nil, Errorf(ApproversInvalid, "%s: group name %q is not lower-case letters, digits, - and _", ApproversFile, name)
+		}
+		for _, m := range g.Members {
+			if !loginName.MatchString(m) {
+				return nil, Errorf(ApproversInvalid, "%s: group %s: member %q is not a login", ApproversFile, name, m)
+			}
+		}
+		for _, t := range g.Teams {
+			if !teamName.MatchString(t) {
+				return nil, Errorf(ApproversInvalid, "%s: group %s: team %q is not org/team", ApproversFile, name, t)
+			}
+		}
+	}
+	for env, group := range c.Environments {
+		if !env.Valid() || env.Autonomous() {
+			return nil, Errorf(ApproversInvalid, "%s: environments: %q is not qa, prod or dr", ApproversFile, env)
+		}
+		if _, ok := c.Groups[group]; !ok {
+			return nil, Errorf(ApproversInvalid, "%s: environments: %s is approved by group %q, which is not defined", ApproversFile, env, group)
+		}
+	}
+	for _, env := range []Environment{QA, Prod, DR} {
+		if _, ok := c.Groups[c.GroupFor(env)]; !ok {
+			return nil, Errorf(ApproversInvalid, "%s: no group %q approves %s; define it under groups or map %s to another group under environments", ApproversFile, c.GroupFor(env), env, env)
+		}
+	}
+	for name := range c.Keys {
+		if !loginName.MatchString(name) {
+			return nil, Errorf(ApproversInvalid, "%s: keys: %q is not a name", ApproversFile, name)
+		}
+	}
+	return &c, nil
+}
+
+// GroupFor is the group that approves env ("" for dev).
+func (c *ApproverConfig) GroupFor(env Environment) string {
+	if g, ok := c.Environments[env]; ok {
+		return g
+	}
+	return defaultApproverGroups[env]
+}
+
+// Members lists a group's logins, sorted; its teams' members are not
+// listed (they are asked of the forge one login at a time).
+func (c *ApproverConfig) Members(group string) []string {
+	out := slices.Clone(c.Groups[group].Members)
+	sort.Strings(out)
+	return out
+}
+
+// String names the config's groups for messages.
+func (g ApproverGroup) String() string {
+	return fmt.Sprintf("members %v, teams %v", g.Members, g.Teams)
+}
