@@ -41,6 +41,10 @@ type ApprovalRequest struct {
 	// PlannedAt is when this plan was first recorded: a review submitted
 	// before it cannot have seen the plan.
 	PlannedAt time.Time
+	// ForgeRun is the forge's workflow run that made the plan bundle, when
+	// known: an environment approval of one workflow run approves the
+	// bundle of that run and no other.
+	ForgeRun string
 }
 
 // ApprovalClaim is one approval or rejection as a source found it, before
@@ -70,6 +74,23 @@ type ApprovalClaim struct {
 type ApprovalSource interface {
 	Name() string
 	Claims(ctx context.Context, req ApprovalRequest) ([]ApprovalClaim, error)
+}
+
+// Change describes the change under review on a forge: who wrote it, and
+// the commits it goes from and to.
+type Change struct {
+	// Authors are the pull request's author and its commits' authors
+	// (forge logins); none of them may approve the change.
+	Authors []string
+	// Head is the pull request's current head commit, Base the commit of
+	// its base branch the approver config is read from.
+	Head string
+	Base string
+}
+
+// ChangeReader reads the change under review.
+type ChangeReader interface {
+	Change(ctx context.Context) (Change, error)
 }
 
 // TeamMembership answers whether a forge login belongs to a forge team
