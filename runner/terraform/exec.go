@@ -7,6 +7,7 @@ import (
 	"io"
 	"maps"
 	"os"
+	"os/exec"
 	"strings"
 	"time"
 
@@ -165,9 +166,16 @@ func (w *Workspace) quiet() func() {
 
 // wrap attaches a reason code, telling an interruption apart from a
 // failure so nobody mistakes a cancelled apply for a broken configuration.
+// Only terraform exiting with a status is its verdict; terraform killed by
+// a signal (an OOM kill, an operator's kill -9) never reported one, whatever
+// it managed to do first.
 func wrap(ctx context.Context, reason runner.Reason, what string, err error) error {
 	if ctx.Err() != nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return runner.Errorf(runner.TerraformInterrupted, "%s interrupted: %w", what, err)
+	}
+	var exit *exec.ExitError
+	if errors.As(err, &exit) && !exit.Exited() {
+		return runner.Errorf(runner.TerraformInterrupted, "%s ended without a verdict (%s): %s", what, exit.ProcessState, tail(err.Error(), 20))
 	}
 	return runner.Errorf(reason, "%s: %s", what, tail(err.Error(), 20))
 }
