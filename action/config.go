@@ -47,8 +47,10 @@ type Config struct {
 	BackendType   string
 	BackendConfig []string
 	Commit        string
-	Bundle        string
-	Verbose       bool
+	// Base is the trusted base the approver config is read from.
+	Base    string
+	Bundle  string
+	Verbose bool
 	// TrustedKeysFile holds armored OpenPGP keys that verify commits for
 	// the provenance input.
 	TrustedKeysFile string
@@ -63,8 +65,10 @@ type Config struct {
 	Verify  VerifyFlags
 	Resolve ResolveFlags
 
-	// Source is the CloudEvents source of this run's events.
-	Source string
+	// Source is the CloudEvents source of this run's events; ForgeRun the
+	// forge's workflow run id.
+	Source   string
+	ForgeRun string
 	// Forge is the CI system nova runs in, if any; OutputFile and
 	// SummaryFile are its runner's step output and job summary files.
 	Forge       Forge
@@ -225,6 +229,7 @@ func (cfg *Config) flags(fs *flag.FlagSet, getenv func(string) string) *rawFlags
 		fs.StringVar(&cfg.Commit, "commit", "", "commit being deployed (default: $NOVA_COMMIT, $GITHUB_SHA, or HEAD of --dir)")
 		fs.BoolVar(&cfg.Verbose, "verbose", false, "stream terraform output to stderr")
 		fs.StringVar(&cfg.TrustedKeysFile, "trusted-keys", getenv("NOVA_TRUSTED_KEYS"), "armored OpenPGP public keys that verify commit signatures")
+		fs.StringVar(&cfg.Base, "base", getenv("NOVA_BASE"), "trusted base commit or ref the approver config is read from (default: the pull request's base, else the default branch)")
 	}
 	if cmd == "apply" {
 		fs.StringVar(&cfg.Bundle, "bundle", "", "plan bundle from `nova plan` (default: the newest for this contract)")
@@ -284,6 +289,7 @@ func (cfg *Config) complete(f *rawFlags, env Env) error {
 	if server, repo, runID := getenv("GITHUB_SERVER_URL"), getenv("GITHUB_REPOSITORY"), getenv("GITHUB_RUN_ID"); server != "" && repo != "" && runID != "" {
 		cfg.Source = server + "/" + repo + "/actions/runs/" + runID
 	}
+	cfg.ForgeRun = getenv("GITHUB_RUN_ID")
 	if slices.Contains(evidenceCommands, cfg.Command) {
 		if cfg.Evidence, err = readEvidenceConfig(f.evidenceRepo, f.branch, getenv); err != nil {
 			return err

@@ -45,6 +45,7 @@ func newConsumer(t *testing.T, contract string) *consumer {
 	// HOME holds local mode's evidence repo and the keys made on first use.
 	c := &consumer{t: t, dir: t.TempDir(), stateDir: t.TempDir(), env: map[string]string{"HOME": t.TempDir()}}
 	c.writeContract(contract)
+	writeFile(t, filepath.Join(c.dir, runner.ApproversFile), testApprovers)
 	return c
 }
 
@@ -177,10 +178,10 @@ func TestEndToEndPlanApplyChangeDestroy(t *testing.T) {
 	c.extra = []string{"--commit", "1111111111111111111111111111111111111111"}
 
 	code, v, stderr := c.nova(ctx, "run")
-	if code != ExitPass || !slices.Equal(verdicts(v), []string{"schema=pass", "policy=pass", "nfr=pass", "confidence=pass", "plan=pass", "plan-policy=pass", "plan-confidence=pass", "gate=pass", "apply=pass"}) {
+	if code != ExitPass || !slices.Equal(verdicts(v), []string{"schema=pass", "policy=pass", "nfr=pass", "confidence=pass", "plan=pass", "plan-policy=pass", "plan-confidence=pass", "approvals=pass", "gate=pass", "apply=pass"}) {
 		t.Fatalf("first run: exit %d, stages %v\n%s", code, verdicts(v), stderr)
 	}
-	checkChain(t, readEvents(t, v.EventsFile), slices.Concat(evaluated, planned, []string{runner.EventApplyAuthorized, runner.EventApplyCompleted}))
+	checkChain(t, readEvents(t, v.EventsFile), slices.Concat(evaluated, planned, checked, []string{runner.EventApplyAuthorized, runner.EventApplyCompleted}))
 	if got := outputValue(t, c.state(ctx, "dev"), "message__text"); got != "Hello, world!" {
 		t.Errorf("after first apply message__text = %q", got)
 	}
@@ -207,7 +208,7 @@ func TestEndToEndPlanApplyChangeDestroy(t *testing.T) {
 	}
 
 	code, v, stderr = c.nova(ctx, "apply", "--bundle", v.BundleDir)
-	if code != ExitPass || !slices.Equal(verdicts(v), []string{"schema=pass", "bundle=pass", "gate=pass", "apply=pass"}) {
+	if code != ExitPass || !slices.Equal(verdicts(v), []string{"schema=pass", "bundle=pass", "approvals=pass", "gate=pass", "apply=pass"}) {
 		t.Fatalf("apply of bundle: exit %d, %v\n%s", code, verdicts(v), stderr)
 	}
 	if got := outputValue(t, c.state(ctx, "dev"), "message__text"); got != "Hello, changed!" {
@@ -270,16 +271,27 @@ func TestGuardedEnvironmentsStopAtTheGate(t *testing.T) {
 					t.Error("a guarded environment was applied without approval")
 				}
 			}
-			checkChain(t, readEvents(t, v.EventsFile), slices.Concat(evaluated, planned, []string{runner.EventApprovalRequested}))
+			checkChain(t, readEvents(t, v.EventsFile), slices.Concat(evaluated, planned, checked, []string{runner.EventApprovalRequested}))
 		})
 	}
 }
 
-// The events of the evaluation stages and of planning, in order.
+// The events of the evaluation stages, of planning and of the approvals
+// stage, in order.
 var (
 	evaluated = []string{runner.EventContractValidated, "nova.policy.evaluated", "nova.nfr.evaluated", "nova.confidence.computed", "nova.ai.decision.made"}
 	planned   = []string{runner.EventPlanCreated, "nova.policy.evaluated", "nova.confidence.computed", "nova.ai.decision.made"}
+	checked   = []string{runner.EventApprovalChecked}
 )
+
+// testApprovers is the consumers' approver config: the groups a promotion
+// needs.
+const testApprovers = `groups:
+  qa:
+    members: [qa-lead]
+  sre:
+    members: [sre-oncall]
+`
 
 func stage(v runView, name string) stageView {
 	for _, s := range v.Stages {
@@ -432,7 +444,7 @@ inputs:
 	}
 	// An interrupted apply is recorded as indeterminate, never as failed or
 	// completed by guess.
-	checkChain(t, readEvents(t, v.EventsFile), slices.Concat(evaluated, planned, []string{runner.EventApplyAuthorized, runner.EventRunFailed, runner.EventApplyIndeterminate}))
+	checkChain(t, readEvents(t, v.EventsFile), slices.Concat(evaluated, planned, checked, []string{runner.EventApplyAuthorized, runner.EventRunFailed, runner.EventApplyIndeterminate}))
 }
 
 // TestApplyFailsClosedWhenEvidenceCannotBePushed makes the evidence repo

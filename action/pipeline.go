@@ -35,6 +35,7 @@ func execute(ctx context.Context, cfg Config, env Env) error {
 		EnvOverride:  cfg.EnvOverride,
 		Commit:       cfg.Commit,
 		RunDir:       filepath.Join(local.RunsDir(cfg.Dir), runID),
+		ForgeRun:     cfg.ForgeRun,
 	}
 	store, err := openEvidenceStore(ctx, cfg.Evidence, env)
 	if err != nil {
@@ -108,7 +109,7 @@ func buildStages(ctx context.Context, cfg Config, env Env, records runner.Eviden
 		if err != nil {
 			return nil, err
 		}
-		return []runner.Stage{validate, &apply.Bundle{Dir: cfg.Bundle, RunsDir: local.RunsDir(cfg.Dir), Evidence: records}, runner.Gate{Evidence: records}, apply.New(engine)}, nil
+		return slices.Concat([]runner.Stage{validate, &apply.Bundle{Dir: cfg.Bundle, RunsDir: local.RunsDir(cfg.Dir), Evidence: records}}, gate(cfg, records), []runner.Stage{apply.New(engine)}), nil
 	}
 	policyCfg, err := policy.LoadConfig(cfg.Dir)
 	if err != nil {
@@ -145,7 +146,17 @@ func buildStages(ctx context.Context, cfg Config, env Env, records runner.Eviden
 	if cfg.Command == "plan" {
 		return planned, nil
 	}
-	return slices.Concat(planned, []runner.Stage{runner.Gate{Evidence: records}, apply.New(engine)}), nil
+	return slices.Concat(planned, gate(cfg, records), []runner.Stage{apply.New(engine)}), nil
+}
+
+// gate is the approvals stage and the gate: approvals are imported into
+// the evidence first, then the gate decides from the evidence alone.
+func gate(cfg Config, records runner.EvidenceReader) []runner.Stage {
+	approvers := local.TrustedApprovers{Dir: cfg.Dir, Base: cfg.Base}
+	return []runner.Stage{
+		&runner.ImportApprovals{Approvers: approvers, Evidence: records},
+		runner.Gate{Evidence: records, Approvers: approvers},
+	}
 }
 
 // terraformEngine is the Terraform the plan and apply stages share, so both

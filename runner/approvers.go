@@ -2,6 +2,7 @@ package runner
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"regexp"
 	"slices"
@@ -18,6 +19,24 @@ const ApproversFile = ".nova/approvers.yml"
 
 // Default approver groups per environment; dev needs none.
 var defaultApproverGroups = map[Environment]string{QA: "qa", Prod: "sre", DR: "sre"}
+
+// ApproversReader reads the approver config from the trusted base. It is
+// asked only when a guarded environment needs it, so dev runs need no
+// approver config at all.
+type ApproversReader interface {
+	Approvers(ctx context.Context) (*ApproverConfig, error)
+}
+
+// StaticApprovers is an approver config already read.
+type StaticApprovers struct{ Config *ApproverConfig }
+
+// Approvers implements ApproversReader.
+func (s StaticApprovers) Approvers(context.Context) (*ApproverConfig, error) {
+	if s.Config == nil {
+		return nil, Errorf(ApproversInvalid, "no approver config")
+	}
+	return s.Config, nil
+}
 
 // ApproverConfig is .nova/approvers.yml: the approver groups and which
 // environment each approves.

@@ -3,17 +3,25 @@ package runner
 import (
 	"context"
 	"fmt"
+	"time"
 )
 
 // Gate holds a run between plan and apply until the environment's approval
-// rule is met. Dev is autonomous; every other environment waits for a human
-// approval bound to the plan digest. Approval sources (forge environments,
-// PR reviews, the evidence repo) arrive with the approval issue; until then a
-// guarded environment always stops here.
+// rule is met, deciding from the evidence repo alone: dev is autonomous;
+// qa, prod and dr need an approval of this plan digest by the
+// environment's approver group, recorded in the evidence by the approvals
+// stage before it (decideGate has the rules).
 type Gate struct {
-	// Evidence, when set, lets the gate refuse to authorize while an
-	// earlier apply of the contract has an unknown outcome.
+	// Evidence is the contract's verified chain. Without it only dev can
+	// be authorized.
 	Evidence EvidenceReader
+	// Approvers reads the approver config from the trusted base; a
+	// guarded environment cannot be authorized without one.
+	Approvers ApproversReader
+	// Attest, when set, signs the authorization's in-toto attestation.
+	Attest Attestor
+	// Now is the clock for request timeouts; nil means time.Now.
+	Now func() time.Time
 }
 
 // Name implements Stage.
@@ -25,38 +33,71 @@ func (g Gate) Run(ctx context.Context, st *State) (Result, error) {
 		return Result{}, Errorf(InternalError, "gate reached without a validated contract and a plan")
 	}
 	env := st.Contract.Environment
+	var events []Event
 	if g.Evidence != nil {
-		events, err := g.Evidence.Chain(ctx, st.Contract.ID)
-		if err != nil {
+		var err error
+		if events, err = g.Evidence.Chain(ctx, st.Contract.ID); err != nil {
 			return Result{}, err
 		}
 		if open := UnresolvedApply(events, env); open != nil {
-			id := open.ID
 			// Applying on top of an apply whose outcome nobody knows could
 			// double a change or fight a half-finished one.
-			msg := fmt.Sprintf("an earlier apply of contract %s in %s has an unknown outcome (event %s); inspect the state, then record what happened with `nova evidence resolve`", st.Contract.ID, env, id)
-			return Result{Verdict: Fail, Summary: "earlier apply indeterminate: " + id, Findings: []Finding{{Reason: ApplyIndeterminate, Message: msg}}}, nil
+			msg := fmt.Sprintf("an earlier apply of contract %s in %s has an unknown outcome (event %s, %s); inspect the state, then record what happened with `nova evidence resolve`", st.Contract.ID, env, open.ID, open.Type)
+			return Result{Verdict: Fail, Summary: "earlier apply indeterminate: " + open.ID, Findings: []Finding{{Reason: ApplyIndeterminate, Message: msg}}}, nil
 		}
 	}
 	if env.Autonomous() {
 		st.Authorization = &Authorization{Digest: st.Plan.Digest, Environment: env, Approver: "autonomous"}
+		return g.authorized(ctx, st, fmt.Sprintf("%s is autonomous: plan %s authorized", env, ShortDigest(st.Plan.Digest)))
+	}
+	if g.Evidence == nil {
+		return Result{}, Errorf(InternalError, "the gate of %s has no evidence to read approvals from", env)
+	}
+	if g.Approvers == nil {
+		return Result{}, Errorf(ApproversInvalid, "no approver config: %s needs %s in the trusted base to know who may approve", env, ApproversFile)
+	}
+	approvers, err := g.Approvers.Approvers(ctx)
+	if err != nil {
+		return Result{}, err
+	}
+	now := time.Now
+	if g.Now != nil {
+		now = g.Now
+	}
+	d, err := decideGate(events, gateInput{Env: env, Digest: st.Plan.Digest, Supersedes: st.Contract.Supersedes, Now: now().UTC(), Approvers: approvers})
+	if err != nil {
+		return Result{}, err
+	}
+	switch d.Verdict {
+	case Pass:
+		st.Authorization = &Authorization{Digest: st.Plan.Digest, Environment: env, Approver: d.Approval.Approver, Approvals: []string{d.Approval.EventID}}
+		return g.authorized(ctx, st, fmt.Sprintf("plan %s approved for %s by %s (%s)", ShortDigest(st.Plan.Digest), env, d.Approval.Approver, d.Approval.Source))
+	case AwaitingApproval:
 		return Result{
-			Verdict: Pass,
-			Summary: fmt.Sprintf("%s is autonomous: plan %s authorized", env, ShortDigest(st.Plan.Digest)),
-			Event:   EventApplyAuthorized,
-			Data:    st.Authorization,
+			Verdict:  AwaitingApproval,
+			Summary:  fmt.Sprintf("approval required: %s needs a human approval of plan %s", env, ShortDigest(st.Plan.Digest)),
+			Findings: []Finding{{Reason: ApprovalRequired, Message: d.Message}},
+			Event:    EventApprovalRequested,
+			Data:     d.Request,
+			Also:     d.Also,
 		}, nil
 	}
-	return Result{
-		Verdict: AwaitingApproval,
-		Summary: fmt.Sprintf("approval required: %s needs a human approval of plan %s", env, ShortDigest(st.Plan.Digest)),
-		Findings: []Finding{{
-			Reason:  ApprovalRequired,
-			Message: fmt.Sprintf("environment %s requires an approval bound to plan digest %s", env, st.Plan.Digest),
-		}},
-		Event: EventApprovalRequested,
-		Data:  map[string]string{"environment": string(env), "planDigest": st.Plan.Digest},
-	}, nil
+	return Result{Verdict: Fail, Summary: d.Message, Findings: []Finding{{Reason: d.Reason, Message: d.Message}}, Also: d.Also}, nil
+}
+
+// authorized records the authorization and, when an attestor is set, the
+// signed in-toto attestation that binds it to the saved plan.
+func (g Gate) authorized(ctx context.Context, st *State, summary string) (Result, error) {
+	res := Result{Verdict: Pass, Summary: summary, Event: EventApplyAuthorized, Data: st.Authorization}
+	if g.Attest == nil {
+		return res, nil
+	}
+	att, err := attestation(ctx, g.Attest, st)
+	if err != nil {
+		return Result{}, err
+	}
+	res.Also = append(res.Also, EventSpec{Type: EventAttestation, Data: att})
+	return res, nil
 }
 
 // ShortDigest abbreviates a digest for one-line summaries; full digests stay

@@ -46,6 +46,17 @@ type Approval struct {
 	ApprovalRecord
 	EventID string `json:"eventId"`
 	Seq     int64  `json:"seq"`
+	// Recorded is when the approval was imported.
+	Recorded time.Time `json:"recorded"`
+}
+
+// decidedAt is when the approver decided: the source's time when it gave
+// one, else when Nova recorded it.
+func (a Approval) decidedAt() time.Time {
+	if a.At != nil && !a.At.IsZero() {
+		return *a.At
+	}
+	return a.Recorded
 }
 
 // Resolution is the data of a nova.apply.resolved event: what an operator
@@ -98,25 +109,82 @@ func DecodeEventData(e Event, v any) error {
 	return json.Unmarshal(data, v)
 }
 
-// UnresolvedApply returns the newest nova.apply.indeterminate event of env
-// in events (one contract's chain) that no later nova.apply.resolved of
-// the same environment settles, or nil. While one exists nothing may be
-// applied there: nobody knows what the last apply did. Other environments
-// have their own state and are not held.
+// UnresolvedApply returns the event that leaves an apply in env with an
+// outcome nobody knows, or nil. While one exists nothing may be applied
+// there: the last apply may have changed the infrastructure, half or whole.
+// It is
+//
+//   - a nova.apply.indeterminate (the apply was interrupted, or its result
+//     could not be read), or
+//   - a nova.apply.authorized that its run never followed with an outcome
+//     (nova.apply.completed, or nova.run.failed for a reason other than an
+//     unknown outcome): nova itself died mid-apply, killed or lost,
+//
+// and nothing later settles it but a nova.apply.resolved of the same
+// environment (`nova evidence resolve`). Other environments have their
+// own state and are not held.
 func UnresolvedApply(events []Event, env Environment) *Event {
 	var open *Event
+	authorizedBy := ""
 	for i := range events {
-		if events[i].Environment != string(env) {
+		e := &events[i]
+		if e.Environment != string(env) {
 			continue
 		}
-		switch events[i].Type {
+		switch e.Type {
+		case EventApplyAuthorized:
+			open, authorizedBy = e, e.RunID
+		case EventApplyCompleted:
+			if open != nil && open.Type == EventApplyAuthorized && e.RunID == authorizedBy {
+				open = nil
+			}
+		case EventRunFailed:
+			if open != nil && open.Type == EventApplyAuthorized && e.RunID == authorizedBy && !failedUnknown(*e) {
+				// The run stopped with a verdict about its apply (refused,
+				// or failed as terraform reported it): nothing is unknown.
+				open = nil
+			}
 		case EventApplyIndeterminate:
-			open = &events[i]
+			open = e
 		case EventApplyResolved:
 			open = nil
 		}
 	}
 	return open
+}
+
+// failedUnknown reports whether a nova.run.failed says the apply's outcome
+// is unknown; its nova.apply.indeterminate may not have been recorded.
+func failedUnknown(e Event) bool {
+	var d StageEventData
+	if json.Unmarshal(e.Data, &d) != nil {
+		return true // unreadable: assume the worst
+	}
+	for _, f := range d.Findings {
+		if f.Reason == ApplyIndeterminate {
+			return true
+		}
+	}
+	return false
+}
+
+// AppliedReceipt returns the nova.apply.completed event that applied the
+// plan with digest in env, or nil: replaying an applied plan answers with
+// the original receipt instead of running it again.
+func AppliedReceipt(events []Event, env Environment, digest string) *Event {
+	for i := range events {
+		e := &events[i]
+		if e.Type != EventApplyCompleted || e.Environment != string(env) {
+			continue
+		}
+		var r struct {
+			Digest string `json:"digest"`
+		}
+		if DecodeEventData(*e, &r) == nil && r.Digest == digest {
+			return e
+		}
+	}
+	return nil
 }
 
 // PlanCleared reports whether events (one contract's chain) show that the
@@ -161,7 +229,7 @@ func Approvals(events []Event, env Environment) ([]Approval, error) {
 			return nil, Errorf(EvidenceLayoutInvalid, "reading approval %s: %w", e.ID, err)
 		}
 		if a.Environment == env {
-			out = append(out, Approval{ApprovalRecord: a, EventID: e.ID, Seq: e.Seq})
+			out = append(out, Approval{ApprovalRecord: a, EventID: e.ID, Seq: e.Seq, Recorded: e.Time})
 		}
 	}
 	return out, nil

@@ -30,6 +30,16 @@ func TestUnresolvedApply(t *testing.T) {
 	res := func(id, env string) Event {
 		return event(t, id, EventApplyResolved, env, "r", "", Resolution{Outcome: ResolvedNotApplied, Resolves: "x"})
 	}
+	auth := func(id, env, run string) Event {
+		return event(t, id, EventApplyAuthorized, env, run, "gate", Authorization{Digest: "d"})
+	}
+	done := func(id, env, run string) Event {
+		return event(t, id, EventApplyCompleted, env, run, "apply", map[string]any{"digest": "d", "applied": true})
+	}
+	failed := func(id, env, run string, reason Reason) Event {
+		raw, _ := json.Marshal(StageEventData{Stage: "apply", Verdict: Errored, Findings: []Finding{{Reason: reason}}})
+		return Event{ID: id, Type: EventRunFailed, Environment: env, RunID: run, Data: raw}
+	}
 	tests := []struct {
 		name   string
 		events []Event
@@ -42,6 +52,14 @@ func TestUnresolvedApply(t *testing.T) {
 		{"resolved", []Event{ind("1", "qa"), res("2", "qa")}, QA, ""},
 		{"resolved elsewhere does not count", []Event{ind("1", "qa"), res("2", "prod")}, QA, "1"},
 		{"a newer one after a resolution", []Event{ind("1", "qa"), res("2", "qa"), ind("3", "qa")}, QA, "3"},
+		{"authorized and completed", []Event{auth("1", "dev", "r1"), done("2", "dev", "r1")}, Dev, ""},
+		{"authorized, then nova died", []Event{auth("1", "dev", "r1")}, Dev, "1"},
+		{"authorized, then nova died; the next run's events do not settle it", []Event{auth("1", "dev", "r1"), event(t, "2", EventPlanCreated, "dev", "r2", "plan", PlanRecord{}), failed("3", "dev", "r2", ApplyIndeterminate)}, Dev, "1"},
+		{"authorized, then terraform failed cleanly", []Event{auth("1", "dev", "r1"), failed("2", "dev", "r1", TerraformApplyFailed)}, Dev, ""},
+		{"authorized, then refused before apply", []Event{auth("1", "dev", "r1"), failed("2", "dev", "r1", PlanDigestMismatch)}, Dev, ""},
+		{"authorized, then failed with an unknown outcome but no indeterminate event", []Event{auth("1", "dev", "r1"), failed("2", "dev", "r1", ApplyIndeterminate)}, Dev, "1"},
+		{"authorized, interrupted", []Event{auth("1", "dev", "r1"), failed("2", "dev", "r1", ApplyIndeterminate), ind("3", "dev")}, Dev, "3"},
+		{"authorized, then died, then resolved", []Event{auth("1", "dev", "r1"), res("2", "dev")}, Dev, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -53,6 +71,19 @@ func TestUnresolvedApply(t *testing.T) {
 				t.Errorf("UnresolvedApply = %q, want %q", got, tt.want)
 			}
 		})
+	}
+}
+
+func TestAppliedReceipt(t *testing.T) {
+	events := []Event{
+		event(t, "1", EventApplyCompleted, "dev", "r1", "apply", map[string]any{"digest": "d1", "applied": true}),
+		event(t, "2", EventApplyCompleted, "qa", "r2", "apply", map[string]any{"digest": "d2", "applied": true}),
+	}
+	if r := AppliedReceipt(events, Dev, "d1"); r == nil || r.ID != "1" {
+		t.Errorf("receipt of d1 in dev = %v", r)
+	}
+	if r := AppliedReceipt(events, Dev, "d2"); r != nil {
+		t.Errorf("d2 was applied in qa, not dev: %v", r)
 	}
 }
 

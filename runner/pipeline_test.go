@@ -190,27 +190,6 @@ func TestEmitterContinuesRecorderChain(t *testing.T) {
 	}
 }
 
-func TestGate(t *testing.T) {
-	for _, env := range Environments {
-		t.Run(string(env), func(t *testing.T) {
-			st := &State{Contract: &Contract{ID: "c", Environment: env}, Plan: &Plan{Digest: "d1"}}
-			res, err := Gate{}.Run(t.Context(), st)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if env == Dev {
-				if res.Verdict != Pass || st.Authorization == nil || st.Authorization.Digest != "d1" || res.Event != EventApplyAuthorized {
-					t.Errorf("dev gate = %+v, authorization %+v", res, st.Authorization)
-				}
-				return
-			}
-			if res.Verdict != AwaitingApproval || st.Authorization != nil || res.Findings[0].Reason != ApprovalRequired {
-				t.Errorf("%s gate = %+v, authorization %+v; want awaiting approval and none", env, res, st.Authorization)
-			}
-		})
-	}
-}
-
 func lastType(es []Event) string {
 	if len(es) == 0 {
 		return ""

@@ -132,6 +132,7 @@ const (
 	ApprovalRejected            Reason = "APPROVAL_REJECTED"
 	ApprovalFrozen              Reason = "APPROVAL_FROZEN"
 	ApprovalClaimInvalid        Reason = "APPROVAL_CLAIM_INVALID"
+	ApproverNotEligible         Reason = "APPROVER_NOT_ELIGIBLE"
 	SeparationOfDutiesViolation Reason = "SEPARATION_OF_DUTIES_VIOLATION"
 	ApproversInvalid            Reason = "APPROVERS_INVALID"
 	ForgeAPIFailed              Reason = "FORGE_API_FAILED"
@@ -264,6 +265,7 @@ var reasonTable = []ReasonInfo{
 	{ApprovalRejected, "gate", KindVerdict, "An approver of the environment rejected this plan; the contract is held until a new plan is approved."},
 	{ApprovalFrozen, "gate", KindVerdict, "The approval request has waited two business days; re-submit with `supersedes` naming the old request."},
 	{ApprovalClaimInvalid, "gate", KindVerdict, "A signed approval claim does not verify, names another plan, or was already used (a replay)."},
+	{ApproverNotEligible, "gate", KindVerdict, "A claimed approval was not imported: its author is not in the environment's approver group, wrote the change, or approved another plan or environment (recorded in `nova.approval.checked`)."},
 	{SeparationOfDutiesViolation, "gate", KindVerdict, "The prod or dr approver also approved this contract in qa; someone else from the approver group must approve."},
 	{ApproversInvalid, "gate", KindError, "`.nova/approvers.yml` in the trusted base is missing, unreadable or invalid (an unknown field, an undefined group, a malformed name)."},
 	{ForgeAPIFailed, "gate", KindError, "The forge's API (GitHub, Gitea) could not be read or written after retries: unreachable, unauthorized, or rate-limited past the wait."},

@@ -79,6 +79,10 @@ type State struct {
 	Commit string
 	// RunDir holds this run's artefacts: events, the plan bundle, logs.
 	RunDir string
+	// ForgeRun is the forge's workflow run executing this run, if any;
+	// plans record it so an environment approval of that workflow run
+	// binds to its own bundle only.
+	ForgeRun string
 
 	Contract       *Contract
 	ContractDigest string
@@ -108,6 +112,11 @@ type Plan struct {
 	HasChanges     bool          `json:"hasChanges"`
 	Changes        ChangeSummary `json:"changes"`
 	BundleDir      string        `json:"bundleDir"`
+	// PlanFile is the engine's saved plan inside the bundle: what an
+	// authorization's attestation names as its subject.
+	PlanFile string `json:"planFile"`
+	// ForgeRun is the workflow run that made the plan, when known.
+	ForgeRun string `json:"forgeRun,omitempty"`
 }
 
 // ChangeSummary counts resource changes by action, as Terraform reports them.
@@ -124,6 +133,8 @@ type Authorization struct {
 	Environment Environment `json:"environment"`
 	// Approver is "autonomous" for dev, otherwise the forge identity.
 	Approver string `json:"approver"`
+	// Approvals are the nova.approval.recorded events that authorize.
+	Approvals []string `json:"approvals,omitempty"`
 }
 
 // CostEstimate is a monthly cost estimate of the planned change.

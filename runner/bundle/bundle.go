@@ -33,17 +33,20 @@ const formatVersion = 1
 
 // Manifest describes a plan bundle and what its digest binds.
 type Manifest struct {
-	FormatVersion  int                  `json:"formatVersion"`
-	RunID          string               `json:"runId"`
-	ContractID     string               `json:"contractId"`
-	Environment    runner.Environment   `json:"environment"`
-	Stack          string               `json:"stack"`
-	ContractDigest string               `json:"contractDigest"`
-	Commit         string               `json:"commit"`
-	PlanDigest     string               `json:"planDigest"`
-	HasChanges     bool                 `json:"hasChanges"`
-	Changes        runner.ChangeSummary `json:"changes"`
-	CreatedAt      time.Time            `json:"createdAt"`
+	FormatVersion  int                `json:"formatVersion"`
+	RunID          string             `json:"runId"`
+	ContractID     string             `json:"contractId"`
+	Environment    runner.Environment `json:"environment"`
+	Stack          string             `json:"stack"`
+	ContractDigest string             `json:"contractDigest"`
+	Commit         string             `json:"commit"`
+	PlanDigest     string             `json:"planDigest"`
+	// ForgeRun is the forge's workflow run that planned, when there was
+	// one: its environment approvals bind to this bundle only.
+	ForgeRun   string               `json:"forgeRun,omitempty"`
+	HasChanges bool                 `json:"hasChanges"`
+	Changes    runner.ChangeSummary `json:"changes"`
+	CreatedAt  time.Time            `json:"createdAt"`
 }
 
 // Dir is where a run keeps its bundle.

@@ -3,6 +3,7 @@ package apply
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 
 	"github.com/nova-platform/nova/runner"
 	"github.com/nova-platform/nova/runner/bundle"
@@ -73,6 +74,7 @@ func (b *Bundle) Run(ctx context.Context, st *runner.State) (runner.Result, erro
 	st.Plan = &runner.Plan{
 		Digest: m.PlanDigest, ContractDigest: m.ContractDigest, Commit: m.Commit,
 		HasChanges: m.HasChanges, Changes: m.Changes, BundleDir: dir,
+		PlanFile: filepath.Join(dir, bundle.PlanFile), ForgeRun: m.ForgeRun,
 	}
 	return runner.Result{
 		Verdict: runner.Pass,

@@ -69,7 +69,7 @@ func (s *Stage) Run(ctx context.Context, st *runner.State) (runner.Result, error
 	}
 	m := bundle.Manifest{
 		RunID: st.RunID, ContractID: st.Contract.ID, Environment: st.Contract.Environment, Stack: st.Target.Stack,
-		ContractDigest: st.ContractDigest, Commit: st.Commit, PlanDigest: digest,
+		ContractDigest: st.ContractDigest, Commit: st.Commit, PlanDigest: digest, ForgeRun: st.ForgeRun,
 		HasChanges: sp.HasChanges, Changes: sp.Changes, CreatedAt: s.now().UTC(),
 	}
 	if err := bundle.WriteManifest(dir, m); err != nil {
@@ -78,6 +78,7 @@ func (s *Stage) Run(ctx context.Context, st *runner.State) (runner.Result, error
 	st.Plan = &runner.Plan{
 		Digest: digest, ContractDigest: st.ContractDigest, Commit: st.Commit,
 		HasChanges: sp.HasChanges, Changes: sp.Changes, BundleDir: dir,
+		PlanFile: filepath.Join(dir, bundle.PlanFile), ForgeRun: st.ForgeRun,
 	}
 	summary := fmt.Sprintf("plan %s: %s", runner.ShortDigest(digest), Describe(sp.Changes))
 	if !sp.HasChanges {

@@ -1,0 +1,231 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// ImportApprovals is the stage before the gate: it asks every approval
+// source for the claims it holds on this plan, keeps those whose author may
+// give them, and records them in the evidence as nova.approval.recorded or
+// nova.approval.rejected. It never authorizes anything itself; the gate
+// decides from what is recorded.
+type ImportApprovals struct {
+	Sources []ApprovalSource
+	// Approvers reads the approver config from the trusted base.
+	Approvers ApproversReader
+	// Membership resolves team members; without it only listed members
+	// count.
+	Membership TeamMembership
+	// Change names the change's authors, who may never approve it.
+	Change ChangeReader
+	// Claims verifies local signed claims.
+	Claims ClaimVerifier
+	// Evidence tells which claims were imported before.
+	Evidence EvidenceReader
+}
+
+// ClaimVerifier checks a local approval claim's signature with its
+// approver's registered key.
+type ClaimVerifier interface {
+	VerifyClaim(c SignedClaim) error
+}
+
+// ApprovalCheck is the data of nova.approval.checked: what the import
+// found, including every claim it did not accept and why, so an auditor
+// sees the approvals that did not count.
+type ApprovalCheck struct {
+	Environment Environment    `json:"environment"`
+	PlanDigest  string         `json:"planDigest,omitempty"`
+	Group       string         `json:"group,omitempty"`
+	Imported    int            `json:"imported"`
+	Ignored     []IgnoredClaim `json:"ignored,omitempty"`
+}
+
+// IgnoredClaim is a claim that was not imported.
+type IgnoredClaim struct {
+	Approver  string `json:"approver"`
+	Source    string `json:"source"`
+	SourceRef string `json:"sourceRef"`
+	Reason    Reason `json:"reason"`
+	Why       string `json:"why"`
+}
+
+var _ Stage = (*ImportApprovals)(nil)
+
+// Name implements Stage.
+func (*ImportApprovals) Name() string { return "approvals" }
+
+// Run implements Stage.
+func (s *ImportApprovals) Run(ctx context.Context, st *State) (Result, error) {
+	if st.Contract == nil || st.Plan == nil {
+		return Result{}, Errorf(InternalError, "approvals reached without a validated contract and a plan")
+	}
+	env := st.Contract.Environment
+	if env.Autonomous() {
+		return Result{Verdict: Pass, Summary: fmt.Sprintf("%s is autonomous: no approval needed", env),
+			Event: EventApprovalChecked, Data: ApprovalCheck{Environment: env}}, nil
+	}
+	if s.Approvers == nil {
+		return Result{}, Errorf(ApproversInvalid, "no approver config: %s needs %s in the trusted base to know who may approve", env, ApproversFile)
+	}
+	if s.Evidence == nil {
+		return Result{}, Errorf(InternalError, "the approvals stage has no evidence to record into")
+	}
+	approvers, err := s.Approvers.Approvers(ctx)
+	if err != nil {
+		return Result{}, err
+	}
+	events, err := s.Evidence.Chain(ctx, st.Contract.ID)
+	if err != nil {
+		return Result{}, err
+	}
+	imported, usedClaims := importedRefs(events)
+	req := ApprovalRequest{
+		ContractID: st.Contract.ID, Environment: env, PlanDigest: st.Plan.Digest,
+		Commit: st.Commit, PlannedAt: plannedAt(events, env, st.Plan.Digest), ForgeRun: st.Plan.ForgeRun,
+	}
+	var authors []string
+	if s.Change != nil {
+		change, err := s.Change.Change(ctx)
+		if err != nil {
+			return Result{}, err
+		}
+		authors = change.Authors
+	}
+	group := approvers.GroupFor(env)
+	check := ApprovalCheck{Environment: env, PlanDigest: st.Plan.Digest, Group: group}
+	var also []EventSpec
+	for _, src := range s.Sources {
+		claims, err := src.Claims(ctx, req)
+		if err != nil {
+			return Result{}, err
+		}
+		for _, c := range claims {
+			ref := c.Source + "/" + c.SourceRef
+			if imported[ref] {
+				continue
+			}
+			if reason, why := s.eligible(ctx, c, req, approvers, group, authors, usedClaims); reason != "" {
+				check.Ignored = append(check.Ignored, IgnoredClaim{Approver: c.Approver, Source: c.Source, SourceRef: c.SourceRef, Reason: reason, Why: why})
+				continue
+			}
+			imported[ref] = true
+			if c.Signed != nil {
+				usedClaims[c.Signed.Claim.ID] = true
+			}
+			at := c.At.UTC()
+			rec := ApprovalRecord{ContractID: st.Contract.ID, Environment: env, PlanDigest: c.PlanDigest, Approver: c.Approver,
+				Group: group, Source: c.Source, SourceRef: c.SourceRef, At: &at, Claim: c.Signed}
+			typ := EventApprovalRecorded
+			if c.Decision == Reject {
+				typ, rec.Reason = EventApprovalRejected, c.Reason
+			}
+			also = append(also, EventSpec{Type: typ, Data: rec})
+			check.Imported++
+		}
+	}
+	summary := fmt.Sprintf("%d decision(s) on plan %s imported for %s", check.Imported, ShortDigest(st.Plan.Digest), env)
+	if n := len(check.Ignored); n > 0 {
+		summary += fmt.Sprintf(", %d ignored", n)
+	}
+	return Result{Verdict: Pass, Summary: summary, Event: EventApprovalChecked, Data: check, Also: also}, nil
+}
+
+// eligible says why a claim may not be imported, or "" when it may: it
+// must be about this plan and environment, verify when signed (and not be
+// used twice), come from someone who did not write the change, and from a
+// member of the environment's approver group.
+func (s *ImportApprovals) eligible(ctx context.Context, c ApprovalClaim, req ApprovalRequest, approvers *ApproverConfig, group string, authors []string, usedClaims map[string]bool) (Reason, string) {
+	switch {
+	case c.Environment != req.Environment:
+		return ApproverNotEligible, fmt.Sprintf("the claim is for %s, this run deploys to %s", c.Environment, req.Environment)
+	case c.PlanDigest != req.PlanDigest:
+		return ApproverNotEligible, fmt.Sprintf("the claim is for plan %s, this plan is %s", ShortDigest(c.PlanDigest), ShortDigest(req.PlanDigest))
+	case c.Decision != Approve && c.Decision != Reject:
+		return ApprovalClaimInvalid, fmt.Sprintf("decision %q is neither approve nor reject", c.Decision)
+	}
+	if c.Signed != nil {
+		sc := c.Signed.Claim
+		switch {
+		case s.Claims == nil:
+			return ApprovalClaimInvalid, "signed claims cannot be checked here: no approver keys are configured"
+		case sc.ID != c.SourceRef || sc.Approver != c.Approver || sc.Environment != c.Environment || sc.PlanDigest != c.PlanDigest || sc.Decision != c.Decision || sc.ContractID != req.ContractID:
+			return ApprovalClaimInvalid, "the signed claim says something else than the claim presented"
+		case usedClaims[sc.ID]:
+			return ApprovalClaimInvalid, fmt.Sprintf("claim %s was already used: a claim is accepted once", sc.ID)
+		}
+		if err := s.Claims.VerifyClaim(*c.Signed); err != nil {
+			return ApprovalClaimInvalid, fmt.Sprintf("the claim's signature does not verify: %v", err)
+		}
+	}
+	if slices.ContainsFunc(authors, func(a string) bool { return strings.EqualFold(a, c.Approver) }) {
+		return ApproverNotEligible, fmt.Sprintf("%s wrote this change and may not approve it", c.Approver)
+	}
+	member, err := s.inGroup(ctx, approvers.Groups[group], c.Approver)
+	if err != nil {
+		return ApproverNotEligible, fmt.Sprintf("membership of %s could not be checked: %v", c.Approver, err)
+	}
+	if !member {
+		return ApproverNotEligible, fmt.Sprintf("%s is not in approver group %s (%s)", c.Approver, group, approvers.Groups[group])
+	}
+	return "", ""
+}
+
+func (s *ImportApprovals) inGroup(ctx context.Context, g ApproverGroup, login string) (bool, error) {
+	if slices.ContainsFunc(g.Members, func(m string) bool { return strings.EqualFold(m, login) }) {
+		return true, nil
+	}
+	if s.Membership == nil {
+		return false, nil
+	}
+	for _, team := range g.Teams {
+		ok, err := s.Membership.IsTeamMember(ctx, team, login)
+		if err != nil {
+			return false, err
+		}
+		if ok {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// importedRefs lists the decisions already in the chain, by source and
+// reference, and the signed claims already used.
+func importedRefs(events []Event) (refs, claims map[string]bool) {
+	refs, claims = map[string]bool{}, map[string]bool{}
+	for _, e := range events {
+		if e.Type != EventApprovalRecorded && e.Type != EventApprovalRejected {
+			continue
+		}
+		var r ApprovalRecord
+		if DecodeEventData(e, &r) != nil {
+			continue
+		}
+		refs[r.Source+"/"+r.SourceRef] = true
+		if r.Claim != nil {
+			claims[r.Claim.Claim.ID] = true
+		}
+	}
+	return refs, claims
+}
+
+// plannedAt is when the plan with digest was first recorded in env; a
+// decision made before then cannot have seen it. Without such an event (the
+// plan of this very run, not pushed yet) it is the zero time.
+func plannedAt(events []Event, env Environment, digest string) time.Time {
+	for _, e := range events {
+		if e.Type != EventPlanCreated || e.Environment != string(env) {
+			continue
+		}
+		var p PlanRecord
+		if DecodeEventData(e, &p) == nil && p.Digest == digest {
+			return e.Time
+		}
+	}
+	return time.Time{}
+}

@@ -1,0 +1,378 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+const (
+	contractID = "0c0ffee0-1111-4222-8333-444455556666"
+	digestA    = "aaaa1111bbbb2222cccc3333dddd4444eeee5555ffff6666aaaa7777bbbb8888"
+	digestB    = "bbbb1111bbbb2222cccc3333dddd4444eeee5555ffff6666aaaa7777bbbb8888"
+)
+
+// world is an evidence repo in memory plus the forge around it: the gate
+// and the approvals stage run against it exactly as in a run.
+type world struct {
+	t         *testing.T
+	rec       *memRecorder
+	now       time.Time
+	approvers *ApproverConfig
+	authors   []string
+	teams     map[string][]string
+}
+
+func newWorld(t *testing.T) *world {
+	cfg, err := ParseApprovers([]byte(`
+groups:
+  qa:
+    members: [qa-lead, qa-2]
+  sre:
+    members: [sre-oncall, sre-2, qa-lead]
+    teams: [platform/sre]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &world{t: t, rec: &memRecorder{}, now: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC), approvers: cfg,
+		authors: []string{"dev-author"}, teams: map[string][]string{"platform/sre": {"sre-team-member"}}}
+}
+
+func (w *world) Chain(_ context.Context, id string) ([]Event, error) {
+	var out []Event
+	for _, e := range w.rec.events {
+		if e.ContractID == id {
+			out = append(out, e)
+		}
+	}
+	return out, nil
+}
+
+func (w *world) Change(context.Context) (Change, error) { return Change{Authors: w.authors}, nil }
+
+func (w *world) IsTeamMember(_ context.Context, team, login string) (bool, error) {
+	return slices.Contains(w.teams[team], login), nil
+}
+
+// fakeClaims verifies a signed claim whose signature is the sha256 of the
+// claim's canonical JSON: enough to tell a tampered claim from a good one.
+type fakeClaims struct{}
+
+func (fakeClaims) VerifyClaim(c SignedClaim) error {
+	want, _ := Digest(c.Claim)
+	if c.Signature != want {
+		return errors.New("signature does not match the claim")
+	}
+	return nil
+}
+
+func signed(claim LocalClaim) *SignedClaim {
+	sig, _ := Digest(claim)
+	return &SignedClaim{Claim: claim, Signature: sig}
+}
+
+type source []ApprovalClaim
+
+func (source) Name() string { return "test" }
+func (s source) Claims(context.Context, ApprovalRequest) ([]ApprovalClaim, error) {
+	return s, nil
+}
+
+// claim is an approval by who of the plan with digest in env, from a PR
+// review with the given reference.
+func claim(who string, env Environment, digest, ref string) ApprovalClaim {
+	return ApprovalClaim{Approver: who, Environment: env, PlanDigest: digest, Decision: Approve, Source: SourceGiteaReview, SourceRef: ref}
+}
+
+// run plans digest for env and runs the approvals stage and the gate with
+// the claims the forge holds, as one run does.
+func (w *world) run(env Environment, digest string, supersedes string, claims ...ApprovalClaim) (Outcome, *State) {
+	w.t.Helper()
+	st := &State{RunID: "run-" + w.now.Format("0102T1504"), Contract: &Contract{ID: contractID, Environment: env, Supersedes: supersedes},
+		Plan: &Plan{Digest: digest}, Commit: "c0ffee"}
+	em := NewEmitter(w.rec, "urn:test", st.RunID, func() time.Time { return w.now })
+	if _, err := em.Emit(w.t.Context(), EventPlanCreated, contractID, env, PlanRecord{Digest: digest}); err != nil {
+		w.t.Fatal(err)
+	}
+	p := Pipeline{Events: em, Now: func() time.Time { return w.now }, Stages: []Stage{
+		&ImportApprovals{Sources: []ApprovalSource{source(claims)}, Approvers: StaticApprovers{w.approvers}, Membership: w, Change: w, Claims: fakeClaims{}, Evidence: w},
+		Gate{Evidence: w, Approvers: StaticApprovers{w.approvers}, Now: func() time.Time { return w.now }},
+	}}
+	return p.Run(w.t.Context(), st), st
+}
+
+// typesSince lists the event types recorded from index i on.
+func (w *world) typesSince(i int) []string {
+	var out []string
+	for _, e := range w.rec.events[i:] {
+		out = append(out, e.Type)
+	}
+	return out
+}
+
+func (w *world) lastChecked() ApprovalCheck {
+	w.t.Helper()
+	for i := len(w.rec.events) - 1; i >= 0; i-- {
+		if w.rec.events[i].Type == EventApprovalChecked {
+			var c ApprovalCheck
+			if err := DecodeEventData(w.rec.events[i], &c); err != nil {
+				w.t.Fatal(err)
+			}
+			return c
+		}
+	}
+	w.t.Fatal("no nova.approval.checked event")
+	return ApprovalCheck{}
+}
+
+func TestGateIgnoresApprovalsThatDoNotCount(t *testing.T) {
+	tests := []struct {
+		name   string
+		claim  ApprovalClaim
+		reason Reason
+	}{
+		{"by someone outside the group", claim("outsider", QA, digestA, "1"), ApproverNotEligible},
+		{"by the change's author", claim("dev-author", QA, digestA, "2"), ApproverNotEligible},
+		{"by the author even when listed", claim("qa-2", QA, digestA, "3"), ApproverNotEligible},
+		{"for another plan (a stale review, a wrong digest prefix)", claim("qa-lead", QA, digestB, "4"), ApproverNotEligible},
+		{"for another environment", claim("qa-lead", Prod, digestA, "5"), ApproverNotEligible},
+		// The PR under review may add mallory to qa in its own
+		// approvers.yml; the gate reads the trusted base's, which does not.
+		{"by someone the change adds to the group", claim("mallory", QA, digestA, "6"), ApproverNotEligible},
+		{"a tampered signed claim", func() ApprovalClaim {
+			c := claim("qa-lead", QA, digestA, "claim-1")
+			c.Source = SourceLocal
+			c.Signed = signed(LocalClaim{ID: "claim-1", ContractID: contractID, Environment: QA, PlanDigest: digestB, Approver: "qa-lead", Decision: Approve})
+			c.Signed.Claim.PlanDigest = digestA // edited after signing
+			return c
+		}(), ApprovalClaimInvalid},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := newWorld(t)
+			if tt.name == "by the author even when listed" {
+				w.authors = append(w.authors, "qa-2")
+			}
+			start := len(w.rec.events)
+			out, st := w.run(QA, digestA, "", tt.claim)
+			if out.Verdict != AwaitingApproval || st.Authorization != nil {
+				t.Fatalf("verdict %s, authorization %+v; want awaiting approval", out.Verdict, st.Authorization)
+			}
+			if got := w.typesSince(start + 1); !cmp.Equal(got, []string{EventApprovalChecked, EventApprovalRequested}) {
+				t.Errorf("events %v: nothing may be imported", got)
+			}
+			check := w.lastChecked()
+			if check.Imported != 0 || len(check.Ignored) != 1 || check.Ignored[0].Reason != tt.reason {
+				t.Errorf("checked = %+v, want the claim ignored with %s", check, tt.reason)
+			}
+		})
+	}
+}
+
+func TestGatePromotion(t *testing.T) {
+	w := newWorld(t)
+	if out, st := w.run(QA, digestA, "", claim("qa-lead", QA, digestA, "r1")); out.Verdict != Pass || st.Authorization.Approver != "qa-lead" || len(st.Authorization.Approvals) != 1 {
+		t.Fatalf("qa approved by qa-lead: %s %+v", out.Verdict, st.Authorization)
+	}
+	// A second read of the same review is not a second approval.
+	before := len(w.rec.events)
+	w.run(QA, digestA, "", claim("qa-lead", QA, digestA, "r1"))
+	if n := countType(w.rec.events[before:], EventApprovalRecorded); n != 0 {
+		t.Errorf("the same review was imported %d more time(s)", n)
+	}
+
+	// prod by the qa approver: separation of duties, recorded, exit 1.
+	start := len(w.rec.events)
+	out, st := w.run(Prod, digestA, "", claim("qa-lead", Prod, digestA, "r2"))
+	if out.Verdict != Fail || out.Reason != SeparationOfDutiesViolation || st.Authorization != nil {
+		t.Fatalf("prod by the qa approver: %s %s", out.Verdict, out.Reason)
+	}
+	if got := w.typesSince(start + 1); !cmp.Equal(got, []string{EventApprovalChecked, EventApprovalRecorded, EventRunFailed, EventApprovalRefused}) {
+		t.Errorf("events %v", got)
+	}
+	msg := out.Results[len(out.Results)-1].Findings[0].Message
+	for _, who := range []string{"sre-2", "sre-oncall", "platform/sre"} {
+		if !strings.Contains(msg, who) {
+			t.Errorf("the message does not name %s as one who may approve instead: %s", who, msg)
+		}
+	}
+	if strings.Contains(msg, ", qa-lead") {
+		t.Errorf("the message offers the qa approver again: %s", msg)
+	}
+
+	// Another SRE (here through the team) authorizes.
+	if out, st := w.run(Prod, digestA, "", claim("sre-team-member", Prod, digestA, "r3")); out.Verdict != Pass || st.Authorization.Approver != "sre-team-member" {
+		t.Fatalf("prod by another sre: %s %+v", out.Verdict, st.Authorization)
+	}
+	// dr obeys separation of duties too.
+	if out, _ := w.run(DR, digestA, "", claim("qa-lead", DR, digestA, "r4")); out.Reason != SeparationOfDutiesViolation {
+		t.Errorf("dr by the qa approver: %s %s", out.Verdict, out.Reason)
+	}
+}
+
+func TestGateRejectionHoldsThePlan(t *testing.T) {
+	w := newWorld(t)
+	reject := claim("qa-2", QA, digestA, "r1")
+	reject.Decision, reject.Reason = Reject, "load test is red"
+	out, _ := w.run(QA, digestA, "", reject)
+	if out.Verdict != Fail || out.Reason != ApprovalRejected {
+		t.Fatalf("after a rejection: %s %s", out.Verdict, out.Reason)
+	}
+	if n := countType(w.rec.events, EventApprovalRejected); n != 1 {
+		t.Errorf("%d rejection events, want 1", n)
+	}
+	// An approval of the rejected plan does not revive it.
+	if out, _ := w.run(QA, digestA, "", claim("qa-lead", QA, digestA, "r2")); out.Reason != ApprovalRejected {
+		t.Errorf("approval after rejection: %s %s, want still held", out.Verdict, out.Reason)
+	}
+	// A new plan can be approved.
+	if out, _ := w.run(QA, digestB, "", claim("qa-lead", QA, digestB, "r3")); out.Verdict != Pass {
+		t.Errorf("new plan approved: %s %s", out.Verdict, out.Reason)
+	}
+}
+
+func TestGateTimeoutsCountBusinessDays(t *testing.T) {
+	w := newWorld(t)
+	w.now = time.Date(2026, 11, 27, 15, 0, 0, 0, time.UTC) // a Friday
+	out, _ := w.run(QA, digestA, "")
+	if out.Verdict != AwaitingApproval {
+		t.Fatalf("first run: %s", out.Verdict)
+	}
+	steps := []struct {
+		at       time.Time
+		verdict  Verdict
+		reason   Reason
+		escalate bool
+	}{
+		{time.Date(2026, 11, 30, 14, 0, 0, 0, time.UTC), AwaitingApproval, ApprovalRequired, false}, // Monday: 23 business hours
+		{time.Date(2026, 11, 30, 15, 30, 0, 0, time.UTC), AwaitingApproval, ApprovalRequired, true}, // one business day
+		{time.Date(2026, 11, 30, 16, 0, 0, 0, time.UTC), AwaitingApproval, ApprovalRequired, false}, // escalated once only
+		{time.Date(2026, 12, 1, 16, 0, 0, 0, time.UTC), Fail, ApprovalFrozen, false},                // two business days
+	}
+	for _, s := range steps {
+		w.now = s.at
+		start := len(w.rec.events)
+		out, _ := w.run(QA, digestA, "")
+		if out.Verdict != s.verdict || out.Reason != s.reason {
+			t.Errorf("%s: %s %s, want %s %s", s.at.Format(time.RFC1123), out.Verdict, out.Reason, s.verdict, s.reason)
+		}
+		if got := countType(w.rec.events[start:], EventApprovalEscalated) == 1; got != s.escalate {
+			t.Errorf("%s: escalated %v, want %v", s.at.Format(time.RFC1123), got, s.escalate)
+		}
+	}
+	// An approval given after the freeze does not move it.
+	late := claim("qa-lead", QA, digestA, "late")
+	late.At = w.now
+	if out, _ := w.run(QA, digestA, "", late); out.Reason != ApprovalFrozen {
+		t.Errorf("approval after the freeze: %s %s, want %s", out.Verdict, out.Reason, ApprovalFrozen)
+	}
+	// A re-submission naming the frozen request starts a new one.
+	w2 := newWorld(t)
+	w2.now = time.Date(2026, 11, 27, 15, 0, 0, 0, time.UTC)
+	w2.run(QA, digestA, "")
+	request := w2.rec.events[len(w2.rec.events)-1].ID
+	w2.now = time.Date(2026, 12, 2, 9, 0, 0, 0, time.UTC)
+	if out, _ := w2.run(QA, digestA, ""); out.Reason != ApprovalFrozen {
+		t.Fatalf("not frozen: %s %s", out.Verdict, out.Reason)
+	}
+	if out, _ := w2.run(QA, digestB, "some-other-request"); out.Reason != ApprovalFrozen {
+		t.Errorf("superseding another request unfroze it: %s %s", out.Verdict, out.Reason)
+	}
+	if out, _ := w2.run(QA, digestB, request); out.Verdict != AwaitingApproval {
+		t.Errorf("re-submission superseding %s: %s %s, want awaiting approval", request, out.Verdict, out.Reason)
+	}
+	w2.now = w2.now.Add(2 * time.Hour)
+	if out, _ := w2.run(QA, digestB, request); out.Verdict != AwaitingApproval {
+		t.Errorf("after the re-submission: %s %s, want awaiting approval", out.Verdict, out.Reason)
+	}
+}
+
+func TestGateAcceptsASignedClaimOnce(t *testing.T) {
+	w := newWorld(t)
+	c := claim("qa-lead", QA, digestA, "claim-7")
+	c.Source = SourceLocal
+	c.Signed = signed(LocalClaim{ID: "claim-7", ContractID: contractID, Environment: QA, PlanDigest: digestA, Approver: "qa-lead", Decision: Approve})
+	if out, _ := w.run(QA, digestA, "", c); out.Verdict != Pass {
+		t.Fatalf("signed claim: %s %s", out.Verdict, out.Reason)
+	}
+	// Replayed under another reference (so it is not a mere re-read).
+	replay := c
+	replay.SourceRef = "claim-7-again"
+	replay.Signed = signed(LocalClaim{ID: "claim-7", ContractID: contractID, Environment: QA, PlanDigest: digestA, Approver: "qa-lead", Decision: Approve})
+	replay.Signed.Claim.ID = "claim-7"
+	out, _ := w.run(QA, digestA, "", replay)
+	if check := w.lastChecked(); len(check.Ignored) != 1 || check.Ignored[0].Reason != ApprovalClaimInvalid {
+		t.Errorf("replayed claim: %+v (verdict %s)", check, out.Verdict)
+	}
+}
+
+func TestBusinessDuration(t *testing.T) {
+	fri := time.Date(2026, 11, 27, 15, 0, 0, 0, time.UTC)
+	tests := []struct {
+		to   time.Time
+		want time.Duration
+	}{
+		{fri, 0},
+		{time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC), 9 * time.Hour},  // Saturday noon: only Friday counts
+		{time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC), 9 * time.Hour},   // Monday midnight
+		{time.Date(2026, 11, 30, 15, 0, 0, 0, time.UTC), 24 * time.Hour}, // Monday, same hour
+		{time.Date(2026, 12, 1, 15, 0, 0, 0, time.UTC), 48 * time.Hour},
+	}
+	for _, tt := range tests {
+		if got := BusinessDuration(fri, tt.to); got != tt.want {
+			t.Errorf("BusinessDuration(Fri 15:00, %s) = %s, want %s", tt.to.Format(time.RFC1123), got, tt.want)
+		}
+	}
+}
+
+func countType(events []Event, typ string) int {
+	n := 0
+	for _, e := range events {
+		if e.Type == typ {
+			n++
+		}
+	}
+	return n
+}
+
+func TestGateWithoutEvidenceOrApproversIsAnError(t *testing.T) {
+	st := &State{Contract: &Contract{ID: "c", Environment: Prod}, Plan: &Plan{Digest: "d"}}
+	if _, err := (Gate{}).Run(t.Context(), st); ReasonOf(err) != InternalError {
+		t.Errorf("no evidence: %v", err)
+	}
+	w := newWorld(t)
+	if _, err := (Gate{Evidence: w}).Run(t.Context(), st); ReasonOf(err) != ApproversInvalid {
+		t.Errorf("no approvers: %v", err)
+	}
+	dev := &State{Contract: &Contract{ID: "c", Environment: Dev}, Plan: &Plan{Digest: "d1"}}
+	if res, err := (Gate{}).Run(t.Context(), dev); err != nil || res.Verdict != Pass || dev.Authorization.Approver != "autonomous" {
+		t.Errorf("dev without evidence: %+v %v", res, err)
+	}
+}
+
+func TestAddBusinessDuration(t *testing.T) {
+	tests := []struct {
+		from time.Time
+		d    time.Duration
+		want time.Time
+	}{
+		{time.Date(2026, 11, 27, 15, 0, 0, 0, time.UTC), 24 * time.Hour, time.Date(2026, 11, 30, 15, 0, 0, 0, time.UTC)}, // Friday → Monday
+		{time.Date(2026, 11, 28, 10, 0, 0, 0, time.UTC), time.Hour, time.Date(2026, 11, 30, 1, 0, 0, 0, time.UTC)},       // Saturday → Monday 01:00
+		{time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC), 48 * time.Hour, time.Date(2026, 12, 2, 9, 0, 0, 0, time.UTC)},
+	}
+	for _, tt := range tests {
+		got := AddBusinessDuration(tt.from, tt.d)
+		if !got.Equal(tt.want) {
+			t.Errorf("AddBusinessDuration(%s, %s) = %s, want %s", tt.from.Format(time.RFC1123), tt.d, got.Format(time.RFC1123), tt.want.Format(time.RFC1123))
+		}
+		if back := BusinessDuration(tt.from, got); back != tt.d {
+			t.Errorf("BusinessDuration back = %s, want %s", back, tt.d)
+		}
+	}
+}

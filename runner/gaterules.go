@@ -1,0 +1,253 @@
+package runner
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Timeouts of a pending approval request, in business time (Monday to
+// Friday, UTC): after one business day the request is escalated, after two
+// it freezes and only a re-submission naming it in `supersedes` goes on.
+const (
+	EscalateAfter = 24 * time.Hour
+	FreezeAfter   = 48 * time.Hour
+)
+
+// RequestRecord is the data of a nova.approval.requested event.
+type RequestRecord struct {
+	Environment Environment `json:"environment"`
+	PlanDigest  string      `json:"planDigest"`
+	// Supersedes is the request a re-submission replaces (the contract's
+	// `supersedes`); it closes that request's clock.
+	Supersedes string `json:"supersedes,omitempty"`
+}
+
+// EscalationRecord is the data of a nova.approval.escalated event.
+type EscalationRecord struct {
+	Environment Environment `json:"environment"`
+	PlanDigest  string      `json:"planDigest"`
+	Request     string      `json:"request"`
+	Since       time.Time   `json:"since"`
+}
+
+// RefusalRecord is the data of a nova.approval.refused event: approvals
+// that exist but may not authorize (separation of duties).
+type RefusalRecord struct {
+	Environment Environment `json:"environment"`
+	PlanDigest  string      `json:"planDigest"`
+	Reason      Reason      `json:"reason"`
+	// Approvers are the refused approvers; QAApprovals the qa approval
+	// events that disqualify them.
+	Approvers   []string `json:"approvers"`
+	QAApprovals []string `json:"qaApprovals"`
+	// Eligible names who may approve instead.
+	Eligible []string `json:"eligible"`
+}
+
+// gateInput is what the gate decides on besides the chain.
+type gateInput struct {
+	Env        Environment
+	Digest     string
+	Supersedes string
+	Now        time.Time
+	Approvers  *ApproverConfig
+}
+
+// gateDecision is the gate's verdict for a guarded environment.
+type gateDecision struct {
+	Verdict  Verdict
+	Reason   Reason
+	Message  string
+	Approval *Approval
+	// Request is the pending request's event id; Also the events the
+	// decision implies (escalation, refusal).
+	Request    RequestRecord
+	Also       []EventSpec
+	RecordWait bool
+}
+
+// decideGate applies the approval rules of a guarded environment to one
+// contract's verified chain. It is pure, so every rule is table-tested:
+//
+//   - a rejection of this plan holds it: a new plan is needed;
+//   - an approval of this plan by the environment's group authorizes it,
+//     except that for prod and dr an approver who approved this contract
+//     in qa may not (separation of duties: refused, and recorded);
+//   - otherwise the request waits, escalates after one business day and
+//     freezes after two, unless the contract supersedes the frozen request.
+func decideGate(events []Event, in gateInput) (gateDecision, error) {
+	approvals, err := Approvals(events, in.Env)
+	if err != nil {
+		return gateDecision{}, err
+	}
+	for _, e := range events {
+		if e.Type != EventApprovalRejected || e.Environment != string(in.Env) {
+			continue
+		}
+		var r ApprovalRecord
+		if err := DecodeEventData(e, &r); err != nil {
+			return gateDecision{}, Errorf(EvidenceLayoutInvalid, "reading rejection %s: %w", e.ID, err)
+		}
+		if r.PlanDigest == in.Digest {
+			return gateDecision{Verdict: Fail, Reason: ApprovalRejected,
+				Message: fmt.Sprintf("%s rejected plan %s for %s (%s); the contract is held: plan again and ask for a new approval", r.Approver, ShortDigest(in.Digest), in.Env, orNone(r.Reason))}, nil
+		}
+	}
+	group := in.Approvers.GroupFor(in.Env)
+	// A decision taken after the pending request froze does not count:
+	// the request must be re-submitted first.
+	freezeAt := time.Time{}
+	if start, _ := pendingRequest(events, in.Env); start != nil && in.Supersedes != start.ID {
+		freezeAt = AddBusinessDuration(start.Time, FreezeAfter)
+	}
+	var valid []Approval
+	for _, a := range approvals {
+		if a.PlanDigest == in.Digest && a.Group == group && (freezeAt.IsZero() || a.decidedAt().Before(freezeAt)) {
+			valid = append(valid, a)
+		}
+	}
+	if len(valid) > 0 && (in.Env == Prod || in.Env == DR) {
+		qa, err := Approvals(events, QA)
+		if err != nil {
+			return gateDecision{}, err
+		}
+		qaApprovers := map[string][]string{}
+		for _, a := range qa {
+			qaApprovers[a.Approver] = append(qaApprovers[a.Approver], a.EventID)
+		}
+		var allowed []Approval
+		refused := RefusalRecord{Environment: in.Env, PlanDigest: in.Digest, Reason: SeparationOfDutiesViolation}
+		for _, a := range valid {
+			if ids, ok := qaApprovers[a.Approver]; ok {
+				refused.Approvers = append(refused.Approvers, a.Approver)
+				refused.QAApprovals = append(refused.QAApprovals, ids...)
+				continue
+			}
+			allowed = append(allowed, a)
+		}
+		if len(allowed) == 0 {
+			for _, m := range in.Approvers.Members(group) {
+				if _, ok := qaApprovers[m]; !ok {
+					refused.Eligible = append(refused.Eligible, m)
+				}
+			}
+			for _, t := range in.Approvers.Groups[group].Teams {
+				refused.Eligible = append(refused.Eligible, "members of "+t)
+			}
+			return gateDecision{Verdict: Fail, Reason: SeparationOfDutiesViolation,
+				Message: fmt.Sprintf("%s approved this contract in qa and may not approve it in %s; ask someone else from %s: %s",
+					strings.Join(slices.Compact(slices.Sorted(slices.Values(refused.Approvers))), ", "), in.Env, group, orNone(strings.Join(refused.Eligible, ", "))),
+				Also: []EventSpec{{Type: EventApprovalRefused, Data: refused}}}, nil
+		}
+		valid = allowed
+	}
+	if len(valid) > 0 {
+		return gateDecision{Verdict: Pass, Approval: &valid[0]}, nil
+	}
+	return waiting(events, in), nil
+}
+
+// waiting decides a request no approval answers yet: how long it has been
+// pending, and whether it escalates or freezes.
+func waiting(events []Event, in gateInput) gateDecision {
+	d := gateDecision{Verdict: AwaitingApproval, Reason: ApprovalRequired, RecordWait: true,
+		Request: RequestRecord{Environment: in.Env, PlanDigest: in.Digest}}
+	start, escalated := pendingRequest(events, in.Env)
+	if start == nil {
+		d.Message = fmt.Sprintf("environment %s requires an approval bound to plan digest %s from group %s", in.Env, in.Digest, in.Approvers.GroupFor(in.Env))
+		return d
+	}
+	if in.Supersedes == start.ID {
+		// The re-submission the freeze asked for: the old request is
+		// closed and this one starts its own clock.
+		d.Request.Supersedes = start.ID
+		d.Message = fmt.Sprintf("re-submitted, superseding request %s: environment %s requires an approval bound to plan digest %s", start.ID, in.Env, in.Digest)
+		return d
+	}
+	age := BusinessDuration(start.Time, in.Now)
+	switch {
+	case age >= FreezeAfter:
+		return gateDecision{Verdict: Fail, Reason: ApprovalFrozen,
+			Message: fmt.Sprintf("the approval request %s for %s has waited %s business time since %s; it is frozen: re-submit with `supersedes: %s` in the contract", start.ID, in.Env, age.Round(time.Minute), start.Time.Format(time.RFC3339), start.ID)}
+	case age >= EscalateAfter && !escalated:
+		d.Also = []EventSpec{{Type: EventApprovalEscalated, Data: EscalationRecord{Environment: in.Env, PlanDigest: in.Digest, Request: start.ID, Since: start.Time}}}
+	}
+	d.Message = fmt.Sprintf("environment %s requires an approval bound to plan digest %s from group %s (requested %s)", in.Env, in.Digest, in.Approvers.GroupFor(in.Env), start.Time.Format(time.RFC3339))
+	return d
+}
+
+// pendingRequest returns the event that opened the environment's pending
+// approval request — the first nova.approval.requested after the last
+// authorization, rejection or re-submission — and whether it was
+// escalated already.
+func pendingRequest(events []Event, env Environment) (*Event, bool) {
+	var start *Event
+	escalated := false
+	for i := range events {
+		e := &events[i]
+		if e.Environment != string(env) {
+			continue
+		}
+		switch e.Type {
+		case EventApplyAuthorized, EventApprovalRejected:
+			start, escalated = nil, false
+		case EventApprovalRequested:
+			var r RequestRecord
+			_ = DecodeEventData(*e, &r)
+			if start == nil || (r.Supersedes != "" && r.Supersedes == start.ID) {
+				start, escalated = e, false
+			}
+		case EventApprovalEscalated:
+			var r EscalationRecord
+			if start != nil && DecodeEventData(*e, &r) == nil && r.Request == start.ID {
+				escalated = true
+			}
+		}
+	}
+	return start, escalated
+}
+
+// AddBusinessDuration returns the moment d of business time after from.
+func AddBusinessDuration(from time.Time, d time.Duration) time.Time {
+	t := from.UTC()
+	for d > 0 {
+		next := time.Date(t.Year(), t.Month(), t.Day()+1, 0, 0, 0, 0, time.UTC)
+		if wd := t.Weekday(); wd != time.Saturday && wd != time.Sunday {
+			if left := next.Sub(t); d <= left {
+				return t.Add(d)
+			} else {
+				d -= left
+			}
+		}
+		t = next
+	}
+	return t
+}
+
+// BusinessDuration is the time between from and to that falls on Monday to
+// Friday (UTC): a request made on Friday afternoon has waited a few hours,
+// not two days, on Monday morning.
+func BusinessDuration(from, to time.Time) time.Duration {
+	from, to = from.UTC(), to.UTC()
+	var total time.Duration
+	for t := from; t.Before(to); {
+		next := time.Date(t.Year(), t.Month(), t.Day()+1, 0, 0, 0, 0, time.UTC)
+		if next.After(to) {
+			next = to
+		}
+		if wd := t.Weekday(); wd != time.Saturday && wd != time.Sunday {
+			total += next.Sub(t)
+		}
+		t = next
+	}
+	return total
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none given"
+	}
+	return s
+}

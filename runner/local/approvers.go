@@ -1,0 +1,119 @@
+package local
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
+
+	"github.com/nova-platform/nova/runner"
+)
+
+// maxApproversBytes bounds the approver config: a list of names.
+const maxApproversBytes = 256 << 10
+
+// TrustedApprovers reads .nova/approvers.yml of the checkout at Dir from the
+// trusted base: the commit Base names (a pull request's base commit),
+// else the repository's default branch. The working tree's copy is never
+// read when Dir is a git checkout, because that copy belongs to the change
+// under review. Outside a git checkout (a plain directory in local mode)
+// there is no change under review, and the file on disk is the config.
+type TrustedApprovers struct {
+	Dir  string
+	Base string
+}
+
+var _ runner.ApproversReader = TrustedApprovers{}
+
+// Approvers implements runner.ApproversReader.
+func (t TrustedApprovers) Approvers(context.Context) (*runner.ApproverConfig, error) {
+	repo, err := git.PlainOpenWithOptions(t.Dir, &git.PlainOpenOptions{DetectDotGit: true, EnableDotGitCommonDir: true})
+	if errors.Is(err, git.ErrRepositoryNotExists) {
+		data, err := readCapped(filepath.Join(t.Dir, runner.ApproversFile))
+		if err != nil {
+			return nil, runner.Errorf(runner.ApproversInvalid, "reading %s: %w", runner.ApproversFile, err)
+		}
+		return runner.ParseApprovers(data)
+	}
+	if err != nil {
+		return nil, runner.Errorf(runner.ApproversInvalid, "opening the git checkout of %s: %w", t.Dir, err)
+	}
+	wt, err := repo.Worktree()
+	if err != nil {
+		return nil, runner.Errorf(runner.ApproversInvalid, "reading the worktree of %s: %w", t.Dir, err)
+	}
+	abs, err := filepath.Abs(t.Dir)
+	if err != nil {
+		return nil, runner.Errorf(runner.ApproversInvalid, "%w", err)
+	}
+	rel, err := filepath.Rel(wt.Filesystem.Root(), abs)
+	if err != nil {
+		return nil, runner.Errorf(runner.ApproversInvalid, "%w", err)
+	}
+	path := filepath.ToSlash(filepath.Join(rel, runner.ApproversFile))
+	commit, name, err := t.base(repo)
+	if err != nil {
+		return nil, err
+	}
+	f, err := commit.File(path)
+	if errors.Is(err, object.ErrFileNotFound) {
+		return nil, runner.Errorf(runner.ApproversInvalid, "%s is not in the trusted base %s (%s): approvals are only read from a config already merged there", path, name, commit.Hash.String()[:12])
+	}
+	if err != nil {
+		return nil, runner.Errorf(runner.ApproversInvalid, "reading %s at %s: %w", path, name, err)
+	}
+	if f.Size > maxApproversBytes {
+		return nil, runner.Errorf(runner.ApproversInvalid, "%s at %s is larger than %d bytes", path, name, maxApproversBytes)
+	}
+	data, err := f.Contents()
+	if err != nil {
+		return nil, runner.Errorf(runner.ApproversInvalid, "reading %s at %s: %w", path, name, err)
+	}
+	return runner.ParseApprovers([]byte(data))
+}
+
+// base resolves the trusted base commit: Base when given, else the default
+// branch as the clone knows it (origin's HEAD, then main, then master).
+func (t TrustedApprovers) base(repo *git.Repository) (*object.Commit, string, error) {
+	candidates := []string{t.Base}
+	if t.Base == "" {
+		candidates = []string{"refs/remotes/origin/HEAD", "refs/heads/main", "refs/heads/master"}
+	}
+	for _, rev := range candidates {
+		h, err := repo.ResolveRevision(plumbing.Revision(rev))
+		if err != nil {
+			continue
+		}
+		c, err := repo.CommitObject(*h)
+		if err != nil {
+			return nil, "", runner.Errorf(runner.ApproversInvalid, "reading the trusted base %s: %w", rev, err)
+		}
+		return c, rev, nil
+	}
+	if t.Base != "" {
+		return nil, "", runner.Errorf(runner.ApproversInvalid, "the trusted base %q is not a commit of this checkout (fetch it first)", t.Base)
+	}
+	return nil, "", runner.Errorf(runner.ApproversInvalid, "no default branch (origin/HEAD, main, master) to read %s from; pass the base commit", runner.ApproversFile)
+}
+
+func readCapped(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxApproversBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > maxApproversBytes {
+		return nil, fmt.Errorf("%s is larger than %d bytes", path, maxApproversBytes)
+	}
+	return data, nil
+}
