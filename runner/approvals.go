@@ -105,7 +105,9 @@ func (s *ImportApprovals) Run(ctx context.Context, st *State) (Result, error) {
 			return Result{}, err
 		}
 		for _, c := range claims {
-			ref := c.Source + "/" + c.SourceRef
+			// One review can approve the same plan for qa and for prod:
+			// it is imported once per environment.
+			ref := string(c.Environment) + "/" + c.Source + "/" + c.SourceRef
 			if imported[ref] {
 				continue
 			}
@@ -117,9 +119,14 @@ func (s *ImportApprovals) Run(ctx context.Context, st *State) (Result, error) {
 			if c.Signed != nil {
 				usedClaims[c.Signed.Claim.ID] = true
 			}
-			at := c.At.UTC()
 			rec := ApprovalRecord{ContractID: st.Contract.ID, Environment: env, PlanDigest: c.PlanDigest, Approver: c.Approver,
-				Group: group, Source: c.Source, SourceRef: c.SourceRef, At: &at, Claim: c.Signed}
+				Group: group, Source: c.Source, SourceRef: c.SourceRef, Claim: c.Signed}
+			if !c.At.IsZero() {
+				// Some sources know no time (a workflow run's approvals);
+				// the event's own time then stands for it.
+				at := c.At.UTC()
+				rec.At = &at
+			}
 			typ := EventApprovalRecorded
 			if c.Decision == Reject {
 				typ, rec.Reason = EventApprovalRejected, c.Reason
@@ -206,7 +213,7 @@ func importedRefs(events []Event) (refs, claims map[string]bool) {
 		if DecodeEventData(e, &r) != nil {
 			continue
 		}
-		refs[r.Source+"/"+r.SourceRef] = true
+		refs[string(r.Environment)+"/"+r.Source+"/"+r.SourceRef] = true
 		if r.Claim != nil {
 			claims[r.Claim.Claim.ID] = true
 		}
