@@ -140,6 +140,10 @@ const (
 	EventWriteFailed            Reason = "EVENT_WRITE_FAILED"
 	ConfigInvalid               Reason = "CONFIG_INVALID"
 	InternalError               Reason = "INTERNAL_ERROR"
+	// Files read from the consumer's checkout or a plan bundle.
+	PathOutsideCheckout Reason = "PATH_OUTSIDE_CHECKOUT"
+	FileNotRegular      Reason = "FILE_NOT_REGULAR"
+	FileTooLarge        Reason = "FILE_TOO_LARGE"
 )
 
 // Evidence repo: signing, mirroring and verifying the audit trail, and the
@@ -272,6 +276,9 @@ var reasonTable = []ReasonInfo{
 	{RunCancelled, "run", KindError, "The run was cancelled (signal or timeout) before it finished."},
 	{EventWriteFailed, "run", KindError, "An event could not be written durably; the run stops rather than act unrecorded."},
 	{ConfigInvalid, "run", KindError, "A flag, environment variable or setting is invalid."},
+	{PathOutsideCheckout, "run", KindError, "A path Nova was asked to read (a flag, a contract field, a link in the checkout or the bundle) resolves outside the checkout or bundle; nothing outside is read."},
+	{FileNotRegular, "run", KindError, "A file Nova reads from the checkout or a bundle is a FIFO, a device or a directory, not a regular file."},
+	{FileTooLarge, "run", KindError, "A file Nova reads from the checkout or a bundle is larger than its limit; it is refused without being read whole."},
 	{InternalError, "run", KindError, "A bug in Nova; please report it with the run's events."},
 
 	{EvidencePushFailed, "evidence", KindError, "An event could not be pushed to the evidence repo; for `nova.apply.authorized` the run stops before apply and the outbox keeps the events for the next run."},

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/nova-platform/nova/runner"
+	"github.com/nova-platform/nova/runner/checkout"
 )
 
 // Files of a bundle.
@@ -62,12 +63,22 @@ func WriteManifest(dir string, m Manifest) error {
 	return os.WriteFile(filepath.Join(dir, ManifestFile), append(b, '\n'), 0o644)
 }
 
-// ReadManifest reads a bundle's manifest and checks the bundle is whole.
+// Limits of what a bundle may hold: a manifest is a few hundred bytes, a
+// saved plan of thousands of resources a few hundred megabytes at most.
+const (
+	maxManifestBytes = 1 << 20
+	maxPlanBytes     = 1 << 30
+)
+
+// ReadManifest reads a bundle's manifest and checks the bundle is whole:
+// every file a regular file inside the bundle, within its size, so a bundle
+// whose tfplan is a link to /dev/zero or a FIFO is refused before terraform
+// is asked to read it.
 func ReadManifest(dir string) (Manifest, error) {
 	var m Manifest
-	b, err := os.ReadFile(filepath.Join(dir, ManifestFile))
+	b, err := checkout.ReadFile(dir, ManifestFile, maxManifestBytes)
 	if err != nil {
-		return m, runner.Errorf(runner.PlanBundleInvalid, "reading plan bundle %s: %w", dir, err)
+		return m, bundleError(dir, err)
 	}
 	if err := json.Unmarshal(b, &m); err != nil {
 		return m, runner.Errorf(runner.PlanBundleInvalid, "plan bundle manifest %s: %w", dir, err)
@@ -75,12 +86,34 @@ func ReadManifest(dir string) (Manifest, error) {
 	if m.FormatVersion != formatVersion {
 		return m, runner.Errorf(runner.PlanBundleInvalid, "plan bundle %s has format %d; this Nova reads format %d", dir, m.FormatVersion, formatVersion)
 	}
-	for _, f := range []string{PlanFile, RootDir} {
-		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
-			return m, runner.Errorf(runner.PlanBundleInvalid, "plan bundle %s is incomplete: %w", dir, err)
-		}
+	plan, err := checkout.Open(dir, PlanFile)
+	if err != nil {
+		return m, bundleError(dir, err)
 	}
+	fi, err := plan.Stat()
+	plan.Close()
+	if err != nil {
+		return m, bundleError(dir, err)
+	}
+	if fi.Size() > maxPlanBytes {
+		return m, runner.Errorf(runner.FileTooLarge, "plan bundle %s: %s is larger than %d bytes", dir, PlanFile, int64(maxPlanBytes))
+	}
+	root, err := checkout.OpenDir(dir, RootDir)
+	if err != nil {
+		return m, bundleError(dir, err)
+	}
+	root.Close()
 	return m, nil
+}
+
+// bundleError keeps the reason of a file refused for where it leads or
+// what it is, and calls anything else an invalid bundle.
+func bundleError(dir string, err error) error {
+	switch runner.ReasonOf(err) {
+	case runner.PathOutsideCheckout, runner.FileNotRegular, runner.FileTooLarge:
+		return runner.Errorf(runner.ReasonOf(err), "plan bundle %s: %w", dir, err)
+	}
+	return runner.Errorf(runner.PlanBundleInvalid, "plan bundle %s is incomplete or unreadable: %w", dir, err)
 }
 
 // Latest finds the newest bundle under runsDir planned for the given

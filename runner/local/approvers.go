@@ -3,9 +3,6 @@ package local
 import (
 	"context"
 	"errors"
-	"fmt"
-	"io"
-	"os"
 	"path/filepath"
 
 	"github.com/go-git/go-git/v5"
@@ -13,6 +10,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/nova-platform/nova/runner"
+	"github.com/nova-platform/nova/runner/checkout"
 )
 
 // maxApproversBytes bounds the approver config: a list of names.
@@ -35,7 +33,7 @@ var _ runner.ApproversReader = TrustedApprovers{}
 func (t TrustedApprovers) Approvers(context.Context) (*runner.ApproverConfig, error) {
 	repo, err := git.PlainOpenWithOptions(t.Dir, &git.PlainOpenOptions{DetectDotGit: true, EnableDotGitCommonDir: true})
 	if errors.Is(err, git.ErrRepositoryNotExists) {
-		data, err := readCapped(filepath.Join(t.Dir, runner.ApproversFile))
+		data, err := checkout.ReadFile(t.Dir, runner.ApproversFile, maxApproversBytes)
 		if err != nil {
 			return nil, runner.Errorf(runner.ApproversInvalid, "reading %s: %w", runner.ApproversFile, err)
 		}
@@ -100,20 +98,4 @@ func (t TrustedApprovers) base(repo *git.Repository) (*object.Commit, string, er
 		return nil, "", runner.Errorf(runner.ApproversInvalid, "the trusted base %q is not a commit of this checkout (fetch it first)", t.Base)
 	}
 	return nil, "", runner.Errorf(runner.ApproversInvalid, "no default branch (origin/HEAD, main, master) to read %s from; pass the base commit", runner.ApproversFile)
-}
-
-func readCapped(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxApproversBytes+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(data) > maxApproversBytes {
-		return nil, fmt.Errorf("%s is larger than %d bytes", path, maxApproversBytes)
-	}
-	return data, nil
 }

@@ -5,13 +5,10 @@ import (
 	"encoding/xml"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
-	"os"
-	"path/filepath"
-	"strings"
 
 	"github.com/nova-platform/nova/runner"
+	"github.com/nova-platform/nova/runner/checkout"
 )
 
 // maxReportBytes bounds a JUnit report; anything larger is not a report a
@@ -51,28 +48,22 @@ type junitCase struct {
 // ReadReport reads the JUnit report at rel inside checkout. Paths that
 // leave the checkout are refused: a contract must not make Nova read files
 // it does not own.
-func ReadReport(checkout, field, rel string) Report {
+func ReadReport(dir, field, rel string) Report {
 	r := Report{Field: field, Path: rel}
-	clean := filepath.Clean(rel)
-	if filepath.IsAbs(rel) || clean == ".." || strings.HasPrefix(clean, ".."+string(filepath.Separator)) {
-		r.Problem, r.Detail = runner.TestsReportInvalid, "the report path leaves the checkout"
-		return r
-	}
-	f, err := os.Open(filepath.Join(checkout, clean))
-	if err != nil {
+	data, err := checkout.ReadFile(dir, rel, maxReportBytes)
+	switch {
+	case err == nil:
+		return parseJUnit(r, data)
+	case errors.Is(err, fs.ErrNotExist):
 		r.Problem, r.Detail = runner.TestsReportMissing, err.Error()
-		if !errors.Is(err, fs.ErrNotExist) {
-			r.Problem = runner.TestsReportInvalid
-		}
-		return r
+	case runner.ReasonOf(err) == runner.PathOutsideCheckout:
+		r.Problem, r.Detail = runner.TestsReportInvalid, "the report path leaves the checkout: "+err.Error()
+	case runner.ReasonOf(err) == runner.FileTooLarge:
+		r.Problem, r.Detail = runner.TestsReportInvalid, "larger than 64 MiB"
+	default:
+		r.Problem, r.Detail = runner.TestsReportInvalid, err.Error()
 	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxReportBytes+1))
-	if err != nil || len(data) > maxReportBytes {
-		r.Problem, r.Detail = runner.TestsReportInvalid, "unreadable or larger than 64 MiB"
-		return r
-	}
-	return parseJUnit(r, data)
+	return r
 }
 
 func parseJUnit(r Report, data []byte) Report {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -14,6 +13,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/nova-platform/nova/runner"
+	"github.com/nova-platform/nova/runner/checkout"
 )
 
 // ConfigFile is where a consumer repository configures policy evaluation.
@@ -93,10 +93,13 @@ type configFile struct {
 	} `yaml:"nfr"`
 }
 
+// maxConfigBytes bounds .nova/config.yml: a few settings.
+const maxConfigBytes = 1 << 20
+
 // LoadConfig reads repoDir/.nova/config.yml; a missing file is the default
 // configuration.
 func LoadConfig(repoDir string) (Config, error) {
-	data, err := os.ReadFile(filepath.Join(repoDir, ConfigFile))
+	data, err := checkout.ReadFile(repoDir, ConfigFile, maxConfigBytes)
 	if errors.Is(err, fs.ErrNotExist) {
 		return DefaultConfig(), nil
 	}

@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"slices"
 
 	"github.com/nova-platform/nova/runner"
+	"github.com/nova-platform/nova/runner/checkout"
 	"github.com/nova-platform/nova/stages/policy/checkov"
 	"github.com/nova-platform/nova/stages/policy/kyvernojson"
 	"github.com/nova-platform/nova/stages/policy/rego"
@@ -44,6 +44,15 @@ func Engines(ctx context.Context, repoDir string, cfg Config, env []string) ([]r
 		case EngineCheckov:
 			out = append(out, checkov.New(cfg.CheckovPath, env))
 		case EngineKyverno:
+			// The policies directory is handed to kyverno-json by path;
+			// it must not lead out of the checkout.
+			if cfg.KyvernoPolicies != "" {
+				if root, err := checkout.OpenDir(repoDir, cfg.KyvernoPolicies); runner.ReasonOf(err) == runner.PathOutsideCheckout {
+					return nil, err
+				} else if err == nil {
+					root.Close()
+				}
+			}
 			out = append(out, kyvernojson.New(cfg.KyvernoPath, filepath.Join(repoDir, cfg.KyvernoPolicies), cfg.KyvernoPreProcess, env))
 		}
 	}
@@ -52,13 +61,15 @@ func Engines(ctx context.Context, repoDir string, cfg Config, env []string) ([]r
 
 func regoEngine(ctx context.Context, repoDir string, cfg Config) (*rego.Engine, error) {
 	opts := []rego.Option{rego.WithNamespaces(cfg.Namespaces, cfg.ContractNamespaces)}
-	dir := filepath.Join(repoDir, cfg.PolicyDir)
-	// An os.Root keeps a symlink in the policy dir from reading files
-	// outside it.
-	root, err := os.OpenRoot(dir)
+	// Opened through the checkout's root: neither the policy dir itself
+	// nor a link inside it can lead Nova to read files outside the
+	// checkout.
+	root, err := checkout.OpenDir(repoDir, cfg.PolicyDir)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		// No consumer policies: the platform rules alone.
+	case runner.ReasonOf(err) == runner.PathOutsideCheckout:
+		return nil, err
 	case err != nil:
 		return nil, runner.Errorf(runner.PolicyConfigInvalid, "opening policy dir %s: %w", cfg.PolicyDir, err)
 	default:

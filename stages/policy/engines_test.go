@@ -183,3 +183,30 @@ func TestUnreadablePlanBlocks(t *testing.T) {
 		t.Errorf("verdict %s findings %+v, want blocked by POLICY_CRITICAL_FAIL", res.Verdict, res.Findings)
 	}
 }
+
+// TestPolicyDirsStayInTheCheckout: a policy directory that is a link out
+// of the checkout (to / it would walk the machine) is refused, and so is a
+// kyverno-json policies directory that leads out.
+func TestPolicyDirsStayInTheCheckout(t *testing.T) {
+	outside := t.TempDir()
+	writeFile(t, filepath.Join(outside, "steal.rego"), "package contract\n\ndeny contains \"x\" if { true }\n")
+	for _, target := range []string{outside, "/"} {
+		repo := t.TempDir()
+		if err := os.MkdirAll(filepath.Join(repo, ".nova"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(target, filepath.Join(repo, ".nova", "policy")); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := policy.Engines(t.Context(), repo, policy.DefaultConfig(), nil); runner.ReasonOf(err) != runner.PathOutsideCheckout {
+			t.Errorf("policy dir linked to %s: %v, want %s", target, err, runner.PathOutsideCheckout)
+		}
+		cfg := policy.DefaultConfig()
+		cfg.PolicyDir = ".nova/none"
+		cfg.Engines = []string{"kyverno"}
+		cfg.KyvernoPolicies = ".nova/policy"
+		if _, err := policy.Engines(t.Context(), repo, cfg, nil); runner.ReasonOf(err) != runner.PathOutsideCheckout {
+			t.Errorf("kyverno policies linked to %s: %v, want %s", target, err, runner.PathOutsideCheckout)
+		}
+	}
+}

@@ -10,13 +10,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
-	"os"
 	"path/filepath"
 
 	"github.com/nova-platform/nova/registry"
 	"github.com/nova-platform/nova/runner"
+	"github.com/nova-platform/nova/runner/checkout"
 )
 
 // DefaultContractPath is where a consumer repository keeps its contract.
@@ -52,7 +51,7 @@ func (s *Stage) Run(_ context.Context, st *runner.State) (runner.Result, error) 
 	if rel == "" {
 		rel = DefaultContractPath
 	}
-	data, err := readContract(filepath.Join(st.Dir, rel))
+	data, err := readContract(st.Dir, rel)
 	if err != nil {
 		var le *loadError
 		if errors.As(err, &le) {
@@ -175,25 +174,22 @@ func uuidLike(s string) bool {
 	return true
 }
 
-// readContract reads at most MaxContractBytes+1 bytes, so a huge file is
-// refused without being read whole.
-func readContract(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, runner.Errorf(runner.ContractNotFound, "no contract at %s", path)
-		}
-		return nil, runner.Errorf(runner.ContractUnreadable, "opening contract: %w", err)
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, MaxContractBytes+1))
-	if err != nil {
-		return nil, runner.Errorf(runner.ContractUnreadable, "reading contract %s: %w", path, err)
-	}
-	if len(data) > MaxContractBytes {
+// readContract reads at most MaxContractBytes+1 bytes of the contract, so
+// a huge file is refused without being read whole; a path or link leading
+// out of the checkout, a FIFO or a device is refused before it is read.
+func readContract(dir, rel string) ([]byte, error) {
+	data, err := checkout.ReadFile(dir, rel, MaxContractBytes)
+	switch {
+	case err == nil:
+		return data, nil
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, runner.Errorf(runner.ContractNotFound, "no contract at %s", filepath.Join(dir, rel))
+	case runner.ReasonOf(err) == runner.FileTooLarge:
 		return nil, &loadError{reason: runner.ContractTooLarge, msg: fmt.Sprintf("the contract is larger than %d bytes", MaxContractBytes)}
+	case runner.ReasonOf(err) == runner.PathOutsideCheckout, runner.ReasonOf(err) == runner.FileNotRegular:
+		return nil, err
 	}
-	return data, nil
+	return nil, runner.Errorf(runner.ContractUnreadable, "reading the contract: %w", err)
 }
 
 func failed(file string, le *loadError) runner.Result {

@@ -86,7 +86,7 @@ func TestStageRun(t *testing.T) {
 					t.Fatal(err)
 				}
 			},
-			wantErr: runner.ContractUnreadable,
+			wantErr: runner.FileNotRegular,
 		},
 		{
 			name: "unknown stack",

@@ -3,7 +3,6 @@
 package schema_test
 
 import (
-	"bytes"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -13,40 +12,47 @@ import (
 	"github.com/nova-platform/nova/stages/schema"
 )
 
-// TestStageRunReadsABoundedPrefix serves the contract from a pipe that
-// never ends: if Run read a contract whole, the test would never finish.
-func TestStageRunReadsABoundedPrefix(t *testing.T) {
+// TestStageRunRefusesAPipe serves the contract from a named pipe nobody
+// writes to: opening it the ordinary way would block the run forever, so
+// the test only finishes if the pipe is refused without being opened for a
+// blocking read.
+func TestStageRunRefusesAPipe(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, schema.DefaultContractPath)
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	if err := syscall.Mkfifo(path, 0o644); err != nil {
-		t.Skipf("no named pipes here: %v", err)
+		t.Fatal(err)
 	}
-	writerDone := make(chan struct{})
-	go func() {
-		defer close(writerDone)
-		w, err := os.OpenFile(path, os.O_WRONLY, 0)
-		if err != nil {
-			return
-		}
-		defer w.Close()
-		chunk := bytes.Repeat([]byte("# endless\n"), 6554)
-		// Writing fails with EPIPE once Run has closed its end.
-		for {
-			if _, err := w.Write(chunk); err != nil {
-				return
-			}
-		}
-	}()
+	_, err := schema.New(embeddedRegistry(t)).Run(t.Context(), &runner.State{Dir: dir})
+	if runner.ReasonOf(err) != runner.FileNotRegular {
+		t.Errorf("Run: %v, want %s", err, runner.FileNotRegular)
+	}
+}
 
-	res, err := schema.New(embeddedRegistry(t)).Run(t.Context(), &runner.State{Dir: dir})
-	if err != nil {
-		t.Fatalf("Run: %v", err)
+// TestStageRunRefusesPathsOutsideTheCheckout: --contract and links in the
+// checkout cannot make Nova read (and echo into events) a file it does not
+// own.
+func TestStageRunRefusesPathsOutsideTheCheckout(t *testing.T) {
+	dir, outside := t.TempDir(), t.TempDir()
+	secret := filepath.Join(outside, "contract.yml")
+	if err := os.WriteFile(secret, []byte("apiVersion: nova/v1\nid: 0c0ffee0-1111-4222-8333-444455556666\nstack: hello\nenvironment: dev\n"), 0o644); err != nil {
+		t.Fatal(err)
 	}
-	if len(res.Findings) != 1 || res.Findings[0].Reason != runner.ContractTooLarge {
-		t.Errorf("findings = %+v, want one %s", res.Findings, runner.ContractTooLarge)
+	if err := os.MkdirAll(filepath.Join(dir, ".nova"), 0o755); err != nil {
+		t.Fatal(err)
 	}
-	<-writerDone
+	if err := os.Symlink(secret, filepath.Join(dir, schema.DefaultContractPath)); err != nil {
+		t.Fatal(err)
+	}
+	for _, contract := range []string{"", secret, "../../../../../../../etc/passwd", "/etc/passwd"} {
+		st := &runner.State{Dir: dir, ContractPath: contract}
+		if _, err := schema.New(embeddedRegistry(t)).Run(t.Context(), st); runner.ReasonOf(err) != runner.PathOutsideCheckout {
+			t.Errorf("--contract %q: %v, want %s", contract, err, runner.PathOutsideCheckout)
+		}
+		if st.Contract != nil {
+			t.Errorf("--contract %q: a contract was read from outside the checkout", contract)
+		}
+	}
 }

@@ -7,6 +7,7 @@ package kyvernojson
 import (
 	"context"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -101,17 +102,25 @@ func (e *Engine) Evaluate(ctx context.Context, p runner.PolicyPayload) ([]runner
 	return pcrs, nil
 }
 
+// hasPolicies walks the policies directory through a root, so a link in it
+// cannot send the walk out of the directory (a link to / would walk the
+// whole machine).
 func hasPolicies(dir string) bool {
 	if dir == "" {
 		return false
 	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return false
+	}
+	defer root.Close()
 	found := false
-	_ = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+	_ = fs.WalkDir(root.FS(), ".", func(p string, d fs.DirEntry, err error) error {
 		if err == nil && !d.IsDir() {
 			switch strings.ToLower(filepath.Ext(p)) {
 			case ".yaml", ".yml", ".json":
 				found = true
-				return filepath.SkipAll
+				return fs.SkipAll
 			}
 		}
 		return nil

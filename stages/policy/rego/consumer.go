@@ -92,11 +92,33 @@ func loadConsumer(ctx context.Context, fsys fs.FS, dir string, namespaces map[ru
 	return c
 }
 
+// Limits on a consumer's policy directory: generous for real policies,
+// small enough that a hostile checkout cannot make parsing the run's cost.
+const (
+	maxPolicyFiles     = 1000
+	maxPolicyFileBytes = 1 << 20
+)
+
 func parseConsumer(fsys fs.FS) (map[string]*ast.Module, error) {
 	mods := map[string]*ast.Module{}
+	files := 0
 	err := fs.WalkDir(fsys, ".", func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() || path.Ext(p) != ".rego" {
 			return err
+		}
+		if files++; files > maxPolicyFiles {
+			return runner.Errorf(runner.FileTooLarge, "more than %d .rego files in the policy directory", maxPolicyFiles)
+		}
+		// Stat before reading: opening a FIFO would block the run.
+		fi, err := fs.Stat(fsys, p)
+		if err != nil {
+			return err
+		}
+		if !fi.Mode().IsRegular() {
+			return runner.Errorf(runner.FileNotRegular, "%s is not a regular file (%s)", p, fi.Mode().Type())
+		}
+		if fi.Size() > maxPolicyFileBytes {
+			return runner.Errorf(runner.FileTooLarge, "%s is larger than %d bytes", p, maxPolicyFileBytes)
 		}
 		src, err := fs.ReadFile(fsys, p)
 		if err != nil {
