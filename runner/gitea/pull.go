@@ -1,0 +1,56 @@
+package gitea
+
+import (
+	"context"
+
+	sdk "code.gitea.io/sdk/gitea"
+
+	"github.com/nova-platform/nova/runner"
+)
+
+// PullRequest is the change under review, and Nova's comment on it.
+type PullRequest struct{ c *Client }
+
+var (
+	_ runner.ChangeReader         = (*PullRequest)(nil)
+	_ runner.PullRequestCommenter = (*PullRequest)(nil)
+)
+
+// Change returns the pull request's head and base commits and its authors:
+// whoever opened it, then the author of each of its commits, once each, in
+// that order. A commit whose author email Gitea matches to no account has
+// no login and adds nobody.
+func (p *PullRequest) Change(ctx context.Context) (runner.Change, error) {
+	c := p.c
+	pr, err := c.pullRequest(ctx)
+	if err != nil {
+		return runner.Change{}, err
+	}
+	commits, err := paginate(ctx, c, "listing the commits of "+c.prName(),
+		func(cm *sdk.Commit) string {
+			if cm == nil || cm.CommitMeta == nil {
+				return ""
+			}
+			return cm.SHA
+		},
+		func(o sdk.ListOptions) ([]*sdk.Commit, *sdk.Response, error) {
+			return c.api(ctx).ListPullRequestCommits(c.owner, c.repo, c.pull, sdk.ListPullRequestCommitsOptions{ListOptions: o})
+		})
+	if err != nil {
+		return runner.Change{}, err
+	}
+	var authors []string
+	seen := map[string]bool{}
+	add := func(u *sdk.User) {
+		if u == nil || u.UserName == "" || seen[u.UserName] {
+			return
+		}
+		seen[u.UserName] = true
+		authors = append(authors, u.UserName)
+	}
+	add(pr.Poster)
+	for _, cm := range commits {
+		add(cm.Author)
+	}
+	return runner.Change{Authors: authors, Head: pr.Head.Sha, Base: pr.Base.Sha}, nil
+}
