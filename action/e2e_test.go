@@ -214,6 +214,24 @@ func TestEndToEndPlanApplyChangeDestroy(t *testing.T) {
 	if got := outputValue(t, c.state(ctx, "dev"), "message__text"); got != "Hello, changed!" {
 		t.Errorf("after apply message__text = %q, want the changed greeting", got)
 	}
+	applied := readEvents(t, v.EventsFile)
+	receipt := applied[len(applied)-1]
+
+	// Replaying the applied bundle answers with the original receipt and
+	// runs no terraform: a terraform that leaves a mark when called.
+	marks := t.TempDir()
+	tf := filepath.Join(marks, "terraform")
+	writeFile(t, tf, "#!/bin/sh\ntouch "+filepath.Join(marks, "called")+"\nexit 99\n")
+	if err := os.Chmod(tf, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	code, replay, stderr := c.nova(ctx, "apply", "--bundle", v.BundleDir, "--terraform", tf)
+	if code != ExitPass || replay.Receipt != receipt.ID || receipt.Type != runner.EventApplyCompleted || !slices.Equal(verdicts(replay), []string{"schema=pass", "bundle=pass"}) {
+		t.Fatalf("replay: exit %d, receipt %q (want %s), stages %v\n%s", code, replay.Receipt, receipt.ID, verdicts(replay), stderr)
+	}
+	if _, err := os.Stat(filepath.Join(marks, "called")); err == nil {
+		t.Error("the replay ran terraform")
+	}
 
 	root := filepath.Join(v.BundleDir, bundle.RootDir)
 	ws, err := terraform.New(root, terraform.Options{ExecPath: mustLookPath(t), Env: map[string]string{}})

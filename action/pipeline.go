@@ -109,7 +109,7 @@ func buildStages(ctx context.Context, cfg Config, env Env, records runner.Eviden
 		if err != nil {
 			return nil, err
 		}
-		return slices.Concat([]runner.Stage{validate, &apply.Bundle{Dir: cfg.Bundle, RunsDir: local.RunsDir(cfg.Dir), Evidence: records}}, gate(cfg, records), []runner.Stage{apply.New(engine)}), nil
+		return slices.Concat([]runner.Stage{validate, &apply.Bundle{Dir: cfg.Bundle, RunsDir: local.RunsDir(cfg.Dir), Evidence: records, Engine: engine}}, gate(cfg, records), []runner.Stage{apply.New(engine)}), nil
 	}
 	policyCfg, err := policy.LoadConfig(cfg.Dir)
 	if err != nil {

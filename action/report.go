@@ -62,17 +62,20 @@ func writeFindings(w io.Writer, findings []runner.Finding, locate report.Locator
 
 // runView is the JSON shape of a finished run.
 type runView struct {
-	Command     string      `json:"command"`
-	RunID       string      `json:"runId"`
-	Verdict     string      `json:"verdict"`
-	ExitCode    int         `json:"exitCode"`
-	Reason      string      `json:"reason,omitempty"`
-	ContractID  string      `json:"contractId,omitempty"`
-	Environment string      `json:"environment,omitempty"`
-	PlanDigest  string      `json:"planDigest,omitempty"`
-	BundleDir   string      `json:"bundleDir,omitempty"`
-	EventsFile  string      `json:"eventsFile,omitempty"`
-	Stages      []stageView `json:"stages"`
+	Command     string `json:"command"`
+	RunID       string `json:"runId"`
+	Verdict     string `json:"verdict"`
+	ExitCode    int    `json:"exitCode"`
+	Reason      string `json:"reason,omitempty"`
+	ContractID  string `json:"contractId,omitempty"`
+	Environment string `json:"environment,omitempty"`
+	PlanDigest  string `json:"planDigest,omitempty"`
+	BundleDir   string `json:"bundleDir,omitempty"`
+	// Receipt is the id of the nova.apply.completed event that applied
+	// this plan earlier, when the run was a replay of it.
+	Receipt    string      `json:"receipt,omitempty"`
+	EventsFile string      `json:"eventsFile,omitempty"`
+	Stages     []stageView `json:"stages"`
 	// PCRs are every policy record of the run; Confidence the last signal.
 	PCRs       []runner.PCR       `json:"pcrs,omitempty"`
 	Confidence *runner.Confidence `json:"confidence,omitempty"`
@@ -97,6 +100,9 @@ func (r *reporter) finish(out runner.Outcome, st *runner.State, eventsFile strin
 	}
 	if st.Plan != nil {
 		v.PlanDigest, v.BundleDir = st.Plan.Digest, st.Plan.BundleDir
+	}
+	if st.Receipt != nil {
+		v.Receipt = st.Receipt.ID
 	}
 	for _, res := range out.Results {
 		v.Stages = append(v.Stages, stageView{res.Stage, res.Verdict, res.Summary, res.Duration.Milliseconds(), res.Findings})

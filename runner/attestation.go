@@ -96,7 +96,7 @@ func attestation(ctx context.Context, signer Attestor, st *State) (AttestationRe
 	if err := ctx.Err(); err != nil {
 		return AttestationRecord{}, err
 	}
-	sum, err := fileSHA256(st.Plan.PlanFile)
+	sum, err := HashFile(st.Plan.PlanFile)
 	if err != nil {
 		return AttestationRecord{}, Errorf(PlanBundleInvalid, "hashing the saved plan for its attestation: %w", err)
 	}
@@ -156,7 +156,8 @@ func (e Envelope) DecodeStatement() (Statement, error) {
 	return s, json.Unmarshal(raw, &s)
 }
 
-func fileSHA256(path string) (string, error) {
+// HashFile is the hex sha256 of a saved plan file, read up to a bound.
+func HashFile(path string) (string, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return "", err

@@ -40,8 +40,15 @@ type StageEventData struct {
 	Result     json.RawMessage `json:"result,omitempty"`
 }
 
-// Run executes the stages in order against st.
+// Run executes the stages in order against st. The workspace a stage left
+// open in st is closed when the run ends, however it ends.
 func (p *Pipeline) Run(ctx context.Context, st *State) Outcome {
+	defer func() {
+		if st.Workspace != nil {
+			_ = st.Workspace.Close()
+			st.Workspace = nil
+		}
+	}()
 	now := p.Now
 	if now == nil {
 		now = time.Now
@@ -79,6 +86,9 @@ func (p *Pipeline) Run(ctx context.Context, st *State) Outcome {
 		st.Completed = append(st.Completed, stage.Name())
 		out.Results = append(out.Results, res)
 		p.progress(res)
+		if res.Done {
+			break
+		}
 	}
 	out.Verdict = Pass
 	return out

@@ -49,6 +49,9 @@ type Result struct {
 	// order right after the stage's own event, even when the stage returns
 	// an error alongside.
 	Also []EventSpec `json:"-"`
+	// Done, on a pass, ends the run there: what the later stages would do
+	// is already done (a plan that was applied before).
+	Done bool `json:"-"`
 }
 
 // EventSpec is an event a stage asks the runner to record.
@@ -102,6 +105,13 @@ type State struct {
 	PlanJSON      []byte
 	Plan          *Plan
 	Authorization *Authorization
+	// Workspace is the engine's workspace opened for this run's plan, kept
+	// open from plan (or bundle) to apply so terraform is initialised and
+	// the plan read once; the pipeline closes it when the run ends.
+	Workspace Workspace
+	// Receipt is the nova.apply.completed of an earlier run that applied
+	// this very plan: a replay answers with it and applies nothing.
+	Receipt *Event
 }
 
 // Plan is what the plan stage produced and the apply stage consumes.
@@ -117,6 +127,10 @@ type Plan struct {
 	PlanFile string `json:"planFile"`
 	// ForgeRun is the workflow run that made the plan, when known.
 	ForgeRun string `json:"forgeRun,omitempty"`
+	// FileSHA256 is the hash of PlanFile when its digest was derived from
+	// it in this process: apply can then trust the file by its hash
+	// instead of reading the plan again.
+	FileSHA256 string `json:"-"`
 }
 
 // ChangeSummary counts resource changes by action, as Terraform reports them.

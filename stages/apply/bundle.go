@@ -22,6 +22,9 @@ type Bundle struct {
 	// written before the plan-level rules run, so on its own it proves
 	// nothing.
 	Evidence runner.EvidenceReader
+	// Engine reads the saved plan back, so its digest is checked before
+	// the gate is asked to authorize it.
+	Engine runner.Engine
 }
 
 var _ runner.Stage = (*Bundle)(nil)
@@ -71,15 +74,76 @@ func (b *Bundle) Run(ctx context.Context, st *runner.State) (runner.Result, erro
 		return runner.Result{Verdict: runner.Fail, Summary: "plan not cleared: " + runner.ShortDigest(m.PlanDigest),
 			Findings: []runner.Finding{{Reason: runner.PlanNotCleared, Message: msg}}}, nil
 	}
+	planFile := filepath.Join(dir, bundle.PlanFile)
 	st.Plan = &runner.Plan{
 		Digest: m.PlanDigest, ContractDigest: m.ContractDigest, Commit: m.Commit,
 		HasChanges: m.HasChanges, Changes: m.Changes, BundleDir: dir,
-		PlanFile: filepath.Join(dir, bundle.PlanFile), ForgeRun: m.ForgeRun,
+		PlanFile: planFile, ForgeRun: m.ForgeRun,
+	}
+	if receipt := runner.AppliedReceipt(events, st.Contract.Environment, m.PlanDigest); receipt != nil {
+		// Applying a plan twice is never right, and terraform would only
+		// refuse a stale plan: the replay answers with the first receipt.
+		st.Receipt = receipt
+		return runner.Result{
+			Verdict: runner.Pass,
+			Summary: fmt.Sprintf("plan %s was applied by run %s: receipt %s; nothing to do", runner.ShortDigest(m.PlanDigest), receipt.RunID, receipt.ID),
+			Event:   runner.EventPlanLoaded,
+			Data:    LoadedPlan{Manifest: m, Receipt: receipt.ID},
+			Done:    true,
+		}, nil
+	}
+	if res, err := b.verify(ctx, st, planFile); err != nil || res.Verdict != "" {
+		st.Plan = nil
+		return res, err
 	}
 	return runner.Result{
 		Verdict: runner.Pass,
 		Summary: fmt.Sprintf("loaded plan %s from %s (run %s)", runner.ShortDigest(m.PlanDigest), dir, m.RunID),
 		Event:   runner.EventPlanLoaded,
-		Data:    m,
+		Data:    LoadedPlan{Manifest: m},
 	}, nil
+}
+
+// LoadedPlan is the data of nova.plan.loaded: the bundle's manifest, and
+// the receipt of the earlier apply when the plan was applied before.
+type LoadedPlan struct {
+	bundle.Manifest
+	Receipt string `json:"receipt,omitempty"`
+}
+
+// verify reads the saved plan back and checks that it hashes to the digest
+// its manifest names, before anything authorizes it: an authorization is
+// recorded only for a plan that is what it claims. It returns a result
+// with a verdict when the plan is refused.
+func (b *Bundle) verify(ctx context.Context, st *runner.State, planFile string) (runner.Result, error) {
+	if b.Engine == nil {
+		return runner.Result{}, runner.Errorf(runner.InternalError, "bundle stage has no engine to read the saved plan with")
+	}
+	ws, err := b.Engine.Open(ctx, filepath.Join(st.Plan.BundleDir, bundle.RootDir), st.RunDir, st.Contract)
+	if err != nil {
+		return runner.Result{}, err
+	}
+	st.Workspace = ws
+	sp, err := ws.Show(ctx, planFile)
+	if err != nil {
+		return runner.Result{}, err
+	}
+	digest, err := sp.Digest(st.ContractDigest, st.Commit)
+	if err != nil {
+		return runner.Result{}, err
+	}
+	if digest != st.Plan.Digest {
+		return runner.Result{
+			Verdict: runner.Fail,
+			Summary: fmt.Sprintf("saved plan hashes to %s, the bundle says %s", runner.ShortDigest(digest), runner.ShortDigest(st.Plan.Digest)),
+			Findings: []runner.Finding{{Reason: runner.PlanDigestMismatch,
+				Message: fmt.Sprintf("the saved plan in %s hashes to %s, but the bundle was planned as %s; nothing was authorized or applied", st.Plan.BundleDir, digest, st.Plan.Digest)}},
+		}, nil
+	}
+	sum, err := runner.HashFile(planFile)
+	if err != nil {
+		return runner.Result{}, runner.Errorf(runner.PlanBundleInvalid, "hashing the saved plan: %w", err)
+	}
+	st.Plan.FileSHA256, st.Plan.HasChanges, st.Plan.Changes = sum, sp.HasChanges, sp.Changes
+	return runner.Result{}, nil
 }

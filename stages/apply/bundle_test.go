@@ -41,15 +41,23 @@ func cleared(t *testing.T, digest string) []runner.Event {
 	}
 }
 
+// savedPlan is what the fake engine reads back from a bundle's tfplan.
+var savedPlan = runner.PlanContent{ResourceChanges: []any{map[string]any{"address": "x"}}}
+
 func TestBundle(t *testing.T) {
-	base := bundle.Manifest{RunID: "r1", ContractID: "c-1", Environment: runner.Dev, ContractDigest: "cd", Commit: "commit", PlanDigest: "pd", HasChanges: true}
+	pd, err := runner.PlanDigest(savedPlan, "cd", "commit")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := bundle.Manifest{RunID: "r1", ContractID: "c-1", Environment: runner.Dev, ContractDigest: "cd", Commit: "commit", PlanDigest: pd, HasChanges: true}
 	tests := []struct {
 		name       string
 		mutate     func(*bundle.Manifest)
 		evidence   func(t *testing.T) []runner.Event
 		wantReason runner.Reason
 	}{
-		{"cleared plan loads", nil, func(t *testing.T) []runner.Event { return cleared(t, "pd") }, ""},
+		{"cleared plan loads", nil, func(t *testing.T) []runner.Event { return cleared(t, pd) }, ""},
+		{"the saved plan is not the one planned", func(m *bundle.Manifest) { m.PlanDigest = "pd-swapped" }, func(t *testing.T) []runner.Event { return cleared(t, "pd-swapped") }, runner.PlanDigestMismatch},
 		{"another contract's bundle", func(m *bundle.Manifest) { m.ContractID = "c-2" }, nil, runner.PlanBundleMismatch},
 		{"another environment", func(m *bundle.Manifest) { m.Environment = runner.QA }, nil, runner.PlanBundleMismatch},
 		{"another contract version", func(m *bundle.Manifest) { m.ContractDigest = "changed" }, nil, runner.PlanBundleMismatch},
@@ -71,12 +79,15 @@ func TestBundle(t *testing.T) {
 				return tt.evidence(t), nil
 			})
 			st := &runner.State{Contract: &runner.Contract{ID: "c-1", Environment: runner.Dev}, ContractDigest: "cd", Commit: "commit"}
-			res, err := (&Bundle{Dir: dir, Evidence: chain}).Run(t.Context(), st)
+			ws := &runnertest.Workspace{ShowFunc: func(context.Context, string) (*runner.SavedPlan, error) {
+				return &runner.SavedPlan{Content: savedPlan, HasChanges: true}, nil
+			}}
+			res, err := (&Bundle{Dir: dir, Evidence: chain, Engine: runnertest.Opening(ws)}).Run(t.Context(), st)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if tt.wantReason == "" {
-				if res.Verdict != runner.Pass || st.Plan == nil || st.Plan.Digest != "pd" || st.Plan.BundleDir != dir {
+				if res.Verdict != runner.Pass || st.Plan == nil || st.Plan.Digest != pd || st.Plan.BundleDir != dir || st.Plan.FileSHA256 == "" {
 					t.Errorf("result %+v, plan %+v", res, st.Plan)
 				}
 				return
@@ -86,6 +97,20 @@ func TestBundle(t *testing.T) {
 			}
 		})
 	}
+	t.Run("a replay of an applied plan answers with its receipt", func(t *testing.T) {
+		dir := writeBundle(t, base)
+		receipt := runner.Event{ID: "receipt-1", Type: runner.EventApplyCompleted, Environment: "dev", RunID: "r1"}
+		raw, _ := json.Marshal(runner.StageEventData{Stage: "apply", Verdict: runner.Pass, Result: json.RawMessage(`{"digest":"` + pd + `","applied":true}`)})
+		receipt.Data = raw
+		chain := runnertest.Chain(func(context.Context, string) ([]runner.Event, error) {
+			return append(cleared(t, pd), receipt), nil
+		})
+		st := &runner.State{Contract: &runner.Contract{ID: "c-1", Environment: runner.Dev}, ContractDigest: "cd", Commit: "commit"}
+		res, err := (&Bundle{Dir: dir, Evidence: chain, Engine: &runnertest.Engine{}}).Run(t.Context(), st)
+		if err != nil || res.Verdict != runner.Pass || !res.Done || st.Receipt == nil || st.Receipt.ID != "receipt-1" {
+			t.Errorf("replay: %+v %v, receipt %v; want a finished pass with receipt-1 and no engine call", res, err, st.Receipt)
+		}
+	})
 	t.Run("unreadable evidence is an error", func(t *testing.T) {
 		dir := writeBundle(t, base)
 		chain := runnertest.Chain(func(context.Context, string) ([]runner.Event, error) {

@@ -47,36 +47,18 @@ func (s *Stage) Run(ctx context.Context, st *runner.State) (runner.Result, error
 			Findings: []runner.Finding{{Reason: runner.ApprovalRequired, Message: fmt.Sprintf("plan %s has not been authorized for %s", st.Plan.Digest, st.Contract.Environment)}},
 		}, nil
 	}
-	ws, err := s.engine.Open(ctx, filepath.Join(st.Plan.BundleDir, bundle.RootDir), st.RunDir, st.Contract)
-	if err != nil {
-		return runner.Result{}, err
-	}
-	defer ws.Close()
-	// The authorization names a digest, not a file: re-derive the digest
-	// from the saved plan itself so a swapped or altered tfplan is refused.
 	planFile := filepath.Join(st.Plan.BundleDir, bundle.PlanFile)
-	sp, err := ws.Show(ctx, planFile)
-	if err != nil {
-		return runner.Result{}, err
+	ws, changes, hasChanges, res, err := s.verified(ctx, st, planFile, auth.Digest)
+	if ws == nil {
+		return res, err
 	}
-	digest, err := sp.Digest(st.ContractDigest, st.Commit)
-	if err != nil {
-		return runner.Result{}, err
-	}
-	if digest != auth.Digest {
-		return runner.Result{
-			Verdict: runner.Fail,
-			Summary: fmt.Sprintf("saved plan hashes to %s, authorized was %s", runner.ShortDigest(digest), runner.ShortDigest(auth.Digest)),
-			Findings: []runner.Finding{{Reason: runner.PlanDigestMismatch,
-				Message: fmt.Sprintf("the saved plan in %s hashes to %s, but %s was authorized; nothing was applied", st.Plan.BundleDir, digest, auth.Digest)}},
-		}, nil
-	}
-	if !sp.HasChanges {
+	digest := auth.Digest
+	if !hasChanges {
 		return runner.Result{
 			Verdict: runner.Pass,
 			Summary: fmt.Sprintf("plan %s has no changes; nothing to apply", runner.ShortDigest(digest)),
 			Event:   runner.EventApplyCompleted,
-			Data:    Data{Digest: digest, Applied: false, Changes: sp.Changes},
+			Data:    Data{Digest: digest, Applied: false, Changes: changes},
 		}, nil
 	}
 	if err := ws.Apply(ctx, planFile); err != nil {
@@ -104,10 +86,50 @@ func (s *Stage) Run(ctx context.Context, st *runner.State) (runner.Result, error
 	}
 	return runner.Result{
 		Verdict: runner.Pass,
-		Summary: fmt.Sprintf("applied plan %s: %d added, %d changed, %d destroyed", runner.ShortDigest(digest), sp.Changes.Add, sp.Changes.Change, sp.Changes.Destroy),
+		Summary: fmt.Sprintf("applied plan %s: %d added, %d changed, %d destroyed", runner.ShortDigest(digest), changes.Add, changes.Change, changes.Destroy),
 		Event:   runner.EventApplyCompleted,
-		Data:    Data{Digest: digest, Applied: true, Changes: sp.Changes, Outputs: public},
+		Data:    Data{Digest: digest, Applied: true, Changes: changes, Outputs: public},
 	}, nil
+}
+
+// verified returns the workspace to apply from and what the plan changes,
+// once the saved plan is known to be the authorized one: by its file hash
+// when this process derived the digest from that very file (the run that
+// planned, or the bundle stage), else by reading the plan and deriving the
+// digest again. Without a workspace, res and err say why not.
+func (s *Stage) verified(ctx context.Context, st *runner.State, planFile, authorized string) (runner.Workspace, runner.ChangeSummary, bool, runner.Result, error) {
+	if ws := st.Workspace; ws != nil && st.Plan.FileSHA256 != "" {
+		if sum, err := runner.HashFile(planFile); err == nil && sum == st.Plan.FileSHA256 && st.Plan.Digest == authorized {
+			return ws, st.Plan.Changes, st.Plan.HasChanges, runner.Result{}, nil
+		}
+	}
+	ws := st.Workspace
+	if ws == nil {
+		var err error
+		if ws, err = s.engine.Open(ctx, filepath.Join(st.Plan.BundleDir, bundle.RootDir), st.RunDir, st.Contract); err != nil {
+			return nil, runner.ChangeSummary{}, false, runner.Result{}, err
+		}
+		st.Workspace = ws
+	}
+	// The authorization names a digest, not a file: re-derive the digest
+	// from the saved plan itself so a swapped or altered tfplan is refused.
+	sp, err := ws.Show(ctx, planFile)
+	if err != nil {
+		return nil, runner.ChangeSummary{}, false, runner.Result{}, err
+	}
+	digest, err := sp.Digest(st.ContractDigest, st.Commit)
+	if err != nil {
+		return nil, runner.ChangeSummary{}, false, runner.Result{}, err
+	}
+	if digest != authorized {
+		return nil, runner.ChangeSummary{}, false, runner.Result{
+			Verdict: runner.Fail,
+			Summary: fmt.Sprintf("saved plan hashes to %s, authorized was %s", runner.ShortDigest(digest), runner.ShortDigest(authorized)),
+			Findings: []runner.Finding{{Reason: runner.PlanDigestMismatch,
+				Message: fmt.Sprintf("the saved plan in %s hashes to %s, but %s was authorized; nothing was applied", st.Plan.BundleDir, digest, authorized)}},
+		}, nil
+	}
+	return ws, sp.Changes, sp.HasChanges, runner.Result{}, nil
 }
 
 // indeterminate records that the apply's outcome is unknown: terraform was

@@ -3,12 +3,15 @@ package apply
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/nova-platform/nova/runner"
+	"github.com/nova-platform/nova/runner/bundle"
 	"github.com/nova-platform/nova/runner/runnertest"
 )
 
@@ -31,6 +34,47 @@ func digestOf(t *testing.T, c runner.PlanContent) string {
 func showing(content runner.PlanContent, changes bool) func(context.Context, string) (*runner.SavedPlan, error) {
 	return func(context.Context, string) (*runner.SavedPlan, error) {
 		return &runner.SavedPlan{Content: content, HasChanges: changes, Changes: runner.ChangeSummary{Add: 1}}, nil
+	}
+}
+
+// TestApplyTrustsThePlanFileItHashed: in the run that planned, the saved
+// plan is trusted by the hash of the file this process made, and read only
+// once; a file changed since is read and its digest derived again.
+func TestApplyTrustsThePlanFileItHashed(t *testing.T) {
+	digest := digestOf(t, authorizedPlan)
+	for _, tamper := range []bool{false, true} {
+		dir := t.TempDir()
+		planFile := filepath.Join(dir, bundle.PlanFile)
+		if err := os.WriteFile(planFile, []byte("saved plan"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		sum, err := runner.HashFile(planFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tamper {
+			if err := os.WriteFile(planFile, []byte("another plan"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ws := &runnertest.Workspace{ShowFunc: showing(otherPlan, true), ApplyFunc: func(context.Context, string) error { return nil },
+			OutputsFunc: func(context.Context) (map[string]runner.OutputValue, error) { return nil, nil }}
+		st := &runner.State{
+			Contract: &runner.Contract{ID: "c-1", Environment: runner.Dev}, ContractDigest: "cd", Commit: "commit", RunDir: t.TempDir(),
+			Plan:          &runner.Plan{Digest: digest, BundleDir: dir, FileSHA256: sum, HasChanges: true},
+			Authorization: &runner.Authorization{Digest: digest, Environment: runner.Dev},
+			Workspace:     ws,
+		}
+		res, err := New(&runnertest.Engine{}).Run(t.Context(), st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !tamper && (res.Verdict != runner.Pass || !slices.Equal(ws.Calls, []string{"apply", "outputs"})) {
+			t.Errorf("untouched file: %s, calls %v; want applied without reading the plan again", res.Verdict, ws.Calls)
+		}
+		if tamper && (res.Verdict != runner.Fail || res.Findings[0].Reason != runner.PlanDigestMismatch || slices.Contains(ws.Calls, "apply")) {
+			t.Errorf("changed file: %s %+v, calls %v; want refused after reading it again", res.Verdict, res.Findings, ws.Calls)
+		}
 	}
 }
 
@@ -134,6 +178,11 @@ func TestApply(t *testing.T) {
 			}
 			ws := tt.ws
 			res, err := New(runnertest.Opening(&ws)).Run(t.Context(), st)
+			t.Cleanup(func() {
+				if st.Workspace != nil {
+					st.Workspace.Close()
+				}
+			})
 			verdict, reason := res.Verdict, runner.Reason("")
 			if err != nil {
 				verdict, reason = runner.Errored, runner.ReasonOf(err)
@@ -146,8 +195,8 @@ func TestApply(t *testing.T) {
 			if diff := cmp.Diff(tt.wantCalls, ws.Calls); diff != "" {
 				t.Errorf("workspace calls (-want +got):\n%s", diff)
 			}
-			if ws.Calls != nil && !ws.Closed {
-				t.Error("the workspace was not closed")
+			if ws.Calls != nil && st.Workspace == nil {
+				t.Error("the workspace is not left to the run, which closes it")
 			}
 			if tt.wantData != nil {
 				want := *tt.wantData

@@ -54,10 +54,17 @@ func (s *Stage) Run(ctx context.Context, st *runner.State) (runner.Result, error
 	if err != nil {
 		return runner.Result{}, err
 	}
-	defer ws.Close()
-	sp, err := ws.Plan(ctx, filepath.Join(dir, bundle.PlanFile))
+	// The workspace stays open for the apply stage of this run: one init,
+	// one read of the plan. The pipeline closes it.
+	st.Workspace = ws
+	planFile := filepath.Join(dir, bundle.PlanFile)
+	sp, err := ws.Plan(ctx, planFile)
 	if err != nil {
 		return runner.Result{}, err
+	}
+	fileSum, err := runner.HashFile(planFile)
+	if err != nil {
+		return runner.Result{}, runner.Errorf(runner.TerraformPlanFailed, "hashing the saved plan: %w", err)
 	}
 	if err := os.WriteFile(filepath.Join(dir, bundle.PlanJSONFile), append(sp.JSON, '\n'), 0o644); err != nil {
 		return runner.Result{}, runner.Errorf(runner.TerraformShowFailed, "writing plan JSON: %w", err)
@@ -78,7 +85,7 @@ func (s *Stage) Run(ctx context.Context, st *runner.State) (runner.Result, error
 	st.Plan = &runner.Plan{
 		Digest: digest, ContractDigest: st.ContractDigest, Commit: st.Commit,
 		HasChanges: sp.HasChanges, Changes: sp.Changes, BundleDir: dir,
-		PlanFile: filepath.Join(dir, bundle.PlanFile), ForgeRun: st.ForgeRun,
+		PlanFile: planFile, ForgeRun: st.ForgeRun, FileSHA256: fileSum,
 	}
 	summary := fmt.Sprintf("plan %s: %s", runner.ShortDigest(digest), Describe(sp.Changes))
 	if !sp.HasChanges {
