@@ -32,7 +32,9 @@ func TestReadManifestRefusesHostileBundles(t *testing.T) {
 	}{
 		{"whole", func(*testing.T, string) {}, ""},
 		{"manifest links to /dev/zero", func(t *testing.T, dir string) { relink(t, "/dev/zero", filepath.Join(dir, ManifestFile)) }, runner.PathOutsideCheckout},
-		{"manifest links out", func(t *testing.T, dir string) { relink(t, filepath.Join(outside, "bundle.json"), filepath.Join(dir, ManifestFile)) }, runner.PathOutsideCheckout},
+		{"manifest links out", func(t *testing.T, dir string) {
+			relink(t, filepath.Join(outside, "bundle.json"), filepath.Join(dir, ManifestFile))
+		}, runner.PathOutsideCheckout},
 		{"manifest is a pipe", func(t *testing.T, dir string) { refifo(t, filepath.Join(dir, ManifestFile)) }, runner.FileNotRegular},
 		{"tfplan links to /dev/zero", func(t *testing.T, dir string) { relink(t, "/dev/zero", filepath.Join(dir, PlanFile)) }, runner.PathOutsideCheckout},
 		{"tfplan is a pipe", func(t *testing.T, dir string) { refifo(t, filepath.Join(dir, PlanFile)) }, runner.FileNotRegular},
