@@ -92,6 +92,8 @@ const (
 	TerraformShowFailed      Reason = "TERRAFORM_SHOW_FAILED"
 	TerraformApplyFailed     Reason = "TERRAFORM_APPLY_FAILED"
 	TerraformInterrupted     Reason = "TERRAFORM_INTERRUPTED"
+	StateLocked              Reason = "STATE_LOCKED"
+	PlanStale                Reason = "PLAN_STALE"
 	RenderFailed             Reason = "RENDER_FAILED"
 	BackendConfigInvalid     Reason = "BACKEND_CONFIG_INVALID"
 	PlanBundleInvalid        Reason = "PLAN_BUNDLE_INVALID"
@@ -235,6 +237,8 @@ var reasonTable = []ReasonInfo{
 	{TerraformShowFailed, "plan", KindError, "`terraform show -json` failed or its JSON could not be read."},
 	{TerraformApplyFailed, "apply", KindError, "`terraform apply` of the saved plan failed."},
 	{TerraformInterrupted, "plan", KindError, "Terraform was interrupted (cancellation); it was sent SIGINT so it could release its state lock."},
+	{StateLocked, "plan", KindError, "Another run holds the Terraform state lock of this contract and environment (after waiting --lock-timeout); the message names the holder from Terraform's lock info."},
+	{PlanStale, "apply", KindError, "The saved plan no longer matches the state (something was applied since it was made); plan again."},
 	{RenderFailed, "plan", KindError, "The root module could not be rendered from the target stack."},
 	{BackendConfigInvalid, "plan", KindError, "A backend config entry is not `key=value` or the backend type is not a name."},
 	{PlanBundleInvalid, "apply", KindError, "The plan bundle is missing or unreadable."},

@@ -19,9 +19,10 @@ import (
 
 // Workspace runs terraform in one root module directory.
 type Workspace struct {
-	tf  *tfexec.Terraform
-	dir string
-	log io.Writer
+	tf          *tfexec.Terraform
+	dir         string
+	log         io.Writer
+	lockTimeout string
 }
 
 // Options configures a Workspace. The zero value is usable except for
@@ -34,6 +35,10 @@ type Options struct {
 	Env map[string]string
 	// Log receives terraform's stdout and stderr.
 	Log io.Writer
+	// LockTimeout is how long plan and apply wait for a state lock held
+	// by another run before failing with STATE_LOCKED (default 0s: fail
+	// at once).
+	LockTimeout time.Duration
 }
 
 // interruptGrace is how long terraform may take to release its lock and
@@ -59,7 +64,7 @@ func New(dir string, opts Options) (*Workspace, error) {
 	if err := tf.SetWaitDelay(interruptGrace); err != nil {
 		return nil, runner.Errorf(runner.InternalError, "configuring terraform interrupt grace: %w", err)
 	}
-	return &Workspace{tf: tf, dir: dir, log: opts.Log}, nil
+	return &Workspace{tf: tf, dir: dir, log: opts.Log, lockTimeout: opts.LockTimeout.String()}, nil
 }
 
 // Environment derives terraform's environment from the caller's. Variables
@@ -100,9 +105,11 @@ func (w *Workspace) Init(ctx context.Context, backendConfig []string) error {
 
 // Plan writes a plan to planFile and reports whether it changes anything.
 func (w *Workspace) Plan(ctx context.Context, planFile string) (bool, error) {
-	changed, err := w.tf.Plan(ctx, tfexec.Out(planFile))
+	u := newUI(w.log)
+	changed, err := w.tf.PlanJSON(ctx, u, tfexec.Out(planFile), tfexec.LockTimeout(w.lockTimeout))
+	w.restore()
 	if err != nil {
-		return false, wrap(ctx, runner.TerraformPlanFailed, "terraform plan", err)
+		return false, wrapUI(ctx, runner.TerraformPlanFailed, "terraform plan", err, u)
 	}
 	return changed, nil
 }
@@ -119,10 +126,40 @@ func (w *Workspace) ShowPlan(ctx context.Context, planFile string) (*tfjson.Plan
 
 // Apply applies exactly the saved plan in planFile.
 func (w *Workspace) Apply(ctx context.Context, planFile string) error {
-	if err := w.tf.Apply(ctx, tfexec.DirOrPlan(planFile)); err != nil {
-		return wrap(ctx, runner.TerraformApplyFailed, "terraform apply", err)
+	u := newUI(w.log)
+	err := w.tf.ApplyJSON(ctx, u, tfexec.DirOrPlan(planFile), tfexec.LockTimeout(w.lockTimeout))
+	w.restore()
+	if err != nil {
+		return wrapUI(ctx, runner.TerraformApplyFailed, "terraform apply", err, u)
 	}
 	return nil
+}
+
+// restore gives terraform's stdout back to the log after a -json command,
+// which terraform-exec points at the UI reader.
+func (w *Workspace) restore() {
+	if w.log != nil {
+		w.tf.SetStdout(w.log)
+	} else {
+		w.tf.SetStdout(io.Discard)
+	}
+}
+
+// wrapUI is wrap with terraform's own diagnostic: its summary and detail
+// explain a failure, and classify it when Nova knows the kind.
+func wrapUI(ctx context.Context, reason runner.Reason, what string, err error, u *ui) error {
+	wrapped := wrap(ctx, reason, what, err)
+	if runner.ReasonOf(wrapped) != reason {
+		return wrapped // interrupted: no verdict, whatever was printed
+	}
+	specific, msg, ok := u.classified()
+	if !ok {
+		return wrapped
+	}
+	if specific != "" {
+		reason = specific
+	}
+	return runner.Errorf(reason, "%s: %s", what, msg)
 }
 
 // Destroy destroys everything in the workspace's state.

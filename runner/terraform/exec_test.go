@@ -95,3 +95,46 @@ func TestNewNeedsABinary(t *testing.T) {
 		t.Errorf("missing binary: %v", err)
 	}
 }
+
+// TestExecExplainsTerraformsDiagnostics: plan and apply run with -json, and
+// a failure is explained and classified from terraform's structured
+// diagnostic — who holds the state lock, a stale plan — not only "exit
+// status 1".
+func TestExecExplainsTerraformsDiagnostics(t *testing.T) {
+	locked := `{"@level":"error","@message":"Error: Error acquiring the state lock","@module":"terraform.ui","type":"diagnostic","diagnostic":{"severity":"error","summary":"Error acquiring the state lock","detail":"Error message: resource temporarily unavailable\nLock Info:\n  ID:        4b1c2d3e-5f60-7182-93a4-b5c6d7e8f901\n  Path:      /state/terraform.tfstate\n  Operation: OperationTypeApply\n  Who:       runner@ci-7\n  Version:   1.11.4\n  Created:   2026-11-30 10:00:00.000000000 +0000 UTC\n  Info:      \n\nTerraform acquires a state lock to protect the state from being written\nby multiple users at the same time."}}`
+	stale := `{"@level":"error","@message":"Error: Saved plan is stale","@module":"terraform.ui","type":"diagnostic","diagnostic":{"severity":"error","summary":"Saved plan is stale","detail":"The given plan file can no longer be applied because the state was changed by another operation after the plan was created."}}`
+	other := `{"@level":"error","@message":"Error: Unsupported argument","@module":"terraform.ui","type":"diagnostic","diagnostic":{"severity":"error","summary":"Unsupported argument","detail":"An argument named \"colour\" is not expected here."}}`
+	tests := []struct {
+		name     string
+		line     string
+		want     runner.Reason
+		mentions []string
+	}{
+		{"state locked", locked, runner.StateLocked, []string{"runner@ci-7", "OperationTypeApply", "4b1c2d3e-5f60-7182-93a4-b5c6d7e8f901"}},
+		{"stale plan", stale, runner.PlanStale, []string{"state was changed by another operation"}},
+		{"anything else keeps its reason and says why", other, runner.TerraformApplyFailed, []string{"Unsupported argument", "colour"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var log strings.Builder
+			body := "cat <<'EOF'\n" + `{"@level":"info","@message":"Terraform 1.11.4","type":"version"}` + "\n" + tt.line + "\nEOF\nexit 1\n"
+			ws, err := New(t.TempDir(), Options{ExecPath: scripted(t, body), Env: map[string]string{"PATH": os.Getenv("PATH")}, Log: &log})
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = ws.Apply(t.Context(), "tfplan")
+			if runner.ReasonOf(err) != tt.want {
+				t.Fatalf("apply: %v (%s), want %s", err, runner.ReasonOf(err), tt.want)
+			}
+			for _, m := range tt.mentions {
+				if !strings.Contains(err.Error(), m) {
+					t.Errorf("error %q does not mention %q", err, m)
+				}
+			}
+			// The log reads as terraform's own output, not as JSON.
+			if !strings.Contains(log.String(), "Terraform 1.11.4\n") || strings.Contains(log.String(), `"@level"`) {
+				t.Errorf("log:\n%s", log.String())
+			}
+		})
+	}
+}
