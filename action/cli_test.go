@@ -6,7 +6,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/nova-platform/nova/runner"
 )
 
@@ -146,5 +149,57 @@ func TestTerraformDoesNotSeeNovaSecrets(t *testing.T) {
 	}
 	if cfg.TerraformEnv["AWS_REGION"] != "eu-west-1" || cfg.TerraformEnv["PATH"] != "/bin" {
 		t.Errorf("terraform lost the cloud's environment: %v", cfg.TerraformEnv)
+	}
+}
+
+// TestTheCommitMustBeTheCheckedOutOne: a plan is bound to a commit, so the
+// commit given must be what --dir holds — HEAD, or an ancestor the forge's
+// event names (a pull request's head under its merge commit).
+func TestTheCommitMustBeTheCheckedOutOne(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, ".nova", "contract.yml"), helloContract("world", "dev"))
+	repo, err := git.PlainInit(dir, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wt, _ := repo.Worktree()
+	commit := func(msg string) string {
+		if err := wt.AddGlob("."); err != nil {
+			t.Fatal(err)
+		}
+		h, err := wt.Commit(msg, &git.CommitOptions{AllowEmptyCommits: true, Author: &object.Signature{Name: "t", Email: "t@example.com", When: time.Now()}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h.String()
+	}
+	parent := commit("first")
+	head := commit("second")
+	event := filepath.Join(t.TempDir(), "event.json")
+	writeFile(t, event, `{"pull_request":{"head":{"sha":"`+parent+`"}}}`)
+	tests := []struct {
+		name string
+		args []string
+		vars map[string]string
+		want runner.Reason
+	}{
+		{"HEAD by default", nil, nil, ""},
+		{"HEAD given", []string{"--commit", head}, nil, ""},
+		{"an ancestor nobody named", []string{"--commit", parent}, nil, runner.CommitMismatch},
+		{"an ancestor the pull request names", []string{"--commit", parent}, map[string]string{"GITHUB_EVENT_PATH": event}, ""},
+		{"a commit from elsewhere", []string{"--commit", "0123456789012345678901234567890123456789"}, nil, runner.CommitMismatch},
+		{"from the environment", nil, map[string]string{"NOVA_COMMIT": "0123456789012345678901234567890123456789"}, runner.CommitMismatch},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			vars := map[string]string{"HOME": t.TempDir()}
+			for k, v := range tt.vars {
+				vars[k] = v
+			}
+			_, err := readConfig(Env{Args: append([]string{"plan", "--dir", dir}, tt.args...), Getenv: func(k string) string { return vars[k] }, Stderr: &bytes.Buffer{}})
+			if runner.ReasonOf(err) != tt.want && !(tt.want == "" && err == nil) {
+				t.Errorf("readConfig: %v, want %s", err, tt.want)
+			}
+		})
 	}
 }

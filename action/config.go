@@ -1,10 +1,12 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -308,13 +310,15 @@ func (cfg *Config) complete(f *rawFlags, env Env) error {
 			return runner.Errorf(runner.ConfigInvalid, "%w", err)
 		}
 	}
-	if cfg.Commit == "" {
-		cfg.Commit = firstNonEmpty(getenv("NOVA_COMMIT"), getenv("GITHUB_SHA"))
+	head, err := local.HeadCommit(cfg.Dir)
+	if err != nil {
+		return runner.Errorf(runner.ConfigInvalid, "reading the commit of %s: %w", cfg.Dir, err)
 	}
 	if cfg.Commit == "" {
-		if cfg.Commit, err = local.HeadCommit(cfg.Dir); err != nil {
-			return runner.Errorf(runner.ConfigInvalid, "reading the commit of %s: %w", cfg.Dir, err)
-		}
+		cfg.Commit = firstNonEmpty(getenv("NOVA_COMMIT"), getenv("GITHUB_SHA"), head)
+	}
+	if err := checkCommit(cfg.Dir, cfg.Commit, head, forgeCommits(getenv)); err != nil {
+		return err
 	}
 	cfg.TerraformEnv = map[string]string{}
 	for _, kv := range env.Environ {
@@ -341,6 +345,45 @@ func (cfg *Config) checkResolve(envName string) error {
 		return runner.Errorf(runner.ConfigInvalid, "--note is required: say how the outcome was established")
 	}
 	return nil
+}
+
+// checkCommit refuses to bind a plan to a commit that is not what --dir
+// holds: given as it is, an old bundle could be applied at a newer HEAD
+// whose contract bytes happen to be equal. In a git checkout the commit
+// must be HEAD, or an ancestor of it that the forge's event names (a pull
+// request's head under the merge commit a workflow checks out). Outside a
+// git checkout there is nothing to compare with.
+func checkCommit(dir, commit, head string, named []string) error {
+	if head == "" || commit == head {
+		return nil
+	}
+	if slices.Contains(named, commit) {
+		if ok, err := local.IsAncestor(dir, commit); err == nil && ok {
+			return nil
+		}
+	}
+	return runner.Errorf(runner.CommitMismatch, "commit %s is not what %s has checked out (HEAD is %s); plan and apply the commit that is checked out", commit, dir, head)
+}
+
+// forgeCommits are the commits the forge's event names: the workflow's
+// commit and, for a pull request, its head.
+func forgeCommits(getenv func(string) string) []string {
+	out := []string{getenv("GITHUB_SHA")}
+	if path := getenv("GITHUB_EVENT_PATH"); path != "" {
+		if data, err := os.ReadFile(path); err == nil {
+			var ev struct {
+				PullRequest struct {
+					Head struct {
+						SHA string `json:"sha"`
+					} `json:"head"`
+				} `json:"pull_request"`
+			}
+			if json.Unmarshal(data, &ev) == nil && ev.PullRequest.Head.SHA != "" {
+				out = append(out, ev.PullRequest.Head.SHA)
+			}
+		}
+	}
+	return out
 }
 
 // displayName is the command as the user typed it.

@@ -141,6 +141,7 @@ const (
 	RunCancelled                Reason = "RUN_CANCELLED"
 	EventWriteFailed            Reason = "EVENT_WRITE_FAILED"
 	ConfigInvalid               Reason = "CONFIG_INVALID"
+	CommitMismatch              Reason = "COMMIT_MISMATCH"
 	InternalError               Reason = "INTERNAL_ERROR"
 	// Files read from the consumer's checkout or a plan bundle.
 	PathOutsideCheckout Reason = "PATH_OUTSIDE_CHECKOUT"
@@ -283,6 +284,7 @@ var reasonTable = []ReasonInfo{
 	{PathOutsideCheckout, "run", KindError, "A path Nova was asked to read (a flag, a contract field, a link in the checkout or the bundle) resolves outside the checkout or bundle; nothing outside is read."},
 	{FileNotRegular, "run", KindError, "A file Nova reads from the checkout or a bundle is a FIFO, a device or a directory, not a regular file."},
 	{FileTooLarge, "run", KindError, "A file Nova reads from the checkout or a bundle is larger than its limit; it is refused without being read whole."},
+	{CommitMismatch, "run", KindError, "The commit given (--commit, $NOVA_COMMIT, $GITHUB_SHA) is not the commit --dir has checked out, nor an ancestor of it the forge's event names; a plan is bound to the code it was made from."},
 	{InternalError, "run", KindError, "A bug in Nova; please report it with the run's events."},
 
 	{EvidencePushFailed, "evidence", KindError, "An event could not be pushed to the evidence repo; for `nova.apply.authorized` the run stops before apply and the outbox keeps the events for the next run."},

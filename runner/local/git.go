@@ -29,6 +29,37 @@ func HeadCommit(dir string) (string, error) {
 	return head.Hash().String(), nil
 }
 
+// IsAncestor reports whether commit is HEAD of the repository containing
+// dir or one of HEAD's ancestors.
+func IsAncestor(dir, commit string) (bool, error) {
+	repo, err := git.PlainOpenWithOptions(dir, &git.PlainOpenOptions{DetectDotGit: true, EnableDotGitCommonDir: true})
+	if err != nil {
+		return false, err
+	}
+	head, err := repo.Head()
+	if err != nil {
+		return false, err
+	}
+	if !plumbing.IsHash(commit) {
+		return false, nil
+	}
+	c, err := repo.CommitObject(plumbing.NewHash(commit))
+	if errors.Is(err, plumbing.ErrObjectNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	h, err := repo.CommitObject(head.Hash())
+	if err != nil {
+		return false, err
+	}
+	if h.Hash == c.Hash {
+		return true, nil
+	}
+	return c.IsAncestor(h)
+}
+
 // CommitVerifier checks commit signatures with git's own data: no forge.
 type CommitVerifier struct {
 	// TrustedKeys is an armored OpenPGP public key ring; without it a
