@@ -216,6 +216,15 @@ func TestEndToEndPlanApplyChangeDestroy(t *testing.T) {
 	}
 	applied := readEvents(t, v.EventsFile)
 	receipt := applied[len(applied)-1]
+	// Output values stay in the state: the event has their digests only.
+	for _, e := range applied {
+		if strings.Contains(string(e.Data), "Hello, changed!") {
+			t.Errorf("event %s carries an output value: %s", e.Type, e.Data)
+		}
+	}
+	if !strings.Contains(string(receipt.Data), `"message__text":"sha256:`) {
+		t.Errorf("the receipt lacks the output's digest: %s", receipt.Data)
+	}
 
 	// Replaying the applied bundle answers with the original receipt and
 	// runs no terraform: a terraform that leaves a mark when called.

@@ -7,7 +7,6 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
-	"sort"
 
 	"github.com/nova-platform/nova/runner"
 	"github.com/nova-platform/nova/runner/bundle"
@@ -30,8 +29,12 @@ type Data struct {
 	Digest  string               `json:"digest"`
 	Applied bool                 `json:"applied"`
 	Changes runner.ChangeSummary `json:"changes"`
-	// Outputs holds the root outputs Terraform does not mark sensitive.
-	Outputs map[string]any `json:"outputs,omitempty"`
+	// Outputs holds a digest ("sha256:<hex>" of the canonical JSON) of
+	// each root output Terraform does not mark sensitive. Events are kept
+	// forever and output values may be credentials a module returns: the
+	// digest lets anyone holding the value check it, and tells nobody else
+	// what it is.
+	Outputs map[string]string `json:"outputs,omitempty"`
 }
 
 // Run implements runner.Stage.
@@ -73,16 +76,16 @@ func (s *Stage) Run(ctx context.Context, st *runner.State) (runner.Result, error
 		// outcome is recorded as unknown, never guessed.
 		return indeterminate(digest, err)
 	}
-	public := map[string]any{}
-	names := make([]string, 0, len(outputs))
-	for name := range outputs {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		if o := outputs[name]; !o.Sensitive {
-			public[name] = o.Value
+	public := map[string]string{}
+	for name, o := range outputs {
+		if o.Sensitive {
+			continue
 		}
+		d, err := runner.Digest(o.Value)
+		if err != nil {
+			return indeterminate(digest, fmt.Errorf("hashing output %s: %w", name, err))
+		}
+		public[name] = "sha256:" + d
 	}
 	return runner.Result{
 		Verdict: runner.Pass,

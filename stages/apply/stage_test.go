@@ -138,7 +138,7 @@ func TestApply(t *testing.T) {
 			ws:          runnertest.Workspace{ShowFunc: showing(authorizedPlan, true), ApplyFunc: func(context.Context, string) error { return nil }, OutputsFunc: outputs},
 			wantVerdict: runner.Pass,
 			wantCalls:   []string{"show", "apply", "outputs"},
-			wantData:    &Data{Applied: true, Changes: runner.ChangeSummary{Add: 1}, Outputs: map[string]any{"greeting": "hello"}},
+			wantData:    &Data{Applied: true, Changes: runner.ChangeSummary{Add: 1}, Outputs: map[string]string{"greeting": "sha256:" + mustDigest(t, "hello")}},
 		},
 		{
 			name:        "apply failed: a failure, not an unknown outcome",
@@ -214,4 +214,13 @@ func TestApply(t *testing.T) {
 			}
 		})
 	}
+}
+
+func mustDigest(t *testing.T, v any) string {
+	t.Helper()
+	d, err := runner.Digest(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
 }

@@ -17,8 +17,26 @@ secret_name(k) if {
 reference(v) if regex.match(`^(arn:|\$\{|\{\{resolve:|ssm:|vault:|secretsmanager:|projects/[^/]+/secrets/)`, v)
 
 # Shapes no legitimate non-secret value has, whatever its name. any_shape
-# is their union: one match per value instead of five on the hot path.
-any_shape := `\b(AKIA|ASIA)[0-9A-Z]{16}\b|-----BEGIN ([A-Z]+ )*PRIVATE KEY-----|\bgh[pousr]_[A-Za-z0-9]{36}\b|\bxox[abprs]-[A-Za-z0-9-]{10,}|\bglpat-[A-Za-z0-9_-]{20}\b`
+# is their union: one match per value instead of one per shape on the hot
+# path. Besides vendor token formats:
+#   - a credential written as key=value (or key: value) inside a value:
+#     "password=hunter2", "aws_secret_access_key = wJalr…";
+#   - a URL carrying a password: "postgres://admin:S3cret@db/app".
+# A value that is only a reference (${…}, $VAR, ssm:, arn:, <placeholder>)
+# is not a secret, in either form.
+kv_shape := `(?i)(?:^|[^a-z0-9])[a-z0-9_.-]*?(?:passw(?:or)?d|pwd|passphrase|secret|access[_-]?key|api[_-]?key|auth[_-]?token|token)\s*[:=]\s*["']?([^\s"'$<{&;,*]{4,})`
+
+url_shape := `[a-zA-Z][a-zA-Z0-9+.-]*://[^/\s:@$]*:([^/\s@$<{]{3,})@`
+
+any_shape := concat("|", [
+	`\b(AKIA|ASIA)[0-9A-Z]{16}\b`,
+	`-----BEGIN ([A-Z]+ )*PRIVATE KEY-----`,
+	`\bgh[pousr]_[A-Za-z0-9]{36}\b`,
+	`\bxox[abprs]-[A-Za-z0-9-]{10,}`,
+	`\bglpat-[A-Za-z0-9_-]{20}\b`,
+	kv_shape,
+	url_shape,
+])
 
 secret_shape(v) := "aws-access-key" if {
 	regex.match(`\b(AKIA|ASIA)[0-9A-Z]{16}\b`, v)
@@ -28,7 +46,26 @@ secret_shape(v) := "aws-access-key" if {
 	regex.match(`\bgh[pousr]_[A-Za-z0-9]{36}\b`, v)
 } else := "slack-token" if {
 	regex.match(`\bxox[abprs]-[A-Za-z0-9-]{10,}`, v)
-} else := "gitlab-token"
+} else := "gitlab-token" if {
+	regex.match(`\bglpat-[A-Za-z0-9_-]{20}\b`, v)
+} else := "url-password" if {
+	regex.match(url_shape, v)
+} else := "key-value-credential" if {
+	not placeholder_only(v)
+	regex.match(kv_shape, v)
+}
+
+# placeholder_only: every key=value credential in v names a placeholder
+# ("changeme", "xxxx", "example") rather than a value.
+placeholder_only(v) if {
+	matches := regex.find_all_string_submatch_n(kv_shape, v, -1)
+	count(matches) > 0
+	every m in matches {
+		placeholder(m[1])
+	}
+}
+
+placeholder(x) if regex.match(`(?i)^(x{3,}|\*{3,}|redacted|changeme|example|none|null|true|false|yes|no|required|optional|set|unset|empty)$`, x)
 
 # suspect is a cheap first look at a whole resource, as lowercased JSON
 # text: does any word that credentials are named or shaped by occur at all?
@@ -45,6 +82,7 @@ suspect_words := [
 	"passw", "passphrase", "secret", "token", "apikey", "api_key", "api-key",
 	"private_key", "private-key", "privatekey", "access_key", "access-key", "accesskey", "credential",
 	"akia", "asia", "private key-----", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "xox", "glpat-",
+	"pwd", "auth", "://",
 ]
 
 # why says why a string leaf stored under key is a secret: its name or its
@@ -57,6 +95,21 @@ why(key, v) := "name" if {
 } else := shape if {
 	regex.match(any_shape, v)
 	shape := secret_shape(v)
+} else := "named-token" if {
+	# A credential's name next to a random-looking value inside a longer
+	# text: a 40-character AWS secret access key (or any long token) said
+	# to be one ("aws secret: wJalrXUtnFEMI/K7MDENG…").
+	some m in regex.find_all_string_submatch_n(`(?i)(?:secret|token|credential|passw(?:or)?d|api[_-]?key|access[_-]?key)[^A-Za-z0-9]+(?:(?:is|was|are|of|for)[^A-Za-z0-9]+)?([A-Za-z0-9/+=_-]{20,})`, v, -1)
+	random_looking(m[1])
+}
+
+# random_looking: mixed case and digits, and many distinct characters —
+# what a generated key is and an English word or an identifier is not.
+random_looking(s) if {
+	regex.match(`[a-z]`, s)
+	regex.match(`[A-Z]`, s)
+	regex.match(`[0-9]`, s)
+	count({c | some c in split(s, "")}) >= 14
 }
 
 # --- pre-plan: the contract's inputs, then what the stack binds -------------
