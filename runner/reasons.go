@@ -176,6 +176,7 @@ const (
 	PolicyResultInvalid     Reason = "POLICY_RESULT_INVALID"
 	PolicyConfigInvalid     Reason = "POLICY_CONFIG_INVALID"
 	PolicyCompileFailed     Reason = "POLICY_COMPILE_FAILED"
+	PolicyLimitExceeded     Reason = "POLICY_LIMIT_EXCEEDED"
 	PolicyNamespaceReserved Reason = "POLICY_NAMESPACE_RESERVED"
 	CheckovNotConfigured    Reason = "CHECKOV_NOT_CONFIGURED"
 	KyvernoNotConfigured    Reason = "KJ_ENGINE_NOT_CONFIGURED"
@@ -305,6 +306,7 @@ var reasonTable = []ReasonInfo{
 	{PolicyResultInvalid, "policy", KindError, "An engine returned a record that does not validate against `docs/pcr.schema.json`; it is replaced by an `error` PCR naming the engine."},
 	{PolicyConfigInvalid, "policy", KindError, "`.nova/config.yml` or a policy flag is invalid (an unknown field, a wrong type, an unknown engine, a path outside the repository)."},
 	{PolicyCompileFailed, "policy", KindError, "The consumer's policies (`.nova/policy/`) do not parse or compile; platform rules still run."},
+	{PolicyLimitExceeded, "policy", KindVerdict, "A consumer policy went past its limits (the phase's evaluation deadline, a range longer than 100 000 numbers); it is an `error` record of critical severity, and blocks as the failure it might have been."},
 	{PolicyNamespaceReserved, "policy", KindError, "A consumer policy declares a package under `nova`, which is reserved for platform rules; the consumer's policies are not evaluated."},
 	{CheckovNotConfigured, "policy", KindError, "checkov is not installed (or not at the configured path); recorded as one `skipped` PCR."},
 	{KyvernoNotConfigured, "policy", KindError, "kyverno-json is not installed, or no kyverno-json policies are configured; recorded as one `skipped` PCR."},

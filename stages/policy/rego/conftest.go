@@ -28,16 +28,21 @@ func exceptionName(rule string) string {
 // set elements are its messages (a string, or an object with a string
 // "msg"); an exception for the rule suppresses them.
 func (c *consumer) evaluate(ctx context.Context, phase runner.Phase, input ast.Value) []runner.PCR {
+	phaseCtx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
 	var out []runner.PCR
 	for _, r := range c.rules[phase] {
-		out = append(out, r.evaluate(ctx, phase, input)...)
+		out = append(out, r.evaluate(ctx, phaseCtx, phase, input)...)
 	}
 	return out
 }
 
-func (r consumerRule) evaluate(ctx context.Context, phase runner.Phase, input ast.Value) []runner.PCR {
+func (r consumerRule) evaluate(runCtx, ctx context.Context, phase runner.Phase, input ast.Value) []runner.PCR {
 	base := runner.PCR{Engine: runner.EngineRego, RuleID: r.id(), Severity: r.severity, ResourceRef: scopeOf(phase)}
 	fail := func(err error) []runner.PCR {
+		if overLimit(runCtx, ctx, err) {
+			return []runner.PCR{limitRecord(base, r, err)}
+		}
 		p := base
 		p.Result, p.Message = runner.PCRError, fmt.Sprintf("evaluating %s: %v", r.id(), err)
 		p.Evidence = mustJSON(map[string]any{"reason": runner.PolicyEngineError, "namespace": r.namespace, "rule": r.name})

@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	opa "github.com/open-policy-agent/opa/v1/rego"
@@ -28,8 +29,9 @@ var deniedBuiltins = map[string]bool{"http.send": true, "net.lookup_ip_addr": tr
 
 // consumer is the consumer's policies, compiled apart from the platform's.
 type consumer struct {
-	dir   string
-	rules map[runner.Phase][]consumerRule
+	dir     string
+	timeout time.Duration
+	rules   map[runner.Phase][]consumerRule
 	// err is why the consumer's policies cannot be evaluated at all
 	// (POLICY_COMPILE_FAILED, POLICY_NAMESPACE_RESERVED).
 	err error
@@ -47,7 +49,7 @@ func (r consumerRule) id() string { return "consumer." + r.namespace + "." + r.n
 // loadConsumer parses and compiles the .rego files of fsys. Failures are
 // kept in err rather than returned: the platform rules run regardless.
 func loadConsumer(ctx context.Context, fsys fs.FS, dir string, namespaces map[runner.Phase][]string) *consumer {
-	c := &consumer{dir: dir}
+	c := &consumer{dir: dir, timeout: DefaultConsumerTimeout}
 	mods, err := parseConsumer(fsys)
 	if err != nil {
 		c.err = runner.Errorf(runner.PolicyCompileFailed, "parsing consumer policies in %s: %w", dir, err)
@@ -64,6 +66,7 @@ func loadConsumer(ctx context.Context, fsys fs.FS, dir string, namespaces map[ru
 		c.err = runner.Errorf(runner.PolicyCompileFailed, "consumer policies in %s: %w", dir, err)
 		return c
 	}
+	capRanges(mods)
 	caps := ast.CapabilitiesForThisVersion()
 	kept := caps.Builtins[:0]
 	for _, b := range caps.Builtins {
@@ -71,8 +74,12 @@ func loadConsumer(ctx context.Context, fsys fs.FS, dir string, namespaces map[ru
 			kept = append(kept, b)
 		}
 	}
-	caps.Builtins = kept
-	comp := ast.NewCompiler().WithCapabilities(caps)
+	caps.Builtins = append(kept, cappedBuiltins()...)
+	builtins := map[string]*ast.Builtin{}
+	for _, b := range cappedBuiltins() {
+		builtins[b.Name] = b
+	}
+	comp := ast.NewCompiler().WithCapabilities(caps).WithBuiltins(builtins)
 	comp.Compile(mods)
 	if comp.Failed() {
 		c.err = runner.Errorf(runner.PolicyCompileFailed, "compiling consumer policies in %s: %w", dir, comp.Errors)
@@ -221,12 +228,12 @@ func prepareNamespace(ctx context.Context, comp *ast.Compiler, ns string) ([]con
 	sort.Strings(names)
 	var out []consumerRule
 	for _, name := range names {
-		q, err := opa.New(opa.Compiler(comp), opa.Query(fmt.Sprintf("data.%s.%s", ns, name))).PrepareForEval(ctx)
+		q, err := opa.New(append(cappedFunctions(), opa.Compiler(comp), opa.Query(fmt.Sprintf("data.%s.%s", ns, name)))...).PrepareForEval(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("preparing data.%s.%s: %w", ns, name, err)
 		}
 		exq := fmt.Sprintf("data.%s.exception[_][_] == %q", ns, exceptionName(name))
-		ex, err := opa.New(opa.Compiler(comp), opa.Query(exq)).PrepareForEval(ctx)
+		ex, err := opa.New(append(cappedFunctions(), opa.Compiler(comp), opa.Query(exq))...).PrepareForEval(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("preparing %s: %w", exq, err)
 		}

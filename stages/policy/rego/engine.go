@@ -15,6 +15,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
+	"time"
 
 	"github.com/nova-platform/nova/runner"
 )
@@ -33,6 +34,7 @@ type options struct {
 	policyDir          string
 	namespaces         []string
 	contractNamespaces []string
+	consumerTimeout    time.Duration
 }
 
 // Option configures an Engine.
@@ -42,6 +44,13 @@ type Option func(*options)
 // policies; dir names them in messages (".nova/policy").
 func WithConsumerPolicies(fsys fs.FS, dir string) Option {
 	return func(o *options) { o.policies, o.policyDir = fsys, dir }
+}
+
+// WithConsumerTimeout bounds the evaluation of a phase's consumer
+// policies (default DefaultConsumerTimeout). It is the operator's setting:
+// the policies' own repository must not be able to raise it.
+func WithConsumerTimeout(d time.Duration) Option {
+	return func(o *options) { o.consumerTimeout = d }
 }
 
 // WithNamespaces sets which consumer packages are evaluated against the
@@ -77,6 +86,9 @@ func New(ctx context.Context, opts ...Option) (*Engine, error) {
 			runner.PostPlan: o.namespaces,
 			runner.PrePlan:  o.contractNamespaces,
 		})
+		if o.consumerTimeout > 0 {
+			e.consumer.timeout = o.consumerTimeout
+		}
 	}
 	return e, nil
 }
