@@ -47,6 +47,7 @@ func TestCommandLine(t *testing.T) {
 		{"stray argument", []string{"validate", "extra"}, ExitError, nil, []string{`unexpected argument "extra"`}},
 		{"bad env", []string{"validate", "--env", "staging"}, ExitError, nil, []string{string(runner.ConfigInvalid), "--env"}},
 		{"bad output", []string{"validate", "--output", "xml"}, ExitError, nil, []string{string(runner.ConfigInvalid)}},
+		{"bad state dir", []string{"plan", "--dir", valid, "--state-dir", "/dev/null/state"}, ExitError, nil, []string{string(runner.ConfigInvalid), "--state-dir"}},
 		{"valid contract", []string{"validate", "--dir", valid}, ExitPass, []string{"schema pass", "result: pass (exit 0)"}, nil},
 		{"invalid contract", []string{"validate", "--dir", invalid}, ExitFail,
 			[]string{"schema fail", string(runner.ContractUnknownField), `.nova/contract.yml:4:1`, `did you mean "environment"`, "result: fail (exit 1)"}, nil},

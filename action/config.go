@@ -310,6 +310,11 @@ func (cfg *Config) complete(f *rawFlags, env Env) error {
 			return runner.Errorf(runner.ConfigInvalid, "%w", err)
 		}
 	}
+	// Terraform would only fail much later, mid-init, with a message
+	// about a file the user never named.
+	if err := os.MkdirAll(cfg.StateDir, 0o700); err != nil {
+		return runner.Errorf(runner.ConfigInvalid, "--state-dir %s cannot hold state: %w", cfg.StateDir, err)
+	}
 	head, err := local.HeadCommit(cfg.Dir)
 	if err != nil {
 		return runner.Errorf(runner.ConfigInvalid, "reading the commit of %s: %w", cfg.Dir, err)

@@ -313,7 +313,8 @@ func parseCases(tb testing.TB) []parseCase {
 		{name: "unclosed flow sequence", data: []byte(devContract + "inputs: [a, b\n"), wantWhere: []where{{yamlBad, "", "c.yml:5"}}},
 		{name: "unclosed flow mapping", data: []byte(devContract + "inputs: {a: 1\n"), wantWhere: []where{{yamlBad, "", "c.yml:5"}}},
 		{name: "bad indentation", data: []byte(devContract + "nfr:\n  availability: 99\n backups: true\n"), wantWhere: []where{{yamlBad, "", "c.yml:7"}}},
-		{name: "tab indentation", data: []byte(devContract + "nfr:\n\tavailability: 99\n"), wantWhere: []where{{yamlBad, "", "c.yml:6"}}},
+		{name: "tab indentation", data: []byte(devContract + "nfr:\n\tavailability: 99\n"), wantWhere: []where{{yamlBad, "", "c.yml:6:1"}}},
+		{name: "tab after spaces before a key", data: []byte(devContract + "nfr:\n  \tavailability: 99\n"), wantWhere: []where{{yamlBad, "", "c.yml:6:3"}}},
 		{name: "unterminated quoted string", data: []byte(devContract + "oncall: \"team\n"), want: []runner.Reason{yamlBad}},
 		{name: "merge key", data: []byte(devContract + "<<: {oncall: x}\n"), wantWhere: []where{{yamlBad, "", "c.yml:5:1"}}},
 		{name: "control character", data: []byte(devContract + "oncall: a\x01b\n"), want: []runner.Reason{yamlBad}},
@@ -417,10 +418,10 @@ func parseCases(tb testing.TB) []parseCase {
 		{name: "only comments", data: []byte("# a contract\n# will go here\n"), want: []runner.Reason{empty}},
 		{name: "null document", data: []byte("null\n"), want: []runner.Reason{empty}},
 		{name: "tilde document", data: []byte("--- ~\n"), want: []runner.Reason{empty}},
-		{name: "bytes 0xff 0xfe in a value", data: []byte(devContract + "oncall: \xff\xfe\n"), wantWhere: []where{{encoding, "", "c.yml"}}},
+		{name: "bytes 0xff 0xfe in a value", data: []byte(devContract + "oncall: \xff\xfe\n"), wantWhere: []where{{encoding, "", "c.yml:5:9"}}},
 		{name: "Latin-1 e acute", data: []byte(devContract + "oncall: caf\xe9\n"), want: []runner.Reason{encoding}},
 		{name: "UTF-16 file", data: []byte("\xff\xfea\x00p\x00i\x00"), want: []runner.Reason{encoding}},
-		{name: "NUL byte", data: []byte(devContract + "oncall: a\x00b\n"), want: []runner.Reason{encoding}},
+		{name: "NUL byte", data: []byte(devContract + "oncall: a\x00b\n"), wantWhere: []where{{encoding, "", "c.yml:5:10"}}},
 		{name: "custom tag", data: []byte(devContract + "oncall: !vault x\n"), wantWhere: []where{{tag, "/oncall", "c.yml:5:9"}}},
 		{name: "binary tag", data: []byte(devContract + "inputs:\n  blob: !!binary aGVsbG8=\n"), wantWhere: []where{{tag, "/inputs/blob", "c.yml:6:9"}}},
 		{name: "custom tag on a mapping", data: []byte(devContract + "nfr: !custom\n  backups: true\n"), want: []runner.Reason{tag}},
@@ -528,6 +529,24 @@ func BenchmarkParseExample(b *testing.B) {
 	for b.Loop() {
 		if _, findings := schema.Parse(data, "c.yml", ""); len(findings) > 0 {
 			b.Fatalf("findings = %+v", findings)
+		}
+	}
+}
+
+// TestLoadErrorsSayWhatIsWrong: the messages name what a person would look
+// for, where yaml.v3's own words do not.
+func TestLoadErrorsSayWhatIsWrong(t *testing.T) {
+	for _, tc := range []struct {
+		data, want string
+	}{
+		{devContract + "oncall: a\x00b\n", "NUL byte"},
+		{devContract + "oncall: caf\xe9\n", "byte 0xe9"},
+		{devContract + "nfr:\n  \tavailability: 99\n", "tab"},
+		{devContract + "nfr:\n\tavailability: 99\n", "tab"},
+	} {
+		_, findings := schema.Parse([]byte(tc.data), "c.yml", "")
+		if len(findings) != 1 || !strings.Contains(findings[0].Message, tc.want) {
+			t.Errorf("%q: findings %+v, want one mentioning %q", tc.data[len(devContract):], findings, tc.want)
 		}
 	}
 }

@@ -77,8 +77,8 @@ var yamlParserProblems = map[string]bool{
 // parseYAML turns raw contract bytes into a document. It never expands an
 // alias beyond the node budget, so an alias bomb costs milliseconds.
 func parseYAML(data []byte) (*document, error) {
-	if !utf8.Valid(data) || bytes.IndexByte(data, 0) >= 0 {
-		return nil, &loadError{reason: runner.ContractEncodingInvalid, msg: "the contract is not valid UTF-8 text"}
+	if le := encodingError(data); le != nil {
+		return nil, le
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var root yaml.Node
@@ -86,7 +86,7 @@ func parseYAML(data []byte) (*document, error) {
 		if errors.Is(err, io.EOF) {
 			return nil, &loadError{reason: runner.ContractEmpty, msg: "the contract holds no YAML document"}
 		}
-		return nil, yamlSyntaxError(err)
+		return nil, yamlSyntaxError(err, data)
 	}
 	var second yaml.Node
 	switch err := dec.Decode(&second); {
@@ -94,7 +94,7 @@ func parseYAML(data []byte) (*document, error) {
 		return nil, &loadError{reason: runner.ContractYAMLMultipleDocs, pos: position{second.Line, second.Column},
 			msg: "the contract holds more than one YAML document; keep one contract per file"}
 	case !errors.Is(err, io.EOF):
-		return nil, yamlSyntaxError(err)
+		return nil, yamlSyntaxError(err, data)
 	}
 	if len(root.Content) == 0 || (root.Content[0].Kind == yaml.ScalarNode && root.Content[0].ShortTag() == "!!null") {
 		return nil, &loadError{reason: runner.ContractEmpty, msg: "the contract holds no YAML document"}
@@ -108,7 +108,31 @@ func parseYAML(data []byte) (*document, error) {
 	return c.doc, nil
 }
 
-func yamlSyntaxError(err error) error {
+// encodingError finds the first byte that makes data something other than
+// UTF-8 text, and says where it is and what it is: a NUL byte is named as
+// one, so nobody hunts for an invisible encoding problem.
+func encodingError(data []byte) *loadError {
+	line, col := 1, 1
+	for i := 0; i < len(data); {
+		r, size := utf8.DecodeRune(data[i:])
+		switch {
+		case r == 0:
+			return &loadError{reason: runner.ContractEncodingInvalid, pos: position{line, col},
+				msg: "the contract holds a NUL byte; it must be UTF-8 text"}
+		case r == utf8.RuneError && size <= 1:
+			return &loadError{reason: runner.ContractEncodingInvalid, pos: position{line, col},
+				msg: fmt.Sprintf("the contract is not valid UTF-8 text: byte 0x%02x does not start or continue a character", data[i])}
+		case r == '\n':
+			line, col = line+1, 1
+		default:
+			col++
+		}
+		i += size
+	}
+	return nil
+}
+
+func yamlSyntaxError(err error, data []byte) error {
 	msg := err.Error()
 	le := &loadError{reason: runner.ContractYAMLInvalid, msg: strings.TrimPrefix(msg, "yaml: ")}
 	if m := yamlLine.FindStringSubmatch(msg); m != nil {
@@ -118,7 +142,33 @@ func yamlSyntaxError(err error) error {
 			le.pos.line++
 		}
 	}
+	// YAML forbids tabs in indentation, and yaml.v3 reports one in words
+	// that rarely say so ("mapping values are not allowed in this
+	// context"), naming a line only.
+	if col := tabColumn(data, le.pos.line); col > 0 {
+		le.pos.col = col
+		le.msg = fmt.Sprintf("a tab is used for indentation (%s); YAML indents with spaces only", le.msg)
+	}
 	return le
+}
+
+// tabColumn is the column of the first tab in the indentation of line (or
+// of the line before or after it, as yaml.v3's line can be off by one).
+func tabColumn(data []byte, line int) int {
+	if line < 1 {
+		return 0
+	}
+	lines := bytes.Split(data, []byte("\n"))
+	for _, l := range []int{line, line + 1, line - 1} {
+		if l < 1 || l > len(lines) {
+			continue
+		}
+		text := lines[l-1]
+		if i := bytes.IndexByte(text, '\t'); i >= 0 && len(bytes.TrimLeft(text[:i], " ")) == 0 {
+			return i + 1
+		}
+	}
+	return 0
 }
 
 type converter struct {
