@@ -25,9 +25,15 @@ demo: build
 ## goroutines once more under the race detector.
 RACE_PKGS := ./runner ./runner/evidence/... ./action
 
+## The fuzz targets run for a bounded time on every test run: the contract
+## loader and the plan bundle loader read what anyone can hand to Nova.
+FUZZTIME ?= 10s
+
 test: tools check
 	$(GO) test -count=1 -timeout 30m ./...
 	$(GO) test -count=1 -race -timeout 30m $(RACE_PKGS)
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./stages/schema
+	$(GO) test -run '^$$' -fuzz '^FuzzReadManifest$$' -fuzztime $(FUZZTIME) ./runner/bundle
 
 check: fmt vet
 

@@ -84,3 +84,34 @@ func refifo(t *testing.T, name string) {
 		t.Fatal(err)
 	}
 }
+
+// FuzzReadManifest feeds the manifest reader arbitrary bytes as a bundle's
+// bundle.json: it must return a manifest or an error with a reason code,
+// never panic, and never accept a manifest of another format.
+func FuzzReadManifest(f *testing.F) {
+	f.Add([]byte(`{"formatVersion":1,"contractId":"c","planDigest":"d","environment":"dev"}`))
+	f.Add([]byte(`{"formatVersion":2}`))
+	f.Add([]byte(`{`))
+	f.Add([]byte(`null`))
+	f.Add([]byte(`{"formatVersion":1,"changes":{"add":-1},"createdAt":"not a time"}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		dir := t.TempDir()
+		write(t, filepath.Join(dir, PlanFile), "plan")
+		if err := os.MkdirAll(filepath.Join(dir, RootDir), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, ManifestFile), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		m, err := ReadManifest(dir)
+		if err != nil {
+			if runner.ReasonOf(err) == runner.InternalError {
+				t.Errorf("an error without a reason: %v", err)
+			}
+			return
+		}
+		if m.FormatVersion != formatVersion {
+			t.Errorf("accepted format %d", m.FormatVersion)
+		}
+	})
+}
