@@ -15,6 +15,7 @@ import (
 
 	"github.com/nova-platform/nova/runner"
 	"github.com/nova-platform/nova/runner/evidence"
+	"github.com/nova-platform/nova/runner/evidence/signing"
 	"github.com/nova-platform/nova/runner/local"
 )
 
@@ -82,8 +83,8 @@ func readEvidenceSettings(repoFlag, branch string, getenv func(string) string) (
 
 // evidenceKeyConfig reads the signing keys' sources from the environment.
 // In local mode keys missing there are generated under the config dir.
-func evidenceKeyConfig(s evidenceSettings, getenv func(string) string) evidence.KeyConfig {
-	kc := evidence.KeyConfig{
+func evidenceKeyConfig(s evidenceSettings, getenv func(string) string) signing.KeyConfig {
+	kc := signing.KeyConfig{
 		SigningKeyFile:   getenv("NOVA_SIGNING_KEY_FILE"),
 		SigningKeyPEM:    getenv("NOVA_SIGNING_KEY"),
 		CommitKeyFile:    getenv("NOVA_COMMIT_KEY_FILE"),
@@ -106,7 +107,7 @@ func evidenceKeyConfig(s evidenceSettings, getenv func(string) string) evidence.
 // openEvidenceStore opens the Store for s with keys from the environment:
 // what `nova run` wires as its Recorder, and what resolve writes through.
 func openEvidenceStore(ctx context.Context, s evidenceSettings, env Env) (*evidence.Store, error) {
-	keys, err := evidence.LoadKeys(evidenceKeyConfig(s, env.Getenv))
+	keys, err := signing.LoadKeys(evidenceKeyConfig(s, env.Getenv))
 	if err != nil {
 		return nil, err
 	}
@@ -137,21 +138,21 @@ func openEvidenceStore(ctx context.Context, s evidenceSettings, env Env) (*evide
 // several keys concatenated — the keys verify trusts too. After a rotation
 // they carry the old keys, without which the store rejects a contract's
 // earlier events and commits and can never authorize it again.
-func trustedEvidenceKeys(getenv func(string) string) ([]crypto.PublicKey, *evidence.CommitKeyRing, error) {
+func trustedEvidenceKeys(getenv func(string) string) ([]crypto.PublicKey, *signing.CommitKeyRing, error) {
 	var events []crypto.PublicKey
 	if v := getenv("NOVA_EVIDENCE_PUBLIC_KEY"); v != "" {
-		keys, err := evidence.LoadPublicKeys([]byte(v))
+		keys, err := signing.LoadPublicKeys([]byte(v))
 		if err == nil {
-			_, err = evidence.NewKeySet(keys...) // refuse a non-P-256 key now, not at the gate
+			_, err = signing.NewKeySet(keys...) // refuse a non-P-256 key now, not at the gate
 		}
 		if err != nil {
 			return nil, nil, runner.Errorf(runner.EvidenceKeyInvalid, "NOVA_EVIDENCE_PUBLIC_KEY: %w", err)
 		}
 		events = keys
 	}
-	var commits *evidence.CommitKeyRing
+	var commits *signing.CommitKeyRing
 	if v := getenv("NOVA_COMMIT_PUBLIC_KEY"); v != "" {
-		kr, err := evidence.LoadCommitKeyRing([]byte(v))
+		kr, err := signing.LoadCommitKeyRing([]byte(v))
 		if err != nil {
 			return nil, nil, runner.Errorf(runner.EvidenceKeyInvalid, "NOVA_COMMIT_PUBLIC_KEY: %w", err)
 		}
@@ -238,7 +239,7 @@ func evidenceVerify(ctx context.Context, args []string, env Env) int {
 
 // loadEventKeys reads --key files, else $NOVA_EVIDENCE_PUBLIC_KEY (PEM), else
 // in local mode the generated key's public half.
-func loadEventKeys(files []string, s evidenceSettings, getenv func(string) string) (*evidence.KeySet, error) {
+func loadEventKeys(files []string, s evidenceSettings, getenv func(string) string) (*signing.KeySet, error) {
 	var pems [][]byte
 	for _, f := range files {
 		b, err := os.ReadFile(f)
@@ -259,13 +260,13 @@ func loadEventKeys(files []string, s evidenceSettings, getenv func(string) strin
 	}
 	var keys []crypto.PublicKey
 	for _, p := range pems {
-		ks, err := evidence.LoadPublicKeys(p)
+		ks, err := signing.LoadPublicKeys(p)
 		if err != nil {
 			return nil, runner.Errorf(runner.EvidenceKeyInvalid, "%w", err)
 		}
 		keys = append(keys, ks...)
 	}
-	ks, err := evidence.NewKeySet(keys...)
+	ks, err := signing.NewKeySet(keys...)
 	if err != nil {
 		return nil, runner.Errorf(runner.EvidenceKeyInvalid, "%w", err)
 	}
@@ -274,7 +275,7 @@ func loadEventKeys(files []string, s evidenceSettings, getenv func(string) strin
 
 // loadCommitKeys reads --commit-key files, else $NOVA_COMMIT_PUBLIC_KEY, else
 // in local mode the generated commit key's public half.
-func loadCommitKeys(files []string, s evidenceSettings, getenv func(string) string) (*evidence.CommitKeyRing, error) {
+func loadCommitKeys(files []string, s evidenceSettings, getenv func(string) string) (*signing.CommitKeyRing, error) {
 	var armored [][]byte
 	for _, f := range files {
 		b, err := os.ReadFile(f)
@@ -293,7 +294,7 @@ func loadCommitKeys(files []string, s evidenceSettings, getenv func(string) stri
 	if len(armored) == 0 {
 		return nil, runner.Errorf(runner.EvidenceKeyInvalid, "no allowed commit key: pass --commit-key key.asc or set NOVA_COMMIT_PUBLIC_KEY")
 	}
-	kr, err := evidence.LoadCommitKeyRing(armored...)
+	kr, err := signing.LoadCommitKeyRing(armored...)
 	if err != nil {
 		return nil, runner.Errorf(runner.EvidenceKeyInvalid, "%w", err)
 	}

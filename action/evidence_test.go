@@ -11,6 +11,7 @@ import (
 
 	"github.com/nova-platform/nova/runner"
 	"github.com/nova-platform/nova/runner/evidence"
+	"github.com/nova-platform/nova/runner/evidence/signing"
 )
 
 // evidenceEnv is a process environment for local mode under a fresh HOME.
@@ -149,7 +150,7 @@ func TestEvidenceVerifyExplicitRepoAndKeys(t *testing.T) {
 func newPEMKey(t *testing.T) []byte {
 	t.Helper()
 	dir := t.TempDir()
-	if _, err := evidence.LocalSigner(dir); err != nil {
+	if _, err := signing.LocalSigner(dir); err != nil {
 		t.Fatal(err)
 	}
 	b, err := os.ReadFile(filepath.Join(dir, "signing.key"))
@@ -184,10 +185,10 @@ func TestEvidenceStoreTrustsRotatedKeysFromEnv(t *testing.T) {
 	oldEventPub, oldCommitPub := readKeyFile(t, s.Paths.SigningPublicKeyFile()), readKeyFile(t, s.Paths.CommitPublicKeyFile())
 
 	newKeys := t.TempDir()
-	if _, err := evidence.LocalSigner(newKeys); err != nil {
+	if _, err := signing.LocalSigner(newKeys); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := evidence.LocalCommitSigner(newKeys, "", ""); err != nil {
+	if _, err := signing.LocalCommitSigner(newKeys, "", ""); err != nil {
 		t.Fatal(err)
 	}
 	rotated := map[string]string{

@@ -17,6 +17,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 
 	"github.com/nova-platform/nova/runner"
+	"github.com/nova-platform/nova/runner/evidence/signing"
 )
 
 // fixtureRoot holds benchmark fixtures shared by every b.N round of one
@@ -94,9 +95,9 @@ func BenchmarkEvidenceVerify(b *testing.B) {
 
 var fixtureOnce sync.Once
 var fixtureRepo string
-var fixtureKeys Keys
+var fixtureKeys signing.Keys
 
-func verifyFixture(b *testing.B, contracts, perContract int) (string, Keys) {
+func verifyFixture(b *testing.B, contracts, perContract int) (string, signing.Keys) {
 	fixtureOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "nova-evidence-bench-")
 		if err != nil {
@@ -120,7 +121,7 @@ func verifyFixture(b *testing.B, contracts, perContract int) (string, Keys) {
 // buildFixture writes events round-robin over contracts with the store's
 // own commit code, directly into a bare repo (no push per event: that is
 // what BenchmarkEvidenceAppend measures), then packs it.
-func buildFixture(path string, keys Keys, contracts, perContract int) error {
+func buildFixture(path string, keys signing.Keys, contracts, perContract int) error {
 	branch := plumbing.NewBranchReferenceName(DefaultBranch)
 	if err := initBareIfMissing(path, branch); err != nil {
 		return err

@@ -134,7 +134,7 @@ func (s *Store) checkCommitKeys(head plumbing.Hash) error {
 		if err != nil {
 			return fmt.Errorf("reading commit %s: %w", h, err)
 		}
-		if reason, err := s.commitKeys.checkCommit(c); err != nil {
+		if reason, err := s.commitKeys.CheckCommit(c); err != nil {
 			return runner.Errorf(reason, "evidence commit %s: %v; not reading or extending a history that holds it", short(h), err)
 		}
 		if len(c.ParentHashes) == 0 {

@@ -7,6 +7,7 @@ import (
 	"github.com/go-git/go-git/v5"
 
 	"github.com/nova-platform/nova/runner"
+	"github.com/nova-platform/nova/runner/evidence/signing"
 )
 
 // Paths of the gate fixture's events.
@@ -216,7 +217,7 @@ func TestStoreTrustsRotatedKeys(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	oldRing, err := LoadCommitKeyRing(oldPub)
+	oldRing, err := signing.LoadCommitKeyRing(oldPub)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -226,10 +227,10 @@ func TestStoreTrustsRotatedKeys(t *testing.T) {
 		cfg  Config
 		want runner.Reason // "" for success
 	}{
-		{"event key rotated, old key not trusted", Config{Keys: Keys{Events: rotated.Events, Commit: old.Commit}}, runner.EvidenceSignatureInvalid},
-		{"event key rotated, old key trusted", Config{Keys: Keys{Events: rotated.Events, Commit: old.Commit}, TrustedEventKeys: oldEvents}, ""},
-		{"commit key rotated, old key not allowed", Config{Keys: Keys{Events: old.Events, Commit: rotated.Commit}}, runner.EvidenceCommitKeyUnknown},
-		{"commit key rotated, old key allowed", Config{Keys: Keys{Events: old.Events, Commit: rotated.Commit}, AllowedCommitKeys: oldRing}, ""},
+		{"event key rotated, old key not trusted", Config{Keys: signing.Keys{Events: rotated.Events, Commit: old.Commit}}, runner.EvidenceSignatureInvalid},
+		{"event key rotated, old key trusted", Config{Keys: signing.Keys{Events: rotated.Events, Commit: old.Commit}, TrustedEventKeys: oldEvents}, ""},
+		{"commit key rotated, old key not allowed", Config{Keys: signing.Keys{Events: old.Events, Commit: rotated.Commit}}, runner.EvidenceCommitKeyUnknown},
+		{"commit key rotated, old key allowed", Config{Keys: signing.Keys{Events: old.Events, Commit: rotated.Commit}, AllowedCommitKeys: oldRing}, ""},
 		{"both rotated, both old keys trusted", Config{Keys: rotated, TrustedEventKeys: oldEvents, AllowedCommitKeys: oldRing}, ""},
 	}
 	for _, tt := range tests {

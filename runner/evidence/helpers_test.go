@@ -16,6 +16,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 
 	"github.com/nova-platform/nova/runner"
+	"github.com/nova-platform/nova/runner/evidence/signing"
 )
 
 // testRetry keeps failure tests fast; conflicts still get plenty of tries.
@@ -31,29 +32,29 @@ func newBareRepo(t testing.TB) string {
 	return dir
 }
 
-func newKeys(t testing.TB) Keys {
+func newKeys(t testing.TB) signing.Keys {
 	t.Helper()
 	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ev, err := NewSigner(priv)
+	ev, err := signing.NewSigner(priv)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cs, err := GenerateCommitSigner("Nova Test", "nova-test@example.com")
+	cs, err := signing.GenerateCommitSigner("Nova Test", "nova-test@example.com")
 	if err != nil {
 		t.Fatal(err)
 	}
-	return Keys{Events: ev, Commit: cs}
+	return signing.Keys{Events: ev, Commit: cs}
 }
 
-func openStore(t testing.TB, repo string, keys Keys, opts ...Option) *Store {
+func openStore(t testing.TB, repo string, keys signing.Keys, opts ...Option) *Store {
 	t.Helper()
 	return openStoreIn(t, repo, t.TempDir(), keys, opts...)
 }
 
-func openStoreIn(t testing.TB, repo, stateDir string, keys Keys, opts ...Option) *Store {
+func openStoreIn(t testing.TB, repo, stateDir string, keys signing.Keys, opts ...Option) *Store {
 	t.Helper()
 	opts = append([]Option{WithRetry(testRetry), WithLogf(t.Logf)}, opts...)
 	s, err := Open(context.Background(), Config{Repo: repo, StateDir: stateDir, Keys: keys}, opts...)
@@ -86,7 +87,7 @@ func emitN(t testing.TB, rec runner.Recorder, contract string, n int) []runner.E
 	return out
 }
 
-func verifyOptions(t testing.TB, keys ...Keys) VerifyOptions {
+func verifyOptions(t testing.TB, keys ...signing.Keys) VerifyOptions {
 	t.Helper()
 	var ks []crypto.PublicKey
 	var rings [][]byte
@@ -98,11 +99,11 @@ func verifyOptions(t testing.TB, keys ...Keys) VerifyOptions {
 		}
 		rings = append(rings, pub)
 	}
-	eventKeys, err := NewKeySet(ks...)
+	eventKeys, err := signing.NewKeySet(ks...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	commitKeys, err := LoadCommitKeyRing(rings...)
+	commitKeys, err := signing.LoadCommitKeyRing(rings...)
 	if err != nil {
 		t.Fatal(err)
 	}

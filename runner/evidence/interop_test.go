@@ -12,6 +12,8 @@ import (
 
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing/object"
+
+	"github.com/nova-platform/nova/runner/evidence/signing"
 )
 
 // toolsScript installs the CLIs these tests run; it prints its bin dir.
@@ -127,7 +129,7 @@ func TestCosignVerifyBlobAcceptsEventSignatures(t *testing.T) {
 	if out, err := gen.CombinedOutput(); err != nil {
 		t.Fatalf("cosign generate-key-pair: %v\n%s", err, out)
 	}
-	signer, err := LoadSignerFile(filepath.Join(dir, "cosign.key"), []byte("correct horse"))
+	signer, err := signing.LoadSignerFile(filepath.Join(dir, "cosign.key"), []byte("correct horse"))
 	if err != nil {
 		t.Fatalf("loading cosign's key file: %v", err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/storer"
 
 	"github.com/nova-platform/nova/runner"
+	"github.com/nova-platform/nova/runner/evidence/signing"
 )
 
 // ApprovalData is the data of a nova.approval.recorded event.
@@ -58,12 +59,12 @@ type Approval struct {
 type Reader struct {
 	st   storer.EncodedObjectStorer
 	head plumbing.Hash
-	keys *KeySet
+	keys *signing.KeySet
 }
 
 // NewReader reads repo at head, verifying event signatures with keys when
 // keys is not nil.
-func NewReader(repo *git.Repository, head plumbing.Hash, keys *KeySet) *Reader {
+func NewReader(repo *git.Repository, head plumbing.Hash, keys *signing.KeySet) *Reader {
 	return &Reader{st: repo.Storer, head: head, keys: keys}
 }
 
@@ -88,7 +89,7 @@ func (s *Store) Reader(ctx context.Context, trusted ...crypto.PublicKey) (*Reade
 // any extra keys. The caller holds s.mu.
 func (s *Store) readerAt(head plumbing.Hash, trusted ...crypto.PublicKey) (*Reader, error) {
 	keys := append([]crypto.PublicKey{s.cfg.Keys.Events.PublicKey()}, s.cfg.TrustedEventKeys...)
-	ks, err := NewKeySet(append(keys, trusted...)...)
+	ks, err := signing.NewKeySet(append(keys, trusted...)...)
 	if err != nil {
 		return nil, runner.Errorf(runner.EvidenceKeyInvalid, "%w", err)
 	}

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/nova-platform/nova/runner"
+	"github.com/nova-platform/nova/runner/evidence/signing"
 )
 
 func TestReaderAnswersTheGate(t *testing.T) {
@@ -69,7 +70,7 @@ func TestReaderRefusesForgedApproval(t *testing.T) {
 	keys := newKeys(t)
 	s := openStore(t, repo, keys)
 	emitN(t, s, "c-1", 1)
-	forger := openStore(t, repo, Keys{Events: newKeys(t).Events, Commit: keys.Commit})
+	forger := openStore(t, repo, signing.Keys{Events: newKeys(t).Events, Commit: keys.Commit})
 	if _, err := runner.NewEmitter(forger, "urn:x", "r", nil).Emit(ctx, runner.EventApprovalRecorded, "c-1", "prod", ApprovalData{Environment: "prod", Approver: "mallory", PlanDigest: "d"}); err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/storer"
+
+	"github.com/nova-platform/nova/runner/evidence/signing"
 )
 
 // errConflict means the remote branch moved since we last read it: the
@@ -43,7 +45,7 @@ type target interface {
 // as one signed commit and returns it with every object it created (what a
 // push must send). Only the three trees on the event's path are rewritten,
 // so the cost does not grow with the repo.
-func writeEventCommit(st storer.EncodedObjectStorer, parent plumbing.Hash, dir, name string, event, sig []byte, msg string, cs *CommitSigner, when time.Time) (plumbing.Hash, []plumbing.Hash, error) {
+func writeEventCommit(st storer.EncodedObjectStorer, parent plumbing.Hash, dir, name string, event, sig []byte, msg string, cs *signing.CommitSigner, when time.Time) (plumbing.Hash, []plumbing.Hash, error) {
 	var objs []plumbing.Hash
 	put := func(o interface {
 		Encode(plumbing.EncodedObject) error
@@ -103,7 +105,7 @@ func writeEventCommit(st storer.EncodedObjectStorer, parent plumbing.Hash, dir, 
 	if !parent.IsZero() {
 		c.ParentHashes = []plumbing.Hash{parent}
 	}
-	if err := cs.sign(c); err != nil {
+	if err := cs.SignCommit(c); err != nil {
 		return plumbing.ZeroHash, nil, err
 	}
 	ch, err := put(c)

@@ -15,6 +15,7 @@ import (
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
 
 	"github.com/nova-platform/nova/runner"
+	"github.com/nova-platform/nova/runner/evidence/signing"
 )
 
 // DefaultBranch is the evidence repo's branch unless WithBranch says
@@ -39,7 +40,7 @@ type Config struct {
 	// one from a base dir and Repo.
 	StateDir string
 	// Keys sign events and commits.
-	Keys Keys
+	Keys signing.Keys
 	// TrustedEventKeys are event public keys accepted besides Keys.Events'
 	// own: after a key rotation a contract's older events stay signed by
 	// the old key, and the gate must still read them.
@@ -47,7 +48,7 @@ type Config struct {
 	// AllowedCommitKeys are OpenPGP keys whose commits the store builds on
 	// and reads, besides Keys.Commit's own (a rotated commit key, other
 	// writers with their own keys). Nil allows only Keys.Commit.
-	AllowedCommitKeys *CommitKeyRing
+	AllowedCommitKeys *signing.CommitKeyRing
 }
 
 // Store records events into the evidence repo. It implements
@@ -67,7 +68,7 @@ type Store struct {
 
 	// commitKeys are the keys a head's new commits must be signed by
 	// before the store trusts it: Keys.Commit plus AllowedCommitKeys.
-	commitKeys *CommitKeyRing
+	commitKeys *signing.CommitKeyRing
 
 	mu     sync.Mutex
 	target target
@@ -144,10 +145,7 @@ func Open(ctx context.Context, cfg Config, opts ...Option) (*Store, error) {
 		blobs:   map[plumbing.Hash]blobInfo{},
 		checked: map[plumbing.Hash]bool{},
 	}
-	s.commitKeys = cfg.Keys.Commit.KeyRing()
-	if cfg.AllowedCommitKeys != nil {
-		s.commitKeys.keys = append(s.commitKeys.keys, cfg.AllowedCommitKeys.keys...)
-	}
+	s.commitKeys = cfg.Keys.Commit.KeyRing().With(cfg.AllowedCommitKeys)
 	for _, o := range opts {
 		o(s)
 	}

@@ -20,14 +20,15 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/storer"
 
 	"github.com/nova-platform/nova/runner"
+	"github.com/nova-platform/nova/runner/evidence/signing"
 )
 
 // VerifyOptions says what a verification trusts and covers.
 type VerifyOptions struct {
 	// EventKeys verify the events' .sig files (required).
-	EventKeys *KeySet
+	EventKeys *signing.KeySet
 	// CommitKeys are the OpenPGP keys allowed to sign commits (required).
-	CommitKeys *CommitKeyRing
+	CommitKeys *signing.CommitKeyRing
 	// Contract limits the event and chain checks to one contract; commits
 	// are always all checked, since history is shared.
 	Contract string
@@ -301,7 +302,7 @@ func (v *verifier) checkCommits(ctx context.Context, commits []*object.Commit) e
 					return
 				}
 				c := commits[i]
-				if reason, err := v.opts.CommitKeys.checkCommit(c); err != nil {
+				if reason, err := v.opts.CommitKeys.CheckCommit(c); err != nil {
 					v.add(Finding{Reason: reason, Commit: c.Hash.String(), Message: err.Error()})
 				}
 				parentTree := plumbing.ZeroHash
