@@ -10,9 +10,6 @@ import (
 	"os"
 	"time"
 
-	"github.com/go-git/go-git/v5/plumbing/transport"
-	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
-
 	"github.com/nova-platform/nova/runner"
 	"github.com/nova-platform/nova/runner/evidence"
 	"github.com/nova-platform/nova/runner/evidence/signing"
@@ -57,7 +54,7 @@ type evidenceSettings struct {
 	// is created on first use and missing keys are generated.
 	Local bool
 	Paths evidence.LocalPaths
-	Auth  transport.AuthMethod
+	Creds evidence.Credentials
 }
 
 // readEvidenceSettings resolves the repo: the flag, then NOVA_EVIDENCE_REPO,
@@ -76,7 +73,7 @@ func readEvidenceSettings(repoFlag, branch string, getenv func(string) string) (
 		s.Branch = firstNonEmpty(getenv("NOVA_EVIDENCE_BRANCH"), evidence.DefaultBranch)
 	}
 	if token := getenv("NOVA_EVIDENCE_TOKEN"); token != "" {
-		s.Auth = &githttp.BasicAuth{Username: firstNonEmpty(getenv("NOVA_EVIDENCE_USERNAME"), "x-access-token"), Password: token}
+		s.Creds = evidence.Credentials{Username: firstNonEmpty(getenv("NOVA_EVIDENCE_USERNAME"), "x-access-token"), Password: token}
 	}
 	return s, nil
 }
@@ -117,7 +114,7 @@ func openEvidenceStore(ctx context.Context, s evidenceSettings, env Env) (*evide
 	}
 	opts := []evidence.Option{
 		evidence.WithBranch(s.Branch),
-		evidence.WithAuth(s.Auth),
+		evidence.WithBasicAuth(s.Creds.Username, s.Creds.Password),
 		evidence.WithLogf(func(format string, a ...any) { fmt.Fprintf(env.Stderr, format+"\n", a...) }),
 	}
 	if s.Local {
@@ -213,7 +210,7 @@ func evidenceVerify(ctx context.Context, args []string, env Env) int {
 			return fail(runner.Errorf(runner.ConfigInvalid, "--witness: %w", err))
 		}
 	}
-	repo, err := evidence.OpenRepo(ctx, s.Repo, s.Branch, s.Auth)
+	repo, err := evidence.OpenRepo(ctx, s.Repo, s.Branch, s.Creds)
 	if err != nil {
 		return fail(err)
 	}
@@ -228,7 +225,7 @@ func evidenceVerify(ctx context.Context, args []string, env Env) int {
 		if err := enc.Encode(report); err != nil {
 			return fail(err)
 		}
-	} else if err := report.WriteText(env.Stdout, s.Repo); err != nil {
+	} else if err := writeVerifyReport(env.Stdout, report, s.Repo); err != nil {
 		return fail(err)
 	}
 	if !report.OK() {
@@ -329,7 +326,7 @@ func evidenceResolve(ctx context.Context, args []string, env Env) int {
 		return fail(runner.Errorf(runner.ConfigInvalid, "--contract is required"))
 	case !environment.Valid():
 		return fail(runner.Errorf(runner.ConfigInvalid, "--env %q: want dev, qa, prod or dr", *envName))
-	case *outcome != evidence.OutcomeApplied && *outcome != evidence.OutcomeNotApplied:
+	case *outcome != runner.ResolvedApplied && *outcome != runner.ResolvedNotApplied:
 		return fail(runner.Errorf(runner.ConfigInvalid, "--outcome %q: want applied or not-applied", *outcome))
 	case *note == "":
 		return fail(runner.Errorf(runner.ConfigInvalid, "--note is required: say how the outcome was established"))
@@ -343,24 +340,25 @@ func evidenceResolve(ctx context.Context, args []string, env Env) int {
 		return fail(err)
 	}
 	// Deliver anything an earlier run left behind first: the indeterminate
-	// event itself may still be in the outbox.
+	// event itself may still be in the outbox. Then decide on the repo as
+	// it is now, never on a stale copy.
 	if err := store.Drain(ctx); err != nil {
 		return fail(err)
 	}
-	reader, err := store.Reader(ctx)
+	if err := store.Sync(ctx); err != nil {
+		return fail(err)
+	}
+	events, err := store.Chain(ctx, *contract)
 	if err != nil {
 		return fail(err)
 	}
-	open, err := reader.UnresolvedIndeterminate(*contract, environment)
-	if err != nil {
-		return fail(err)
-	}
+	open := runner.UnresolvedApply(events, environment)
 	if open == nil {
 		return fail(runner.Errorf(runner.ConfigInvalid, "contract %s has no unresolved indeterminate apply", *contract))
 	}
 	by := firstNonEmpty(*as, env.Getenv("GITHUB_ACTOR"), env.Getenv("USER"), "unknown")
 	em := runner.NewEmitter(store, eventSource(env.Getenv), local.NewRunID(time.Now()), nil)
-	e, err := em.Emit(ctx, runner.EventApplyResolved, *contract, environment, evidence.ResolutionData{
+	e, err := em.Emit(ctx, runner.EventApplyResolved, *contract, environment, runner.Resolution{
 		Outcome: *outcome, Note: *note, Resolves: open.ID, ResolvedBy: by,
 	})
 	if err != nil {

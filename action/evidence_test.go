@@ -75,14 +75,15 @@ func TestEvidenceLocalMode(t *testing.T) {
 		t.Fatalf("json report %+v, %v", rep, err)
 	}
 
-	// Someone with push access but another event key adds an approval.
-	forgedVars := map[string]string{"HOME": home, "NOVA_SIGNING_KEY": string(newPEMKey(t))}
+	// Someone with push access but another event key adds an approval (the
+	// forger's store trusts the real key, so it extends the chain).
+	forgedVars := map[string]string{"HOME": home, "NOVA_SIGNING_KEY": string(newPEMKey(t)), "NOVA_EVIDENCE_PUBLIC_KEY": readKeyFile(t, s.Paths.SigningPublicKeyFile())}
 	forgedEnv, _, _ := evidenceEnv(t, forgedVars)
 	forger, err := openEvidenceStore(ctx, s, forgedEnv)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := runner.NewEmitter(forger, "urn:x", "r", nil).Emit(ctx, runner.EventApprovalRecorded, "c-1", "prod", evidence.ApprovalData{Environment: "prod", Approver: "mallory", PlanDigest: "d"}); err != nil {
+	if _, err := runner.NewEmitter(forger, "urn:x", "r", nil).Emit(ctx, runner.EventApprovalRecorded, "c-1", "prod", runner.ApprovalRecord{Environment: "prod", Approver: "mallory", PlanDigest: "d"}); err != nil {
 		t.Fatal(err)
 	}
 	forger.Close()
@@ -210,7 +211,11 @@ func TestEvidenceStoreTrustsRotatedKeysFromEnv(t *testing.T) {
 			return "", err
 		}
 		defer st.Close()
-		return st.UnresolvedApply(ctx, "c-1", "dev")
+		events, err := st.Chain(ctx, "c-1")
+		if open := runner.UnresolvedApply(events, "dev"); open != nil {
+			return open.ID, err
+		}
+		return "", err
 	}
 	if id, err := unresolved(rotated); runner.ReasonOf(err) != runner.EvidenceCommitKeyUnknown {
 		t.Fatalf("without the old keys: %q, %v; want %s", id, err, runner.EvidenceCommitKeyUnknown)

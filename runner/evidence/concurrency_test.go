@@ -72,19 +72,9 @@ func testConcurrentWriters(t *testing.T, repo, url string) {
 	}
 	// Every id written is in the repo exactly once (verify already refuses
 	// duplicates; this catches loss).
-	r, err := OpenRepo(context.Background(), repo, "", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	reader := NewReader(r.Git, r.Head, verifyOptions(t, keys).EventKeys)
 	seen := map[string]int{}
 	for _, c := range contracts {
-		events, err := reader.Events(c)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, e := range events {
+		for _, e := range chainOf(t, repo, keys, c) {
 			seen[e.ID]++
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 
 	"github.com/nova-platform/nova/runner"
+	"github.com/nova-platform/nova/runner/evidence/gitrepo"
 	"github.com/nova-platform/nova/runner/evidence/signing"
 )
 
@@ -26,7 +27,7 @@ var testRetry = Retry{Conflicts: 1000, Unreachable: 2, Base: time.Millisecond, M
 func newBareRepo(t testing.TB) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "evidence.git")
-	if err := initBareIfMissing(dir, plumbing.NewBranchReferenceName(DefaultBranch)); err != nil {
+	if err := gitrepo.InitBare(dir, plumbing.NewBranchReferenceName(DefaultBranch)); err != nil {
 		t.Fatal(err)
 	}
 	return dir
@@ -112,7 +113,7 @@ func verifyOptions(t testing.TB, keys ...signing.Keys) VerifyOptions {
 
 func verifyRepo(t testing.TB, repo string, opts VerifyOptions) *Report {
 	t.Helper()
-	r, err := OpenRepo(context.Background(), repo, "", nil)
+	r, err := OpenRepo(context.Background(), repo, "", Credentials{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,4 +152,25 @@ func headOf(t testing.TB, repo string) plumbing.Hash {
 		t.Fatal(err)
 	}
 	return ref.Hash()
+}
+
+// chainOf reads a contract's chain as a fresh store sees it: every event
+// verified, seq continuous.
+func chainOf(t testing.TB, repo string, keys signing.Keys, contract string) []runner.Event {
+	t.Helper()
+	events, err := openStore(t, repo, keys).Chain(context.Background(), contract)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return events
+}
+
+// unresolved is the gate's question over Store.Chain: the id of the open
+// indeterminate apply of contract in env, "" when there is none.
+func unresolved(ctx context.Context, s *Store, contract string, env runner.Environment) (string, error) {
+	events, err := s.Chain(ctx, contract)
+	if open := runner.UnresolvedApply(events, env); open != nil {
+		return open.ID, err
+	}
+	return "", err
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 
 	"github.com/nova-platform/nova/runner"
+	"github.com/nova-platform/nova/runner/evidence/gitrepo"
 )
 
 // TestPushFailureBeforeApply: with the evidence repo unreachable an
@@ -40,7 +41,7 @@ func TestPushFailureBeforeApply(t *testing.T) {
 	}
 
 	// The next run: the repo is back, a new Store on the same state dir.
-	if err := initBareIfMissing(remote, "refs/heads/main"); err != nil {
+	if err := gitrepo.InitBare(remote, "refs/heads/main"); err != nil {
 		t.Fatal(err)
 	}
 	next := openStoreIn(t, remote, stateDir, keys)
@@ -82,28 +83,28 @@ func TestPushFailureUnreachableURL(t *testing.T) {
 
 func TestOutboxDropsTornLastLine(t *testing.T) {
 	dir := t.TempDir()
-	o := outbox{path: filepath.Join(dir, outboxFile)}
+	o := outbox{dir: dir, lock: filepath.Join(dir, lockName)}
 	e := runner.Event{SpecVersion: "1.0", ID: "e-1", Type: "nova.test.step"}
-	if err := o.add(e); err != nil {
+	if err := o.add("c", e); err != nil {
 		t.Fatal(err)
 	}
-	if err := o.add(e); err != nil { // redelivery: no second line
+	if err := o.add("c", e); err != nil { // redelivery: no second line
 		t.Fatal(err)
 	}
-	f, err := os.OpenFile(o.path, os.O_APPEND|os.O_WRONLY, 0)
+	f, err := os.OpenFile(o.file("c"), os.O_APPEND|os.O_WRONLY, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, _ = f.WriteString(`{"id":"torn","ty`) // a crash mid-append
 	f.Close()
-	got, err := o.load()
+	got, err := o.load("c")
 	if err != nil || len(got) != 1 || got[0].ID != "e-1" {
 		t.Fatalf("load = %+v, %v; want just e-1", got, err)
 	}
-	if err := o.add(runner.Event{SpecVersion: "1.0", ID: "e-2", Type: "nova.test.step"}); err != nil {
+	if err := o.add("c", runner.Event{SpecVersion: "1.0", ID: "e-2", Type: "nova.test.step"}); err != nil {
 		t.Fatal(err)
 	}
-	if got, err = o.load(); err != nil || len(got) != 2 {
+	if got, err = o.load("c"); err != nil || len(got) != 2 {
 		t.Fatalf("after append: %d events, %v", len(got), err)
 	}
 }
@@ -129,7 +130,7 @@ func TestInPlacePushIsDurableBeforeDelivered(t *testing.T) {
 		defer mu.Unlock()
 		synced[p] = true
 		if p == refsDir {
-			b, _ := os.ReadFile(filepath.Join(stateDir, outboxFile))
+			b, _ := os.ReadFile(filepath.Join(stateDir, outboxDir, "c-1.jsonl"))
 			outboxAtRefSync = string(b)
 		}
 		return orig(p)

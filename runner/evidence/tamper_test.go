@@ -2,6 +2,7 @@ package evidence
 
 import (
 	"context"
+	"crypto"
 	"io"
 	"sort"
 	"strings"
@@ -112,8 +113,15 @@ func TestTamperMatrix(t *testing.T) {
 	}, {
 		name: "forged event signed by a wrong key",
 		tamper: func(t *testing.T, f *tamperFixture) (string, string) {
+			// The forger's store reads the history (it trusts the real
+			// event key, as a writer after a rotation would) and adds an
+			// event signed by a key verify does not allow.
 			rogue := newKeys(t)
-			s := openStore(t, f.repo, signing.Keys{Events: rogue.Events, Commit: f.keys.Commit})
+			s, err := Open(t.Context(), Config{Repo: f.repo, StateDir: t.TempDir(), Keys: signing.Keys{Events: rogue.Events, Commit: f.keys.Commit}, TrustedEventKeys: []crypto.PublicKey{f.keys.Events.PublicKey()}}, WithRetry(testRetry), WithLogf(t.Logf))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
 			emitN(t, s, "c-b", 1)
 			return "contracts/c-b/3-nova.test.step.json", f.head(t).String()
 		},
@@ -305,6 +313,13 @@ func (f *tamperFixture) writeTree(t *testing.T, files map[string][]byte, prefix 
 	for name, sub := range dirs {
 		entries = append(entries, object.TreeEntry{Name: name, Mode: filemode.Dir, Hash: f.writeTree(t, sub, prefix+name+"/")})
 	}
-	sort.Slice(entries, func(i, j int) bool { return treeKey(entries[i]) < treeKey(entries[j]) })
+	// git's tree order: a directory sorts as if its name ended in "/".
+	key := func(e object.TreeEntry) string {
+		if e.Mode == filemode.Dir {
+			return e.Name + "/"
+		}
+		return e.Name
+	}
+	sort.Slice(entries, func(i, j int) bool { return key(entries[i]) < key(entries[j]) })
 	return f.put(t, &object.Tree{Entries: entries})
 }

@@ -19,3 +19,9 @@ var syncPath = func(path string) error {
 	}
 	return err
 }
+
+// syncAll fsyncs paths all at once, so the file system can commit them
+// together instead of flushing once per path (about a dozen per event).
+func syncAll(paths ...string) error {
+	return forEachChunk(len(paths), len(paths), func(_, i, _ int) error { return syncPath(paths[i]) })
+}
