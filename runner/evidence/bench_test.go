@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
 
 	"github.com/nova-platform/nova/runner"
@@ -168,15 +167,12 @@ func buildFixture(path string, keys signing.Keys, contracts, perContract int) er
 		sum := sha256.Sum256(canon)
 		heads[c] = head{seq: e.Seq, hash: hex.EncodeToString(sum[:])}
 	}
-	if gitBin, err := exec.LookPath("git"); err == nil {
-		if out, err := exec.Command(gitBin, "--git-dir", path, "repack", "-a", "-d", "-q").CombinedOutput(); err != nil {
-			return fmt.Errorf("git repack: %v\n%s", err, out)
-		}
-		return nil
-	}
-	r, err := git.PlainOpen(path)
+	gitBin, err := exec.LookPath("git")
 	if err != nil {
-		return err
+		return fmt.Errorf("git is not on PATH: run `make tools`")
 	}
-	return r.RepackObjects(&git.RepackConfig{})
+	if out, err := exec.Command(gitBin, "--git-dir", path, "repack", "-a", "-d", "-q").CombinedOutput(); err != nil {
+		return fmt.Errorf("git repack: %v\n%s", err, out)
+	}
+	return nil
 }
