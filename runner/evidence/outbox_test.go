@@ -170,3 +170,79 @@ func TestInPlacePushIsDurableBeforeDelivered(t *testing.T) {
 		t.Errorf("the outbox had dropped event %s before the branch was durable (outbox: %q)", e.ID, outboxAtRefSync)
 	}
 }
+
+// TestOneUndeliverableContractHoldsNoOtherBack: a contract whose chain in
+// the repo is broken (here: a file outside the layout, in a commit the
+// allowed key signed) cannot be delivered, and its events wait in its
+// outbox; the other contracts' events, queued behind it while the repo was
+// down, still arrive, and Drain's error names only the broken contract.
+func TestOneUndeliverableContractHoldsNoOtherBack(t *testing.T) {
+	ctx := t.Context()
+	f := newTamperFixture(t)
+	remote := filepath.Join(t.TempDir(), "evidence.git") // nothing there yet
+	s := openStoreIn(t, remote, t.TempDir(), f.keys)
+	for _, c := range []string{"a-broken", "b-ok", "c-ok"} {
+		if _, err := runner.NewEmitter(s, "urn:nova:test", "run", nil).Emit(ctx, "nova.test.step", c, "dev", nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The repo appears, with a-broken's chain damaged.
+	emitN(t, f.store, "a-broken", 1)
+	f.rewriteFiles(t, f.keys.Commit, func(files map[string][]byte) { files["contracts/a-broken/notes.txt"] = []byte("hi") })
+	if err := os.Rename(f.repo, remote); err != nil {
+		t.Fatal(err)
+	}
+
+	err := s.Drain(ctx)
+	if runner.ReasonOf(err) != runner.EvidencePushFailed || !strings.Contains(err.Error(), "contract a-broken: contracts/a-broken/notes.txt") {
+		t.Fatalf("Drain = %v; want EVIDENCE_PUSH_FAILED naming contract a-broken and its broken layout", err)
+	}
+	t.Logf("Drain: %v", err)
+	if strings.Contains(err.Error(), "b-ok") || strings.Contains(err.Error(), "c-ok") {
+		t.Errorf("Drain names contracts that were delivered: %v", err)
+	}
+	pending, _ := s.Pending()
+	if len(pending) != 1 || pending[0].ContractID != "a-broken" {
+		t.Errorf("pending = %+v; want a-broken's event only", pending)
+	}
+	for _, c := range []string{"b-ok", "c-ok"} {
+		if events := chainOf(t, remote, f.keys, c); len(events) != 1 {
+			t.Errorf("%s has %d events in the repo, want 1", c, len(events))
+		}
+	}
+}
+
+// TestOpenMovesTheLegacyOutbox: an outbox.jsonl left by a Nova that kept
+// one outbox for every contract is split into per-contract outboxes on
+// Open, delivered marks and torn last line honoured, so an upgrade loses
+// nothing.
+func TestOpenMovesTheLegacyOutbox(t *testing.T) {
+	repo, keys, stateDir := newBareRepo(t), newKeys(t), t.TempDir()
+	var legacy []byte
+	for _, e := range []runner.Event{
+		{SpecVersion: "1.0", ID: "e-1", Source: "urn:x", Type: "nova.test.step", ContractID: "c-1", Seq: 1},
+		{SpecVersion: "1.0", ID: "e-2", Source: "urn:x", Type: "nova.test.step", ContractID: "c-2", Seq: 1},
+		{SpecVersion: "1.0", ID: "e-3", Source: "urn:x", Type: "nova.test.step", ContractID: "c-1", Seq: 2},
+	} {
+		line, _ := e.Canonical()
+		legacy = append(append(legacy, line...), '\n')
+	}
+	legacy = append(legacy, `{"delivered":"e-3"}`+"\n"+`{"id":"torn`...)
+	if err := os.WriteFile(filepath.Join(stateDir, legacyOutbox), legacy, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := openStoreIn(t, repo, stateDir, keys)
+	pending, err := s.Pending()
+	if err != nil || len(pending) != 2 || pending[0].ID != "e-1" || pending[1].ID != "e-2" {
+		t.Fatalf("pending after the upgrade = %+v, %v; want e-1 (c-1), e-2 (c-2)", pending, err)
+	}
+	if _, err := os.Stat(filepath.Join(stateDir, legacyOutbox)); !os.IsNotExist(err) {
+		t.Errorf("the legacy outbox is still there: %v", err)
+	}
+	if err := s.Drain(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if rep := verifyRepo(t, repo, verifyOptions(t, keys)); !rep.OK() || rep.Events != 2 {
+		t.Fatalf("verify: %d events%s", rep.Events, dumpFindings(rep))
+	}
+}
