@@ -153,7 +153,7 @@ func (s *Store) checkHead(head, witnessed plumbing.Hash) error {
 		if checking {
 			if reason, err := s.commitKeys.CheckCommit(c); err != nil {
 				// Walk on to the witness: a rewrite is the graver news.
-				unsigned = runner.Errorf(reason, "evidence commit %s: %v; not reading or extending a history that holds it", short(h), err)
+				unsigned = runner.Errorf(reason, "evidence commit %s: %w; not reading or extending a history that holds it", short(h), err)
 				checking = false
 			}
 		}
