@@ -87,12 +87,12 @@ func (b *bareTarget) Keep(*Objects) {}
 
 // Push writes the objects and moves the branch.
 //
-// Both are made durable before push returns, because the caller then marks
-// the event delivered in the (fsynced) outbox: after a power cut the event
-// could otherwise be missing from the repo with the outbox no longer
-// holding it, or the branch could point at objects that never reached the
-// disk. The objects are synced before the branch moves, so the branch
-// never names a commit that might be lost.
+// Both are made durable before Push returns, because the caller then
+// forgets its own copy (Nova marks the event delivered in its outbox):
+// after a power cut the commit could otherwise be missing from the repo
+// with no copy left, or the branch could point at objects that never
+// reached the disk. The objects are synced before the branch moves, so
+// the branch never names a commit that might be lost.
 func (b *bareTarget) Push(_ context.Context, old, new plumbing.Hash, objs *Objects) error {
 	if err := b.writeObjects(objs); err != nil {
 		return err
