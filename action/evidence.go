@@ -8,11 +8,9 @@ import (
 	"os"
 	"time"
 
-	"github.com/go-git/go-git/v5/plumbing/transport"
-	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
-
 	"github.com/nova-platform/nova/runner"
 	"github.com/nova-platform/nova/runner/evidence"
+	"github.com/nova-platform/nova/runner/evidence/signing"
 	"github.com/nova-platform/nova/runner/local"
 )
 
@@ -34,8 +32,8 @@ type EvidenceConfig struct {
 	// is created on first use and missing keys are generated.
 	Local bool
 	Paths evidence.LocalPaths
-	Auth  transport.AuthMethod
-	Keys  evidence.KeyConfig
+	Creds evidence.Credentials
+	Keys  signing.KeyConfig
 	// TrustedEventKeys (PEM) and TrustedCommitKeys (armored OpenPGP) are
 	// public keys trusted besides the signing keys' own: after a rotation
 	// they carry the old keys.
@@ -58,7 +56,7 @@ func readEvidenceConfig(repoFlag, branch string, getenv func(string) string) (Ev
 		s.Branch = firstNonEmpty(getenv("NOVA_EVIDENCE_BRANCH"), evidence.DefaultBranch)
 	}
 	if token := getenv("NOVA_EVIDENCE_TOKEN"); token != "" {
-		s.Auth = &githttp.BasicAuth{Username: firstNonEmpty(getenv("NOVA_EVIDENCE_USERNAME"), "x-access-token"), Password: token}
+		s.Creds = evidence.Credentials{Username: firstNonEmpty(getenv("NOVA_EVIDENCE_USERNAME"), "x-access-token"), Password: token}
 	}
 	s.Keys = evidenceKeyConfig(s, getenv)
 	s.TrustedEventKeys, s.TrustedCommitKeys = getenv("NOVA_EVIDENCE_PUBLIC_KEY"), getenv("NOVA_COMMIT_PUBLIC_KEY")
@@ -67,8 +65,8 @@ func readEvidenceConfig(repoFlag, branch string, getenv func(string) string) (Ev
 
 // evidenceKeyConfig reads the signing keys' sources from the environment.
 // In local mode keys missing there are generated under the config dir.
-func evidenceKeyConfig(s EvidenceConfig, getenv func(string) string) evidence.KeyConfig {
-	kc := evidence.KeyConfig{
+func evidenceKeyConfig(s EvidenceConfig, getenv func(string) string) signing.KeyConfig {
+	kc := signing.KeyConfig{
 		SigningKeyFile:   getenv("NOVA_SIGNING_KEY_FILE"),
 		SigningKeyPEM:    getenv("NOVA_SIGNING_KEY"),
 		CommitKeyFile:    getenv("NOVA_COMMIT_KEY_FILE"),
@@ -91,7 +89,7 @@ func evidenceKeyConfig(s EvidenceConfig, getenv func(string) string) evidence.Ke
 // openEvidenceStore opens the Store for s: what `nova run` wires as its
 // Recorder, and what resolve writes through.
 func openEvidenceStore(ctx context.Context, s EvidenceConfig, env Env) (*evidence.Store, error) {
-	keys, err := evidence.LoadKeys(s.Keys)
+	keys, err := signing.LoadKeys(s.Keys)
 	if err != nil {
 		return nil, err
 	}
@@ -101,7 +99,7 @@ func openEvidenceStore(ctx context.Context, s EvidenceConfig, env Env) (*evidenc
 	}
 	opts := []evidence.Option{
 		evidence.WithBranch(s.Branch),
-		evidence.WithAuth(s.Auth),
+		evidence.WithBasicAuth(s.Creds.Username, s.Creds.Password),
 		evidence.WithLogf(func(format string, a ...any) { fmt.Fprintf(env.Stderr, format+"\n", a...) }),
 	}
 	if s.Local {
@@ -122,21 +120,21 @@ func openEvidenceStore(ctx context.Context, s EvidenceConfig, env Env) (*evidenc
 // several keys concatenated — the keys verify trusts too. After a rotation
 // they carry the old keys, without which the store rejects a contract's
 // earlier events and commits and can never authorize it again.
-func trustedEvidenceKeys(s EvidenceConfig) ([]crypto.PublicKey, *evidence.CommitKeyRing, error) {
+func trustedEvidenceKeys(s EvidenceConfig) ([]crypto.PublicKey, *signing.CommitKeyRing, error) {
 	var events []crypto.PublicKey
 	if v := s.TrustedEventKeys; v != "" {
-		keys, err := evidence.LoadPublicKeys([]byte(v))
+		keys, err := signing.LoadPublicKeys([]byte(v))
 		if err == nil {
-			_, err = evidence.NewKeySet(keys...) // refuse a non-P-256 key now, not at the gate
+			_, err = signing.NewKeySet(keys...) // refuse a non-P-256 key now, not at the gate
 		}
 		if err != nil {
 			return nil, nil, runner.Errorf(runner.EvidenceKeyInvalid, "NOVA_EVIDENCE_PUBLIC_KEY: %w", err)
 		}
 		events = keys
 	}
-	var commits *evidence.CommitKeyRing
+	var commits *signing.CommitKeyRing
 	if v := s.TrustedCommitKeys; v != "" {
-		kr, err := evidence.LoadCommitKeyRing([]byte(v))
+		kr, err := signing.LoadCommitKeyRing([]byte(v))
 		if err != nil {
 			return nil, nil, runner.Errorf(runner.EvidenceKeyInvalid, "NOVA_COMMIT_PUBLIC_KEY: %w", err)
 		}
@@ -167,7 +165,7 @@ func evidenceVerify(ctx context.Context, cfg Config, env Env) error {
 			return failed(env, cfg, runner.Errorf(runner.ConfigInvalid, "--witness: %w", err))
 		}
 	}
-	repo, err := evidence.OpenRepo(ctx, s.Repo, s.Branch, s.Auth)
+	repo, err := evidence.OpenRepo(ctx, s.Repo, s.Branch, s.Creds)
 	if err != nil {
 		return failed(env, cfg, err)
 	}
@@ -182,7 +180,7 @@ func evidenceVerify(ctx context.Context, cfg Config, env Env) error {
 		if err := enc.Encode(report); err != nil {
 			return failed(env, cfg, err)
 		}
-	} else if err := report.WriteText(env.Stdout, s.Repo); err != nil {
+	} else if err := writeVerifyReport(env.Stdout, report, s.Repo); err != nil {
 		return failed(env, cfg, err)
 	}
 	if !report.OK() {
@@ -193,7 +191,7 @@ func evidenceVerify(ctx context.Context, cfg Config, env Env) error {
 
 // loadEventKeys reads --key files, else $NOVA_EVIDENCE_PUBLIC_KEY (PEM), else
 // in local mode the generated key's public half.
-func loadEventKeys(files []string, s EvidenceConfig) (*evidence.KeySet, error) {
+func loadEventKeys(files []string, s EvidenceConfig) (*signing.KeySet, error) {
 	var pems [][]byte
 	for _, f := range files {
 		b, err := os.ReadFile(f)
@@ -214,13 +212,13 @@ func loadEventKeys(files []string, s EvidenceConfig) (*evidence.KeySet, error) {
 	}
 	var keys []crypto.PublicKey
 	for _, p := range pems {
-		ks, err := evidence.LoadPublicKeys(p)
+		ks, err := signing.LoadPublicKeys(p)
 		if err != nil {
 			return nil, runner.Errorf(runner.EvidenceKeyInvalid, "%w", err)
 		}
 		keys = append(keys, ks...)
 	}
-	ks, err := evidence.NewKeySet(keys...)
+	ks, err := signing.NewKeySet(keys...)
 	if err != nil {
 		return nil, runner.Errorf(runner.EvidenceKeyInvalid, "%w", err)
 	}
@@ -229,7 +227,7 @@ func loadEventKeys(files []string, s EvidenceConfig) (*evidence.KeySet, error) {
 
 // loadCommitKeys reads --commit-key files, else $NOVA_COMMIT_PUBLIC_KEY, else
 // in local mode the generated commit key's public half.
-func loadCommitKeys(files []string, s EvidenceConfig) (*evidence.CommitKeyRing, error) {
+func loadCommitKeys(files []string, s EvidenceConfig) (*signing.CommitKeyRing, error) {
 	var armored [][]byte
 	for _, f := range files {
 		b, err := os.ReadFile(f)
@@ -248,7 +246,7 @@ func loadCommitKeys(files []string, s EvidenceConfig) (*evidence.CommitKeyRing, 
 	if len(armored) == 0 {
 		return nil, runner.Errorf(runner.EvidenceKeyInvalid, "no allowed commit key: pass --commit-key key.asc or set NOVA_COMMIT_PUBLIC_KEY")
 	}
-	kr, err := evidence.LoadCommitKeyRing(armored...)
+	kr, err := signing.LoadCommitKeyRing(armored...)
 	if err != nil {
 		return nil, runner.Errorf(runner.EvidenceKeyInvalid, "%w", err)
 	}
@@ -263,8 +261,12 @@ func evidenceResolve(ctx context.Context, cfg Config, env Env) error {
 	}
 	defer store.Close()
 	// Deliver anything an earlier run left behind first: the indeterminate
-	// event itself may still be in the outbox.
+	// event itself may still be in the outbox. Then decide on the repo as
+	// it is now, never on a stale copy.
 	if err := store.Drain(ctx); err != nil {
+		return failed(env, cfg, err)
+	}
+	if err := store.Sync(ctx); err != nil {
 		return failed(env, cfg, err)
 	}
 	events, err := store.Chain(ctx, r.Contract)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/nova-platform/nova/runner"
 	"github.com/nova-platform/nova/runner/evidence"
+	"github.com/nova-platform/nova/runner/evidence/signing"
 )
 
 // evidenceEnv is a process environment for local mode under a fresh HOME.
@@ -74,8 +75,9 @@ func TestEvidenceLocalMode(t *testing.T) {
 		t.Fatalf("json report %+v, %v", rep, err)
 	}
 
-	// Someone with push access but another event key adds an approval.
-	forgedVars := map[string]string{"HOME": home, "NOVA_SIGNING_KEY": string(newPEMKey(t))}
+	// Someone with push access but another event key adds an approval (the
+	// forger's store trusts the real key, so it extends the chain).
+	forgedVars := map[string]string{"HOME": home, "NOVA_SIGNING_KEY": string(newPEMKey(t)), "NOVA_EVIDENCE_PUBLIC_KEY": readKeyFile(t, s.Paths.SigningPublicKeyFile())}
 	forgedEnv, _, _ := evidenceEnv(t, forgedVars)
 	forged, err := readEvidenceConfig("", "", forgedEnv.Getenv)
 	if err != nil {
@@ -153,7 +155,7 @@ func TestEvidenceVerifyExplicitRepoAndKeys(t *testing.T) {
 func newPEMKey(t *testing.T) []byte {
 	t.Helper()
 	dir := t.TempDir()
-	if _, err := evidence.LocalSigner(dir); err != nil {
+	if _, err := signing.LocalSigner(dir); err != nil {
 		t.Fatal(err)
 	}
 	b, err := os.ReadFile(filepath.Join(dir, "signing.key"))
@@ -188,10 +190,10 @@ func TestEvidenceStoreTrustsRotatedKeysFromEnv(t *testing.T) {
 	oldEventPub, oldCommitPub := readKeyFile(t, s.Paths.SigningPublicKeyFile()), readKeyFile(t, s.Paths.CommitPublicKeyFile())
 
 	newKeys := t.TempDir()
-	if _, err := evidence.LocalSigner(newKeys); err != nil {
+	if _, err := signing.LocalSigner(newKeys); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := evidence.LocalCommitSigner(newKeys, "", ""); err != nil {
+	if _, err := signing.LocalCommitSigner(newKeys, "", ""); err != nil {
 		t.Fatal(err)
 	}
 	rotated := map[string]string{

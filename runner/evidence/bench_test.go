@@ -13,10 +13,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
 
 	"github.com/nova-platform/nova/runner"
+	"github.com/nova-platform/nova/runner/evidence/gitrepo"
+	"github.com/nova-platform/nova/runner/evidence/signing"
 )
 
 // fixtureRoot holds benchmark fixtures shared by every b.N round of one
@@ -76,7 +77,7 @@ func BenchmarkEvidenceVerify(b *testing.B) {
 	ctx := context.Background()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		r, err := OpenRepo(ctx, repo, "", nil)
+		r, err := OpenRepo(ctx, repo, "", Credentials{})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -94,9 +95,9 @@ func BenchmarkEvidenceVerify(b *testing.B) {
 
 var fixtureOnce sync.Once
 var fixtureRepo string
-var fixtureKeys Keys
+var fixtureKeys signing.Keys
 
-func verifyFixture(b *testing.B, contracts, perContract int) (string, Keys) {
+func verifyFixture(b *testing.B, contracts, perContract int) (string, signing.Keys) {
 	fixtureOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "nova-evidence-bench-")
 		if err != nil {
@@ -118,17 +119,19 @@ func verifyFixture(b *testing.B, contracts, perContract int) (string, Keys) {
 }
 
 // buildFixture writes events round-robin over contracts with the store's
-// own commit code, directly into a bare repo (no push per event: that is
-// what BenchmarkEvidenceAppend measures), then packs it.
-func buildFixture(path string, keys Keys, contracts, perContract int) error {
+// own commit code, straight into a bare repo without fsync or outbox (what
+// BenchmarkEvidenceAppend measures), then packs it.
+func buildFixture(path string, keys signing.Keys, contracts, perContract int) error {
 	branch := plumbing.NewBranchReferenceName(DefaultBranch)
-	if err := initBareIfMissing(path, branch); err != nil {
+	if err := gitrepo.InitBare(path, branch); err != nil {
 		return err
 	}
-	r, err := git.PlainOpen(path)
+	bare, err := gitrepo.OpenBare(path, branch, func(...string) error { return nil })
 	if err != nil {
 		return err
 	}
+	defer bare.Close()
+	reader := gitrepo.NewReader(bare.Objects())
 	type head struct {
 		seq  int64
 		hash string
@@ -153,21 +156,23 @@ func buildFixture(path string, keys Keys, contracts, perContract int) error {
 		if err != nil {
 			return err
 		}
-		commit, _, err = writeEventCommit(r.Storer, commit, c, eventFileName(e.Seq, e.Type, "json"), canon, sig, CommitMessage(e), keys.Commit, e.Time)
+		ec, err := writeEventCommit(reader, commit, c, eventFileName(e.Seq, e.Type, "json"), canon, sig, CommitMessage(e), keys.Commit, e.Time)
 		if err != nil {
 			return err
 		}
+		if err := bare.Push(context.Background(), commit, ec.hash, ec.objs); err != nil {
+			return err
+		}
+		commit = ec.hash
 		sum := sha256.Sum256(canon)
 		heads[c] = head{seq: e.Seq, hash: hex.EncodeToString(sum[:])}
 	}
-	if err := r.Storer.SetReference(plumbing.NewHashReference(branch, commit)); err != nil {
-		return err
+	gitBin, err := exec.LookPath("git")
+	if err != nil {
+		return fmt.Errorf("git is not on PATH: run `make tools`")
 	}
-	if gitBin, err := exec.LookPath("git"); err == nil {
-		if out, err := exec.Command(gitBin, "--git-dir", path, "repack", "-a", "-d", "-q").CombinedOutput(); err != nil {
-			return fmt.Errorf("git repack: %v\n%s", err, out)
-		}
-		return nil
+	if out, err := exec.Command(gitBin, "--git-dir", path, "repack", "-a", "-d", "-q").CombinedOutput(); err != nil {
+		return fmt.Errorf("git repack: %v\n%s", err, out)
 	}
-	return r.RepackObjects(&git.RepackConfig{})
+	return nil
 }

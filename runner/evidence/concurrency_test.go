@@ -2,6 +2,7 @@ package evidence
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 
@@ -72,19 +73,9 @@ func testConcurrentWriters(t *testing.T, repo, url string) {
 	}
 	// Every id written is in the repo exactly once (verify already refuses
 	// duplicates; this catches loss).
-	r, err := OpenRepo(context.Background(), repo, "", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	reader := NewReader(r.Git, r.Head, verifyOptions(t, keys).EventKeys)
 	seen := map[string]int{}
 	for _, c := range contracts {
-		events, err := reader.Events(c)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, e := range events {
+		for _, e := range chainOf(t, repo, keys, c) {
 			seen[e.ID]++
 		}
 	}
@@ -98,5 +89,74 @@ func testConcurrentWriters(t *testing.T, repo, url string) {
 	}
 	if lost != 0 || len(seen) != writers*perWriter {
 		t.Fatalf("%d events lost or doubled; %d distinct in repo", lost, len(seen))
+	}
+}
+
+// TestOneStoreManyContracts is the monorepo shape: several goroutines
+// record events for several contracts through one Store at once (and, in
+// the second case, through two Stores sharing one repo and one state dir,
+// as two runs on one machine would). Each goroutine has its own Emitter,
+// so the store alone keeps the chains straight. Nothing may be lost or
+// doubled, every chain must be continuous and the repo must verify.
+func TestOneStoreManyContracts(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		stores int
+		url    func(repo string) string
+	}{
+		{"one store, in place", 1, func(repo string) string { return repo }},
+		{"one store over file://", 1, func(repo string) string { return "file://" + repo }},
+		{"two stores sharing a state dir", 2, func(repo string) string { return repo }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			const goroutines, perGoroutine = 6, 8
+			repo, keys, stateDir := newBareRepo(t), newKeys(t), t.TempDir()
+			stores := make([]*Store, tt.stores)
+			for i := range stores {
+				stores[i] = openStoreIn(t, tt.url(repo), stateDir, keys)
+			}
+			contracts := []string{"c-1", "c-2", "c-3"}
+			var wg sync.WaitGroup
+			ids := make([][]string, goroutines)
+			for g := range goroutines {
+				wg.Go(func() {
+					s := stores[g%len(stores)]
+					em := runner.NewEmitter(s, "urn:nova:test", fmt.Sprintf("run-%d", g), nil)
+					for i := range perGoroutine {
+						e, err := em.Emit(t.Context(), "nova.test.step", contracts[(g+i)%len(contracts)], "dev", map[string]int{"g": g, "i": i})
+						if err != nil {
+							t.Error(err)
+							return
+						}
+						ids[g] = append(ids[g], e.ID)
+					}
+				})
+			}
+			wg.Wait()
+			for _, s := range stores {
+				if err := s.Drain(t.Context()); err != nil {
+					t.Fatal(err)
+				}
+				if p, err := s.Pending(); err != nil || len(p) != 0 {
+					t.Fatalf("%d events left in the outbox (%v)", len(p), err)
+				}
+			}
+			if rep := verifyRepo(t, repo, verifyOptions(t, keys)); !rep.OK() || rep.Events != goroutines*perGoroutine {
+				t.Fatalf("verify: %d events%s", rep.Events, dumpFindings(rep))
+			}
+			seen := map[string]int{}
+			for _, c := range contracts {
+				for _, e := range chainOf(t, repo, keys, c) {
+					seen[e.ID]++
+				}
+			}
+			for _, gids := range ids {
+				for _, id := range gids {
+					if seen[id] != 1 {
+						t.Errorf("event %s is in the repo %d times", id, seen[id])
+					}
+				}
+			}
+		})
 	}
 }

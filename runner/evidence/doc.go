@@ -3,15 +3,12 @@
 // signed commit adding contracts/<contractId>/<seq>-<type>.json and its
 // detached cosign-format signature (.sig).
 //
-// It holds the three parts of the audit trail that must agree with each
-// other: the Store (a runner.Recorder that writes an event to a local outbox
-// before acknowledging it, then pushes it as a signed commit, re-chaining on
-// conflicts), Verify (which an auditor runs over the repo and which names
-// every break with a reason code), and the Reader (the queries the approval
-// gate makes: approvals, the approved plan digest, unresolved indeterminate
-// applies).
-//
-// Events are signed with ECDSA P-256 over their canonical bytes so that
-// `cosign verify-blob` accepts them without Nova, and commits are signed
-// with OpenPGP so that `git verify-commit`, GitHub and Gitea accept them.
+// The Store is a runner.Recorder that writes an event to a local outbox
+// before acknowledging it, then pushes it as a signed commit, re-chaining
+// on conflicts; it is also the runner.EvidenceReader the gate decides
+// from, returning only whole verified chains. Verify is what an auditor
+// runs over the repo; it names every break with a reason code. Both read a
+// contract's chain with the same code, so the store refuses exactly what
+// Verify reports. Keys live in runner/evidence/signing, git mechanics in
+// runner/evidence/gitrepo.
 package evidence

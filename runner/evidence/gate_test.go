@@ -7,6 +7,7 @@ import (
 	"github.com/go-git/go-git/v5"
 
 	"github.com/nova-platform/nova/runner"
+	"github.com/nova-platform/nova/runner/evidence/signing"
 )
 
 // Paths of the gate fixture's events.
@@ -36,14 +37,14 @@ func newGateFixture(t *testing.T) (*tamperFixture, string) {
 		return e
 	}
 	indA := emit(runner.EventApplyIndeterminate, "c-a", map[string]string{"cause": "interrupted"})
-	emit(runner.EventApplyResolved, "c-a", ResolutionData{Outcome: OutcomeNotApplied, Note: "no change in state", Resolves: indA.ID, ResolvedBy: "sre"})
+	emit(runner.EventApplyResolved, "c-a", runner.Resolution{Outcome: runner.ResolvedNotApplied, Note: "no change in state", Resolves: indA.ID, ResolvedBy: "sre"})
 	emit(runner.EventPlanCreated, "c-b", map[string]string{"digest": "d"})
 	indB := emit(runner.EventApplyIndeterminate, "c-b", map[string]string{"cause": "interrupted"})
 	var err error
 	if f.git, err = git.PlainOpen(f.repo); err != nil {
 		t.Fatal(err)
 	}
-	if id, err := f.store.UnresolvedApply(ctx, "c-b", "prod"); err != nil || id != indB.ID {
+	if id, err := unresolved(ctx, f.store, "c-b", "prod"); err != nil || id != indB.ID {
 		t.Fatalf("fixture: UnresolvedApply(c-b) = %q, %v; want %s", id, err, indB.ID)
 	}
 	return f, indB.ID
@@ -91,7 +92,7 @@ func TestGateRefusesUnsignedTampering(t *testing.T) {
 				if fresh {
 					s = openStore(t, f.repo, f.keys)
 				}
-				id, err := s.UnresolvedApply(ctx, "c-b", "prod")
+				id, err := unresolved(ctx, s, "c-b", "prod")
 				if runner.ReasonOf(err) != runner.EvidenceCommitUnsigned {
 					t.Fatalf("UnresolvedApply(c-b) over an unsigned commit = %q, %v; want %s", id, err, runner.EvidenceCommitUnsigned)
 				}
@@ -181,17 +182,15 @@ func TestGateRefusesMisplacedEvents(t *testing.T) {
 			ctx := t.Context()
 			f, _ := newGateFixture(t)
 			tampered := f.rewriteFiles(t, f.keys.Commit, func(files map[string][]byte) { tt.mutate(f, files) })
-			r, err := f.store.Reader(ctx)
-			if err != nil {
-				t.Fatal(err)
+			if events, err := f.store.Chain(ctx, "c-b"); runner.ReasonOf(err) != tt.want || events != nil {
+				t.Fatalf("Chain(c-b) = %d events, %v; want no events and %s", len(events), err, tt.want)
 			}
-			if events, err := r.Events("c-b"); runner.ReasonOf(err) != tt.want {
-				t.Fatalf("Events(c-b) = %d events, %v; want %s", len(events), err, tt.want)
+			// Verify reports the same break: one reader for both.
+			rep := verifyRepo(t, f.repo, verifyOptions(t, f.keys))
+			if !hasFinding(rep, tt.want, "", "") {
+				t.Errorf("verify does not report %s:%s", tt.want, dumpFindings(rep))
 			}
-			if id, err := f.store.UnresolvedApply(ctx, "c-b", "prod"); runner.ReasonOf(err) != tt.want {
-				t.Errorf("UnresolvedApply(c-b) = %q, %v; want %s", id, err, tt.want)
-			}
-			err = f.store.Record(ctx, runner.Event{ID: "auth-b", SpecVersion: "1.0", Source: "urn:x", Type: runner.EventApplyAuthorized, ContractID: "c-b", Environment: "prod"})
+			err := f.store.Record(ctx, runner.Event{ID: "auth-b", SpecVersion: "1.0", Source: "urn:x", Type: runner.EventApplyAuthorized, ContractID: "c-b", Environment: "prod"})
 			if err == nil {
 				t.Error("c-b was authorized over a broken chain")
 			}
@@ -199,8 +198,8 @@ func TestGateRefusesMisplacedEvents(t *testing.T) {
 				t.Errorf("the store pushed on top of a broken chain (%s, want %s)", short(h), short(tampered))
 			}
 			// The other contract is untouched and still readable.
-			if _, err := r.Events("c-a"); err != nil {
-				t.Errorf("Events(c-a): %v", err)
+			if _, err := f.store.Chain(ctx, "c-a"); err != nil {
+				t.Errorf("Chain(c-a): %v", err)
 			}
 		})
 	}
@@ -216,7 +215,7 @@ func TestStoreTrustsRotatedKeys(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	oldRing, err := LoadCommitKeyRing(oldPub)
+	oldRing, err := signing.LoadCommitKeyRing(oldPub)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -226,10 +225,10 @@ func TestStoreTrustsRotatedKeys(t *testing.T) {
 		cfg  Config
 		want runner.Reason // "" for success
 	}{
-		{"event key rotated, old key not trusted", Config{Keys: Keys{Events: rotated.Events, Commit: old.Commit}}, runner.EvidenceSignatureInvalid},
-		{"event key rotated, old key trusted", Config{Keys: Keys{Events: rotated.Events, Commit: old.Commit}, TrustedEventKeys: oldEvents}, ""},
-		{"commit key rotated, old key not allowed", Config{Keys: Keys{Events: old.Events, Commit: rotated.Commit}}, runner.EvidenceCommitKeyUnknown},
-		{"commit key rotated, old key allowed", Config{Keys: Keys{Events: old.Events, Commit: rotated.Commit}, AllowedCommitKeys: oldRing}, ""},
+		{"event key rotated, old key not trusted", Config{Keys: signing.Keys{Events: rotated.Events, Commit: old.Commit}}, runner.EvidenceSignatureInvalid},
+		{"event key rotated, old key trusted", Config{Keys: signing.Keys{Events: rotated.Events, Commit: old.Commit}, TrustedEventKeys: oldEvents}, ""},
+		{"commit key rotated, old key not allowed", Config{Keys: signing.Keys{Events: old.Events, Commit: rotated.Commit}}, runner.EvidenceCommitKeyUnknown},
+		{"commit key rotated, old key allowed", Config{Keys: signing.Keys{Events: old.Events, Commit: rotated.Commit}, AllowedCommitKeys: oldRing}, ""},
 		{"both rotated, both old keys trusted", Config{Keys: rotated, TrustedEventKeys: oldEvents, AllowedCommitKeys: oldRing}, ""},
 	}
 	for _, tt := range tests {
@@ -244,9 +243,9 @@ func TestStoreTrustsRotatedKeys(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer s.Close()
-			id, err := s.UnresolvedApply(ctx, "c-a", "dev")
+			id, err := unresolved(ctx, s, "c-a", "dev")
 			if runner.ReasonOf(err) != tt.want && !(tt.want == "" && err == nil) {
-				t.Fatalf("UnresolvedApply = %q, %v; want %q", id, err, tt.want)
+				t.Fatalf("unresolved apply = %q, %v; want %q", id, err, tt.want)
 			}
 			err = s.Record(ctx, runner.Event{ID: "auth-a", SpecVersion: "1.0", Source: "urn:x", Type: runner.EventApplyAuthorized, ContractID: "c-a", Environment: "dev"})
 			if tt.want == "" && err != nil {

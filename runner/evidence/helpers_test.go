@@ -16,6 +16,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 
 	"github.com/nova-platform/nova/runner"
+	"github.com/nova-platform/nova/runner/evidence/gitrepo"
+	"github.com/nova-platform/nova/runner/evidence/signing"
 )
 
 // testRetry keeps failure tests fast; conflicts still get plenty of tries.
@@ -25,35 +27,35 @@ var testRetry = Retry{Conflicts: 1000, Unreachable: 2, Base: time.Millisecond, M
 func newBareRepo(t testing.TB) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "evidence.git")
-	if err := initBareIfMissing(dir, plumbing.NewBranchReferenceName(DefaultBranch)); err != nil {
+	if err := gitrepo.InitBare(dir, plumbing.NewBranchReferenceName(DefaultBranch)); err != nil {
 		t.Fatal(err)
 	}
 	return dir
 }
 
-func newKeys(t testing.TB) Keys {
+func newKeys(t testing.TB) signing.Keys {
 	t.Helper()
 	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ev, err := NewSigner(priv)
+	ev, err := signing.NewSigner(priv)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cs, err := GenerateCommitSigner("Nova Test", "nova-test@example.com")
+	cs, err := signing.GenerateCommitSigner("Nova Test", "nova-test@example.com")
 	if err != nil {
 		t.Fatal(err)
 	}
-	return Keys{Events: ev, Commit: cs}
+	return signing.Keys{Events: ev, Commit: cs}
 }
 
-func openStore(t testing.TB, repo string, keys Keys, opts ...Option) *Store {
+func openStore(t testing.TB, repo string, keys signing.Keys, opts ...Option) *Store {
 	t.Helper()
 	return openStoreIn(t, repo, t.TempDir(), keys, opts...)
 }
 
-func openStoreIn(t testing.TB, repo, stateDir string, keys Keys, opts ...Option) *Store {
+func openStoreIn(t testing.TB, repo, stateDir string, keys signing.Keys, opts ...Option) *Store {
 	t.Helper()
 	opts = append([]Option{WithRetry(testRetry), WithLogf(t.Logf)}, opts...)
 	s, err := Open(context.Background(), Config{Repo: repo, StateDir: stateDir, Keys: keys}, opts...)
@@ -86,7 +88,7 @@ func emitN(t testing.TB, rec runner.Recorder, contract string, n int) []runner.E
 	return out
 }
 
-func verifyOptions(t testing.TB, keys ...Keys) VerifyOptions {
+func verifyOptions(t testing.TB, keys ...signing.Keys) VerifyOptions {
 	t.Helper()
 	var ks []crypto.PublicKey
 	var rings [][]byte
@@ -98,11 +100,11 @@ func verifyOptions(t testing.TB, keys ...Keys) VerifyOptions {
 		}
 		rings = append(rings, pub)
 	}
-	eventKeys, err := NewKeySet(ks...)
+	eventKeys, err := signing.NewKeySet(ks...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	commitKeys, err := LoadCommitKeyRing(rings...)
+	commitKeys, err := signing.LoadCommitKeyRing(rings...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +113,7 @@ func verifyOptions(t testing.TB, keys ...Keys) VerifyOptions {
 
 func verifyRepo(t testing.TB, repo string, opts VerifyOptions) *Report {
 	t.Helper()
-	r, err := OpenRepo(context.Background(), repo, "", nil)
+	r, err := OpenRepo(context.Background(), repo, "", Credentials{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,4 +152,25 @@ func headOf(t testing.TB, repo string) plumbing.Hash {
 		t.Fatal(err)
 	}
 	return ref.Hash()
+}
+
+// chainOf reads a contract's chain as a fresh store sees it: every event
+// verified, seq continuous.
+func chainOf(t testing.TB, repo string, keys signing.Keys, contract string) []runner.Event {
+	t.Helper()
+	events, err := openStore(t, repo, keys).Chain(context.Background(), contract)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return events
+}
+
+// unresolved is the gate's question over Store.Chain: the id of the open
+// indeterminate apply of contract in env, "" when there is none.
+func unresolved(ctx context.Context, s *Store, contract string, env runner.Environment) (string, error) {
+	events, err := s.Chain(ctx, contract)
+	if open := runner.UnresolvedApply(events, env); open != nil {
+		return open.ID, err
+	}
+	return "", err
 }

@@ -2,66 +2,34 @@ package evidence
 
 import (
 	"bytes"
-	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing/object"
+
+	"github.com/nova-platform/nova/runner/evidence/signing"
 )
 
-// toolsScript installs the CLIs these tests run; it prints its bin dir.
-const toolsScript = "../../.ci/tools.sh"
-
-// tool finds name on PATH, else installs it through .ci/tools.sh, and
-// skips — saying why — only when that install fails.
-func tool(t *testing.T, name string, timeout time.Duration) string {
+// tool finds name on PATH. Tests run the real CLIs and never install
+// anything: a missing tool fails the test, saying how to get it.
+func tool(t testing.TB, name string) string {
 	t.Helper()
-	if p, err := exec.LookPath(name); err == nil {
-		return p
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	var stderr bytes.Buffer
-	cmd := exec.CommandContext(ctx, "bash", toolsScript, name)
-	cmd.Stderr = &stderr
-	// go install's children keep the pipes open after a timeout kills bash.
-	cmd.WaitDelay = 5 * time.Second
-	out, err := cmd.Output()
+	p, err := exec.LookPath(name)
 	if err != nil {
-		t.Skipf("SKIP: %s is not on PATH and installing it with %s %s failed: %v\n%s", name, toolsScript, name, err, tail(stderr.String(), 2000))
+		t.Fatalf("%s is not on PATH: run `make tools` and put its bin dir (~/.cache/nova-tools/bin) on PATH", name)
 	}
-	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	bin := filepath.Join(lines[len(lines)-1], name)
-	if _, err := os.Stat(bin); err != nil {
-		if p, err := exec.LookPath(name); err == nil { // installed system-wide (apt)
-			return p
-		}
-		t.Skipf("SKIP: %s install reported success but %s is missing", name, bin)
-	}
-	return bin
-}
-
-func tail(s string, n int) string {
-	if len(s) > n {
-		return s[len(s)-n:]
-	}
-	return s
+	return p
 }
 
 // TestGitVerifyCommitAcceptsEvidenceCommits runs stock git with a throwaway
 // GNUPGHOME holding only the imported public key: what an auditor, GitHub
 // or Gitea do once the bot's key is registered.
 func TestGitVerifyCommitAcceptsEvidenceCommits(t *testing.T) {
-	gitBin, err := exec.LookPath("git")
-	if err != nil {
-		t.Skip("SKIP: git is not on PATH")
-	}
-	gpg := tool(t, "gpg", 5*time.Minute)
+	gitBin, gpg := tool(t, "git"), tool(t, "gpg")
 	repo := newBareRepo(t)
 	keys := newKeys(t)
 	s := openStore(t, repo, keys)
@@ -117,7 +85,7 @@ func TestGitVerifyCommitAcceptsEvidenceCommits(t *testing.T) {
 // .json/.sig pairs exactly as they sit in the evidence repo, signed with a
 // key from `cosign generate-key-pair` (encrypted, password from env).
 func TestCosignVerifyBlobAcceptsEventSignatures(t *testing.T) {
-	cosign := tool(t, "cosign", 6*time.Minute)
+	cosign := tool(t, "cosign")
 	dir := t.TempDir()
 	// No network: point cosign's TUF client at a closed loopback port and
 	// an empty cache, so it proceeds with the key alone.
@@ -127,7 +95,7 @@ func TestCosignVerifyBlobAcceptsEventSignatures(t *testing.T) {
 	if out, err := gen.CombinedOutput(); err != nil {
 		t.Fatalf("cosign generate-key-pair: %v\n%s", err, out)
 	}
-	signer, err := LoadSignerFile(filepath.Join(dir, "cosign.key"), []byte("correct horse"))
+	signer, err := signing.LoadSignerFile(filepath.Join(dir, "cosign.key"), []byte("correct horse"))
 	if err != nil {
 		t.Fatalf("loading cosign's key file: %v", err)
 	}

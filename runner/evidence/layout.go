@@ -63,25 +63,24 @@ func eventFileName(seq int64, typ, ext string) string {
 // sigPath is the detached signature beside an event file.
 func sigPath(jsonPath string) string { return strings.TrimSuffix(jsonPath, ".json") + ".sig" }
 
-// eventFile is what a path inside the layout says about its event.
-type eventFile struct {
-	Dir  string // directory name under contracts/
+// eventName is what a file name inside the layout says about its event.
+type eventName struct {
 	Seq  int64
 	Type string
 	Sig  bool
 }
 
 // parseEventFileName parses <seq>-<type>.(json|sig).
-func parseEventFileName(name string) (eventFile, bool) {
+func parseEventFileName(name string) (eventName, bool) {
 	m := fileNamePattern.FindStringSubmatch(name)
 	if m == nil || !eventTypePattern.MatchString(m[2]) {
-		return eventFile{}, false
+		return eventName{}, false
 	}
 	seq, err := strconv.ParseInt(m[1], 10, 64)
 	if err != nil {
-		return eventFile{}, false
+		return eventName{}, false
 	}
-	return eventFile{Seq: seq, Type: m[2], Sig: m[3] == "sig"}, true
+	return eventName{Seq: seq, Type: m[2], Sig: m[3] == "sig"}, true
 }
 
 // validDir reports whether name may be a directory under contracts/.

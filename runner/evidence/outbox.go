@@ -7,32 +7,163 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 
 	"github.com/nova-platform/nova/runner"
 )
 
 // outbox is the local, durable queue between "the stage's effect is
-// acknowledged" and "the event is in the evidence repo". It is an
-// append-only file of lines: an event (canonical JSON) when it is recorded,
-// and {"delivered":"<id>"} once it is pushed. Appends are fsynced before
-// returning; when nothing is pending the file is truncated. It is read
-// afresh on every operation (under the store's lock) because another nova
+// acknowledged" and "the event is in the evidence repo": one file per
+// contract directory (<state dir>/outbox/<dir>.jsonl), so that a contract
+// whose events cannot be delivered holds up no other. A file is
+// append-only lines: an event (canonical JSON) when it is recorded, and
+// {"delivered":"<id>"} once it is pushed; appends are fsynced before
+// returning, and a file with nothing pending is emptied. Each operation
+// re-reads the file under the state dir's lock, because another nova
 // process sharing the state dir may have appended or drained it meanwhile.
 type outbox struct {
-	path string
+	dir  string
+	lock string
 }
+
+// legacyOutbox is the single outbox of every contract that Nova kept
+// before outboxes were per contract; Open moves what it holds.
+const legacyOutbox = "outbox.jsonl"
 
 // outboxLine is either an event or a delivery mark.
 type outboxLine struct {
 	Delivered string `json:"delivered"`
 }
 
-// load returns the pending events in order. A last line without its
-// newline is a write torn by a crash: that Record never returned, so the
-// event was never acknowledged and is dropped (and cut from the file so
-// later appends start on a clean line).
-func (o *outbox) load() ([]runner.Event, error) {
-	b, err := os.ReadFile(o.path)
+func (o outbox) file(contract string) string { return filepath.Join(o.dir, contract+".jsonl") }
+
+// locked runs fn holding the state dir's lock.
+func (o outbox) locked(fn func() error) error {
+	l, err := lockFile(o.lock)
+	if err != nil {
+		return err
+	}
+	defer l.unlock()
+	return fn()
+}
+
+// load returns the contract's pending events in order.
+func (o outbox) load(contract string) (pending []runner.Event, err error) {
+	err = o.locked(func() error {
+		pending, err = loadOutbox(o.file(contract))
+		return err
+	})
+	return pending, err
+}
+
+// all returns every contract's pending events, contract by contract.
+func (o outbox) all() ([]runner.Event, error) {
+	contracts, err := o.contracts()
+	if err != nil {
+		return nil, err
+	}
+	var all []runner.Event
+	for _, c := range contracts {
+		pending, err := o.load(c)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, pending...)
+	}
+	return all, nil
+}
+
+// contracts lists the contract directories with an outbox file, sorted.
+func (o outbox) contracts() ([]string, error) {
+	entries, err := os.ReadDir(o.dir)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("reading outbox: %w", err)
+	}
+	var out []string
+	for _, e := range entries {
+		if name, ok := strings.CutSuffix(e.Name(), ".jsonl"); ok && !e.IsDir() {
+			out = append(out, name)
+		}
+	}
+	return out, nil
+}
+
+// add appends e unless an event with its id is already pending (a
+// redelivery), and syncs the file before returning.
+func (o outbox) add(contract string, e runner.Event) error {
+	return o.locked(func() error { return o.addLocked(contract, e) })
+}
+
+func (o outbox) addLocked(contract string, e runner.Event) error {
+	path := o.file(contract)
+	pending, err := loadOutbox(path)
+	if err != nil {
+		return err
+	}
+	if slices.ContainsFunc(pending, func(p runner.Event) bool { return p.ID == e.ID }) {
+		return nil
+	}
+	line, err := e.Canonical()
+	if err != nil {
+		return fmt.Errorf("encoding event: %w", err)
+	}
+	return appendLine(path, line)
+}
+
+// remove marks the event with id delivered once it is pushed, or empties
+// the file when it was the last pending one (kept, since creating it again
+// would cost a directory sync per event). A crash before the mark keeps
+// the event pending; the next drain finds its id in the repo and drops it.
+func (o outbox) remove(contract, id string) error {
+	return o.locked(func() error {
+		path := o.file(contract)
+		pending, err := loadOutbox(path)
+		if err != nil {
+			return err
+		}
+		if len(pending) == 0 || (len(pending) == 1 && pending[0].ID == id) {
+			if err := os.Truncate(path, 0); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return fmt.Errorf("emptying outbox: %w", err)
+			}
+			return nil
+		}
+		line, err := json.Marshal(outboxLine{Delivered: id})
+		if err != nil {
+			return err
+		}
+		return appendLine(path, line)
+	})
+}
+
+// migrate moves the events pending in a legacy single outbox into the
+// per-contract ones, so an upgrade loses nothing. A crash midway leaves
+// the legacy file, and the next Open moves its events again: add drops
+// those already moved.
+func (o outbox) migrate(legacy string) error {
+	return o.locked(func() error {
+		pending, err := loadOutbox(legacy)
+		if err != nil {
+			return err
+		}
+		for _, e := range pending {
+			if err := o.addLocked(contractDir(e.ContractID), e); err != nil {
+				return err
+			}
+		}
+		if err := os.Remove(legacy); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("removing %s: %w", legacy, err)
+		}
+		return nil
+	})
+}
+
+// loadOutbox returns the pending events of an outbox file in order. A
+// last line without its newline is a write torn by a crash: that Record
+// never returned, so the event was never acknowledged and is dropped (and
+// cut from the file so later appends start on a clean line).
+func loadOutbox(path string) ([]runner.Event, error) {
+	b, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
@@ -41,7 +172,7 @@ func (o *outbox) load() ([]runner.Event, error) {
 	}
 	if i := bytes.LastIndexByte(b, '\n'); i != len(b)-1 {
 		b = b[:i+1]
-		if err := os.Truncate(o.path, int64(len(b))); err != nil {
+		if err := os.Truncate(path, int64(len(b))); err != nil {
 			return nil, fmt.Errorf("truncating torn outbox line: %w", err)
 		}
 	}
@@ -58,12 +189,12 @@ func (o *outbox) load() ([]runner.Event, error) {
 		}
 		var e runner.Event
 		if err := json.Unmarshal(line, &e); err != nil {
-			return nil, fmt.Errorf("reading outbox line %d: %w", n+1, err)
+			return nil, fmt.Errorf("reading %s line %d: %w", filepath.Base(path), n+1, err)
 		}
 		events = append(events, e)
 	}
-	pending := events[:0]
 	seen := map[string]bool{}
+	pending := events[:0]
 	for _, e := range events {
 		if !delivered[e.ID] && !seen[e.ID] {
 			pending = append(pending, e)
@@ -73,49 +204,9 @@ func (o *outbox) load() ([]runner.Event, error) {
 	return pending, nil
 }
 
-// add appends e unless an event with its id is already pending (a
-// redelivery), and syncs the file before returning.
-func (o *outbox) add(e runner.Event) error {
-	pending, err := o.load()
-	if err != nil {
-		return err
-	}
-	for _, p := range pending {
-		if p.ID == e.ID {
-			return nil
-		}
-	}
-	line, err := e.Canonical()
-	if err != nil {
-		return fmt.Errorf("encoding event: %w", err)
-	}
-	return o.append(line)
-}
-
-// remove marks the event with id delivered once it is pushed, or empties
-// the file when it was the last pending one. A crash before the mark keeps
-// the event pending; the next drain finds its id in the repo and drops it.
-func (o *outbox) remove(id string) error {
-	pending, err := o.load()
-	if err != nil {
-		return err
-	}
-	if len(pending) == 0 || (len(pending) == 1 && pending[0].ID == id) {
-		if err := os.Truncate(o.path, 0); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("emptying outbox: %w", err)
-		}
-		return nil
-	}
-	line, err := json.Marshal(outboxLine{Delivered: id})
-	if err != nil {
-		return err
-	}
-	return o.append(line)
-}
-
-func (o *outbox) append(line []byte) error {
-	_, statErr := os.Stat(o.path)
-	f, err := os.OpenFile(o.path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+func appendLine(path string, line []byte) error {
+	_, statErr := os.Stat(path)
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
 	if err != nil {
 		return fmt.Errorf("opening outbox: %w", err)
 	}
@@ -131,7 +222,7 @@ func (o *outbox) append(line []byte) error {
 	}
 	if errors.Is(statErr, os.ErrNotExist) {
 		// A new file's directory entry must be durable too.
-		if err := syncDir(filepath.Dir(o.path)); err != nil {
+		if err := syncDir(filepath.Dir(path)); err != nil {
 			return fmt.Errorf("syncing outbox dir: %w", err)
 		}
 	}

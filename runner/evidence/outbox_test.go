@@ -12,6 +12,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 
 	"github.com/nova-platform/nova/runner"
+	"github.com/nova-platform/nova/runner/evidence/gitrepo"
 )
 
 // TestPushFailureBeforeApply: with the evidence repo unreachable an
@@ -40,7 +41,7 @@ func TestPushFailureBeforeApply(t *testing.T) {
 	}
 
 	// The next run: the repo is back, a new Store on the same state dir.
-	if err := initBareIfMissing(remote, "refs/heads/main"); err != nil {
+	if err := gitrepo.InitBare(remote, "refs/heads/main"); err != nil {
 		t.Fatal(err)
 	}
 	next := openStoreIn(t, remote, stateDir, keys)
@@ -82,28 +83,28 @@ func TestPushFailureUnreachableURL(t *testing.T) {
 
 func TestOutboxDropsTornLastLine(t *testing.T) {
 	dir := t.TempDir()
-	o := outbox{path: filepath.Join(dir, outboxFile)}
+	o := outbox{dir: dir, lock: filepath.Join(dir, lockName)}
 	e := runner.Event{SpecVersion: "1.0", ID: "e-1", Type: "nova.test.step"}
-	if err := o.add(e); err != nil {
+	if err := o.add("c", e); err != nil {
 		t.Fatal(err)
 	}
-	if err := o.add(e); err != nil { // redelivery: no second line
+	if err := o.add("c", e); err != nil { // redelivery: no second line
 		t.Fatal(err)
 	}
-	f, err := os.OpenFile(o.path, os.O_APPEND|os.O_WRONLY, 0)
+	f, err := os.OpenFile(o.file("c"), os.O_APPEND|os.O_WRONLY, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, _ = f.WriteString(`{"id":"torn","ty`) // a crash mid-append
 	f.Close()
-	got, err := o.load()
+	got, err := o.load("c")
 	if err != nil || len(got) != 1 || got[0].ID != "e-1" {
 		t.Fatalf("load = %+v, %v; want just e-1", got, err)
 	}
-	if err := o.add(runner.Event{SpecVersion: "1.0", ID: "e-2", Type: "nova.test.step"}); err != nil {
+	if err := o.add("c", runner.Event{SpecVersion: "1.0", ID: "e-2", Type: "nova.test.step"}); err != nil {
 		t.Fatal(err)
 	}
-	if got, err = o.load(); err != nil || len(got) != 2 {
+	if got, err = o.load("c"); err != nil || len(got) != 2 {
 		t.Fatalf("after append: %d events, %v", len(got), err)
 	}
 }
@@ -129,7 +130,7 @@ func TestInPlacePushIsDurableBeforeDelivered(t *testing.T) {
 		defer mu.Unlock()
 		synced[p] = true
 		if p == refsDir {
-			b, _ := os.ReadFile(filepath.Join(stateDir, outboxFile))
+			b, _ := os.ReadFile(filepath.Join(stateDir, outboxDir, "c-1.jsonl"))
 			outboxAtRefSync = string(b)
 		}
 		return orig(p)
@@ -167,5 +168,81 @@ func TestInPlacePushIsDurableBeforeDelivered(t *testing.T) {
 	}
 	if !strings.Contains(outboxAtRefSync, e.ID) {
 		t.Errorf("the outbox had dropped event %s before the branch was durable (outbox: %q)", e.ID, outboxAtRefSync)
+	}
+}
+
+// TestOneUndeliverableContractHoldsNoOtherBack: a contract whose chain in
+// the repo is broken (here: a file outside the layout, in a commit the
+// allowed key signed) cannot be delivered, and its events wait in its
+// outbox; the other contracts' events, queued behind it while the repo was
+// down, still arrive, and Drain's error names only the broken contract.
+func TestOneUndeliverableContractHoldsNoOtherBack(t *testing.T) {
+	ctx := t.Context()
+	f := newTamperFixture(t)
+	remote := filepath.Join(t.TempDir(), "evidence.git") // nothing there yet
+	s := openStoreIn(t, remote, t.TempDir(), f.keys)
+	for _, c := range []string{"a-broken", "b-ok", "c-ok"} {
+		if _, err := runner.NewEmitter(s, "urn:nova:test", "run", nil).Emit(ctx, "nova.test.step", c, "dev", nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The repo appears, with a-broken's chain damaged.
+	emitN(t, f.store, "a-broken", 1)
+	f.rewriteFiles(t, f.keys.Commit, func(files map[string][]byte) { files["contracts/a-broken/notes.txt"] = []byte("hi") })
+	if err := os.Rename(f.repo, remote); err != nil {
+		t.Fatal(err)
+	}
+
+	err := s.Drain(ctx)
+	if runner.ReasonOf(err) != runner.EvidencePushFailed || !strings.Contains(err.Error(), "contract a-broken: contracts/a-broken/notes.txt") {
+		t.Fatalf("Drain = %v; want EVIDENCE_PUSH_FAILED naming contract a-broken and its broken layout", err)
+	}
+	t.Logf("Drain: %v", err)
+	if strings.Contains(err.Error(), "b-ok") || strings.Contains(err.Error(), "c-ok") {
+		t.Errorf("Drain names contracts that were delivered: %v", err)
+	}
+	pending, _ := s.Pending()
+	if len(pending) != 1 || pending[0].ContractID != "a-broken" {
+		t.Errorf("pending = %+v; want a-broken's event only", pending)
+	}
+	for _, c := range []string{"b-ok", "c-ok"} {
+		if events := chainOf(t, remote, f.keys, c); len(events) != 1 {
+			t.Errorf("%s has %d events in the repo, want 1", c, len(events))
+		}
+	}
+}
+
+// TestOpenMovesTheLegacyOutbox: an outbox.jsonl left by a Nova that kept
+// one outbox for every contract is split into per-contract outboxes on
+// Open, delivered marks and torn last line honoured, so an upgrade loses
+// nothing.
+func TestOpenMovesTheLegacyOutbox(t *testing.T) {
+	repo, keys, stateDir := newBareRepo(t), newKeys(t), t.TempDir()
+	var legacy []byte
+	for _, e := range []runner.Event{
+		{SpecVersion: "1.0", ID: "e-1", Source: "urn:x", Type: "nova.test.step", ContractID: "c-1", Seq: 1},
+		{SpecVersion: "1.0", ID: "e-2", Source: "urn:x", Type: "nova.test.step", ContractID: "c-2", Seq: 1},
+		{SpecVersion: "1.0", ID: "e-3", Source: "urn:x", Type: "nova.test.step", ContractID: "c-1", Seq: 2},
+	} {
+		line, _ := e.Canonical()
+		legacy = append(append(legacy, line...), '\n')
+	}
+	legacy = append(legacy, `{"delivered":"e-3"}`+"\n"+`{"id":"torn`...)
+	if err := os.WriteFile(filepath.Join(stateDir, legacyOutbox), legacy, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := openStoreIn(t, repo, stateDir, keys)
+	pending, err := s.Pending()
+	if err != nil || len(pending) != 2 || pending[0].ID != "e-1" || pending[1].ID != "e-2" {
+		t.Fatalf("pending after the upgrade = %+v, %v; want e-1 (c-1), e-2 (c-2)", pending, err)
+	}
+	if _, err := os.Stat(filepath.Join(stateDir, legacyOutbox)); !os.IsNotExist(err) {
+		t.Errorf("the legacy outbox is still there: %v", err)
+	}
+	if err := s.Drain(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if rep := verifyRepo(t, repo, verifyOptions(t, keys)); !rep.OK() || rep.Events != 2 {
+		t.Fatalf("verify: %d events%s", rep.Events, dumpFindings(rep))
 	}
 }

@@ -3,6 +3,8 @@ package evidence
 import (
 	"errors"
 	"path/filepath"
+
+	"github.com/nova-platform/nova/runner/evidence/signing"
 )
 
 // LocalPaths are where local mode keeps its evidence when nothing is
@@ -52,10 +54,10 @@ func DefaultLocalPaths(getenv func(string) string) (LocalPaths, error) {
 
 // SigningPublicKeyFile is the local event key's public half (cosign.pub
 // format), generated with the key.
-func (p LocalPaths) SigningPublicKeyFile() string { return filepath.Join(p.ConfigDir, localSigningPub) }
+func (p LocalPaths) SigningPublicKeyFile() string { return signing.LocalSigningPublicKey(p.ConfigDir) }
 
 // CommitPublicKeyFile is the local commit key's armored public half.
-func (p LocalPaths) CommitPublicKeyFile() string { return filepath.Join(p.ConfigDir, localCommitPub) }
+func (p LocalPaths) CommitPublicKeyFile() string { return signing.LocalCommitPublicKey(p.ConfigDir) }
 
 // WitnessFile is the witness of pushed heads in a store's state dir.
 func WitnessFile(stateDir string) string { return filepath.Join(stateDir, witnessFile) }

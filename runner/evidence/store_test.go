@@ -65,11 +65,7 @@ func TestStoreWritesSignedChainedCommits(t *testing.T) {
 		t.Errorf("commit messages (-want +got):\n%s", diff)
 	}
 
-	reader, err := s.Reader(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	events, err := reader.Events("c-a")
+	events, err := s.Chain(context.Background(), "c-a")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,12 +81,11 @@ func TestStoreWritesSignedChainedCommits(t *testing.T) {
 		sum := sha256.Sum256(canon)
 		prev = hex.EncodeToString(sum[:])
 	}
-	last, ok, err := reader.LastEvent("c-b")
-	if err != nil || !ok || last.ID != b[1].ID {
-		t.Errorf("LastEvent(c-b) = %s, %v, %v; want %s", last.ID, ok, err, b[1].ID)
+	if cb, err := s.Chain(context.Background(), "c-b"); err != nil || len(cb) != 2 || cb[1].ID != b[1].ID {
+		t.Errorf("Chain(c-b) = %d events, %v; want 2 ending in %s", len(cb), err, b[1].ID)
 	}
-	if _, ok, _ := reader.LastEvent("c-none"); ok {
-		t.Error("LastEvent of an unknown contract found something")
+	if none, err := s.Chain(context.Background(), "c-none"); err != nil || len(none) != 0 {
+		t.Errorf("Chain of an unknown contract = %d events, %v", len(none), err)
 	}
 }
 

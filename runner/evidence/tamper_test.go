@@ -2,6 +2,7 @@ package evidence
 
 import (
 	"context"
+	"crypto"
 	"io"
 	"sort"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/nova-platform/nova/runner"
+	"github.com/nova-platform/nova/runner/evidence/signing"
 )
 
 // TestTamperMatrix damages a healthy evidence repo in each way the issue
@@ -99,7 +101,7 @@ func TestTamperMatrix(t *testing.T) {
 			rogue := newKeys(t)
 			// The rogue writer allows the existing history's key, or it
 			// would refuse to build on it; verify does not allow its own.
-			s, err := Open(t.Context(), Config{Repo: f.repo, StateDir: t.TempDir(), Keys: Keys{Events: f.keys.Events, Commit: rogue.Commit}, AllowedCommitKeys: f.keys.Commit.KeyRing()}, WithRetry(testRetry), WithLogf(t.Logf))
+			s, err := Open(t.Context(), Config{Repo: f.repo, StateDir: t.TempDir(), Keys: signing.Keys{Events: f.keys.Events, Commit: rogue.Commit}, AllowedCommitKeys: f.keys.Commit.KeyRing()}, WithRetry(testRetry), WithLogf(t.Logf))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -111,8 +113,15 @@ func TestTamperMatrix(t *testing.T) {
 	}, {
 		name: "forged event signed by a wrong key",
 		tamper: func(t *testing.T, f *tamperFixture) (string, string) {
+			// The forger's store reads the history (it trusts the real
+			// event key, as a writer after a rotation would) and adds an
+			// event signed by a key verify does not allow.
 			rogue := newKeys(t)
-			s := openStore(t, f.repo, Keys{Events: rogue.Events, Commit: f.keys.Commit})
+			s, err := Open(t.Context(), Config{Repo: f.repo, StateDir: t.TempDir(), Keys: signing.Keys{Events: rogue.Events, Commit: f.keys.Commit}, TrustedEventKeys: []crypto.PublicKey{f.keys.Events.PublicKey()}}, WithRetry(testRetry), WithLogf(t.Logf))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
 			emitN(t, s, "c-b", 1)
 			return "contracts/c-b/3-nova.test.step.json", f.head(t).String()
 		},
@@ -179,7 +188,7 @@ func TestStoreRefusesToExtendRewrittenHistory(t *testing.T) {
 // tamperFixture is a healthy repo: contract c-a with 4 events, c-b with 2.
 type tamperFixture struct {
 	repo  string
-	keys  Keys
+	keys  signing.Keys
 	store *Store
 	git   *git.Repository
 }
@@ -217,7 +226,7 @@ func (f *tamperFixture) setHead(t *testing.T, h plumbing.Hash) {
 
 // rewriteFiles commits a changed copy of the head's files on top of the
 // head, signed by signer (nil: unsigned), and moves the branch to it.
-func (f *tamperFixture) rewriteFiles(t *testing.T, signer *CommitSigner, mutate func(map[string][]byte)) plumbing.Hash {
+func (f *tamperFixture) rewriteFiles(t *testing.T, signer *signing.CommitSigner, mutate func(map[string][]byte)) plumbing.Hash {
 	t.Helper()
 	head := f.commit(t, f.head(t))
 	tree, err := head.Tree()
@@ -242,7 +251,7 @@ func (f *tamperFixture) rewriteFiles(t *testing.T, signer *CommitSigner, mutate 
 	who := object.Signature{Name: "Mallory", Email: "mallory@example.com", When: time.Now()}
 	c := &object.Commit{Author: who, Committer: who, Message: "nova.test.step c-a dev seq=9\n", TreeHash: root, ParentHashes: []plumbing.Hash{head.Hash}}
 	if signer != nil {
-		if err := signer.sign(c); err != nil {
+		if err := signer.SignCommit(c); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -304,6 +313,13 @@ func (f *tamperFixture) writeTree(t *testing.T, files map[string][]byte, prefix 
 	for name, sub := range dirs {
 		entries = append(entries, object.TreeEntry{Name: name, Mode: filemode.Dir, Hash: f.writeTree(t, sub, prefix+name+"/")})
 	}
-	sort.Slice(entries, func(i, j int) bool { return treeKey(entries[i]) < treeKey(entries[j]) })
+	// git's tree order: a directory sorts as if its name ended in "/".
+	key := func(e object.TreeEntry) string {
+		if e.Mode == filemode.Dir {
+			return e.Name + "/"
+		}
+		return e.Name
+	}
+	sort.Slice(entries, func(i, j int) bool { return key(entries[i]) < key(entries[j]) })
 	return f.put(t, &object.Tree{Entries: entries})
 }

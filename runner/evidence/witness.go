@@ -1,7 +1,6 @@
 package evidence
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"os"
@@ -19,36 +18,33 @@ import (
 // readWitness returns the heads recorded in path, oldest first; a missing
 // file is an empty witness.
 func readWitness(path string) ([]plumbing.Hash, error) {
-	f, err := os.Open(path)
+	b, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("reading witness: %w", err)
 	}
-	defer f.Close()
 	var heads []plumbing.Hash
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" {
-			continue
+	for _, line := range strings.Split(string(b), "\n") {
+		// A torn last line from a crash does not count; the head before it does.
+		if field, _, _ := strings.Cut(strings.TrimSpace(line), " "); plumbing.IsHash(field) {
+			heads = append(heads, plumbing.NewHash(field))
 		}
-		field, _, _ := strings.Cut(line, " ")
-		if len(field) != 40 {
-			// A torn last line from a crash; the head before it still counts.
-			continue
-		}
-		heads = append(heads, plumbing.NewHash(field))
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("reading witness: %w", err)
 	}
 	return heads, nil
 }
 
-// ReadWitness is readWitness for callers of Verify.
-func ReadWitness(path string) ([]plumbing.Hash, error) { return readWitness(path) }
+// ReadWitness returns the heads recorded in a witness file, oldest first,
+// for VerifyOptions.Witness.
+func ReadWitness(path string) ([]string, error) {
+	heads, err := readWitness(path)
+	out := make([]string, len(heads))
+	for i, h := range heads {
+		out[i] = h.String()
+	}
+	return out, err
+}
 
 // appendWitness records a pushed head durably.
 func appendWitness(path string, head plumbing.Hash) error {

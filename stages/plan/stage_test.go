@@ -51,8 +51,12 @@ func TestPlanWritesTheBundleAndRecordsTheDigest(t *testing.T) {
 		t.Fatalf("plan: %+v, %v", res, err)
 	}
 	dir := bundle.Dir(st.RunDir)
-	if rendered != filepath.Join(dir, bundle.RootDir) || planned != filepath.Join(dir, bundle.PlanFile) || !ws.Closed {
-		t.Errorf("rendered %s, planned %s, closed %v", rendered, planned, ws.Closed)
+	// The workspace stays open for this run's apply; the pipeline closes it.
+	if rendered != filepath.Join(dir, bundle.RootDir) || planned != filepath.Join(dir, bundle.PlanFile) || st.Workspace != ws || ws.Closed {
+		t.Errorf("rendered %s, planned %s, workspace left to the run %v, closed %v", rendered, planned, st.Workspace == ws, ws.Closed)
+	}
+	if st.Plan.FileSHA256 == "" {
+		t.Error("the plan file's hash was not taken")
 	}
 	digest, _ := runner.PlanDigest(content, "cd", "commit")
 	want := runner.PlanRecord{Digest: digest, HasChanges: true, Changes: runner.ChangeSummary{Add: 1}, Resources: saved.Resources, BundleDir: dir}

@@ -1,4 +1,4 @@
-package evidence
+package main
 
 import (
 	"fmt"
@@ -7,12 +7,15 @@ import (
 	"text/tabwriter"
 
 	"github.com/nova-platform/nova/runner"
+	"github.com/nova-platform/nova/runner/evidence"
 )
 
-// WriteText renders the report for a terminal: a summary table, then one
-// line per finding with its reason code, path and commit, so an auditor
-// can go straight to the broken item. Credentials in repo are not shown.
-func (r *Report) WriteText(w io.Writer, repo string) error {
+// writeVerifyReport renders a verify report for a terminal: a summary
+// table, a count per reason code, then one line per finding with its
+// reason code, path and commit, so an auditor can go straight to the
+// broken item. repo may be a URL with a token in it
+// (https://x:TOKEN@host/…); it is shown without.
+func writeVerifyReport(w io.Writer, r *evidence.Report, repo string) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	head := r.Head
 	if head == "" {
@@ -22,8 +25,7 @@ func (r *Report) WriteText(w io.Writer, repo string) error {
 	if !r.OK() {
 		status = fmt.Sprintf("FAILED (%d findings)", len(r.Findings))
 	}
-	// repo may be a URL with a token in it (https://x:TOKEN@host/…).
-	fmt.Fprintf(tw, "evidence repo\t%s\n", redactURL(repo))
+	fmt.Fprintf(tw, "evidence repo\t%s\n", evidence.RedactURL(repo))
 	fmt.Fprintf(tw, "head\t%s\n", head)
 	fmt.Fprintf(tw, "commits\t%d\n", r.Commits)
 	fmt.Fprintf(tw, "contracts\t%d\n", r.Contracts)

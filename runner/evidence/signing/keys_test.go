@@ -1,4 +1,4 @@
-package evidence
+package signing
 
 import (
 	"bytes"
@@ -194,14 +194,35 @@ func TestLoadCommitKeyRingReadsConcatenatedKeys(t *testing.T) {
 	}
 	for _, cs := range signers {
 		c := &object.Commit{Author: cs.Identity(time.Now()), Committer: cs.Identity(time.Now()), Message: "m\n"}
-		if err := cs.sign(c); err != nil {
+		if err := cs.SignCommit(c); err != nil {
 			t.Fatal(err)
 		}
-		if reason, err := kr.checkCommit(c); err != nil {
+		if reason, err := kr.CheckCommit(c); err != nil {
 			t.Errorf("commit by %s: %s %v", cs.name, reason, err)
 		}
 	}
 	if _, err := LoadCommitKeyRing([]byte("not a key")); err == nil {
 		t.Error("LoadCommitKeyRing accepted text without a key")
+	}
+}
+
+// TestSignDER: the raw DER form (for DSSE envelopes) is the same signature
+// as the .sig file's base64, and a KeySet accepts either.
+func TestSignDER(t *testing.T) {
+	priv, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	s, err := NewSigner(priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	der, err := s.SignDER([]byte("payload"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ks, _ := NewKeySet(s.PublicKey())
+	if err := ks.Verify([]byte("payload"), der); err != nil {
+		t.Fatalf("raw DER does not verify: %v", err)
+	}
+	if err := ks.Verify([]byte("other"), der); err == nil {
+		t.Fatal("raw DER verified over other bytes")
 	}
 }

@@ -2,12 +2,14 @@ package evidence
 
 import (
 	"context"
+	"crypto"
 	"testing"
 
 	"github.com/nova-platform/nova/runner"
+	"github.com/nova-platform/nova/runner/evidence/signing"
 )
 
-func TestReaderAnswersTheGate(t *testing.T) {
+func TestChainAnswersTheGate(t *testing.T) {
 	ctx := context.Background()
 	repo := newBareRepo(t)
 	keys := newKeys(t)
@@ -22,63 +24,64 @@ func TestReaderAnswersTheGate(t *testing.T) {
 		return e
 	}
 	emit(runner.EventPlanCreated, "qa", map[string]string{"digest": "d1"})
-	emit(runner.EventApprovalRecorded, "qa", ApprovalData{Environment: "qa", Approver: "qa-lead", PlanDigest: "d1"})
-	emit(runner.EventApprovalRecorded, "prod", ApprovalData{Environment: "prod", Approver: "sre-1", PlanDigest: "d1"})
+	emit(runner.EventApprovalRecorded, "qa", runner.ApprovalRecord{Environment: "qa", Approver: "qa-lead", PlanDigest: "d1"})
+	emit(runner.EventApprovalRecorded, "prod", runner.ApprovalRecord{Environment: "prod", Approver: "sre-1", PlanDigest: "d1"})
 	// Approval data wrapped by a pipeline stage is read too.
-	emit(runner.EventApprovalRecorded, "qa", map[string]any{"stage": "approve", "verdict": "pass", "result": ApprovalData{Environment: "qa", Approver: "qa-2", PlanDigest: "d2"}})
+	emit(runner.EventApprovalRecorded, "qa", map[string]any{"stage": "approve", "verdict": "pass", "result": runner.ApprovalRecord{Environment: "qa", Approver: "qa-2", PlanDigest: "d2"}})
 	ind := emit(runner.EventApplyIndeterminate, "qa", map[string]string{"reason": "interrupted"})
 
-	r, err := s.Reader(ctx)
+	events, err := s.Chain(ctx, "c-1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	qa, err := r.Approvals("c-1", "qa")
-	if err != nil || len(qa) != 2 || qa[0].Approver != "qa-lead" || qa[1].Approver != "qa-2" {
+	qa, err := runner.Approvals(events, "qa")
+	if err != nil || len(qa) != 2 || qa[0].Approver != "qa-lead" || qa[1].Approver != "qa-2" || qa[1].PlanDigest != "d2" {
 		t.Fatalf("qa approvals = %+v, %v", qa, err)
 	}
-	if d, ok, err := r.ApprovedPlanDigest("c-1", "qa"); err != nil || !ok || d != "d2" {
-		t.Errorf("approved qa digest = %q %v %v, want d2", d, ok, err)
+	if dr, err := runner.Approvals(events, "dr"); err != nil || len(dr) != 0 {
+		t.Errorf("dr approvals = %+v, %v; want none", dr, err)
 	}
-	if _, ok, _ := r.ApprovedPlanDigest("c-1", "dr"); ok {
-		t.Error("dr has no approval")
+	if open := runner.UnresolvedApply(events, "qa"); open == nil || open.ID != ind.ID {
+		t.Fatalf("unresolved = %v; want %s", open, ind.ID)
 	}
-	open, err := r.UnresolvedIndeterminate("c-1", "qa")
-	if err != nil || open == nil || open.ID != ind.ID {
-		t.Fatalf("unresolved = %v, %v; want %s", open, err, ind.ID)
-	}
-	if other, err := r.UnresolvedIndeterminate("c-1", "prod"); err != nil || other != nil {
-		t.Errorf("prod is held by qa's indeterminate apply: %v, %v", other, err)
+	if other := runner.UnresolvedApply(events, "prod"); other != nil {
+		t.Errorf("prod is held by qa's indeterminate apply: %v", other)
 	}
 
-	emit(runner.EventApplyResolved, "qa", ResolutionData{Outcome: OutcomeNotApplied, Note: "state shows no change", Resolves: ind.ID, ResolvedBy: "sre-1"})
-	r, _ = s.Reader(ctx)
-	if open, err := r.UnresolvedIndeterminate("c-1", "qa"); err != nil || open != nil {
-		t.Fatalf("after resolve: %v, %v", open, err)
+	emit(runner.EventApplyResolved, "qa", runner.Resolution{Outcome: runner.ResolvedNotApplied, Note: "state shows no change", Resolves: ind.ID, ResolvedBy: "sre-1"})
+	if events, err = s.Chain(ctx, "c-1"); err != nil {
+		t.Fatal(err)
 	}
-	last, ok, err := r.LastEvent("c-1")
-	if err != nil || !ok || last.Type != runner.EventApplyResolved {
+	if open := runner.UnresolvedApply(events, "qa"); open != nil {
+		t.Fatalf("after resolve: %v", open)
+	}
+	if last := events[len(events)-1]; last.Type != runner.EventApplyResolved {
 		t.Fatalf("last event = %s", last.Type)
 	}
 }
 
-// TestReaderRefusesForgedApproval: someone who can push but does not hold
-// the event key cannot slip an approval past the gate.
-func TestReaderRefusesForgedApproval(t *testing.T) {
+// TestChainRefusesForgedApproval: someone who can push but does not hold
+// the event key cannot slip an approval past the gate. The forger's store
+// trusts the real key, so it reads the chain and extends it.
+func TestChainRefusesForgedApproval(t *testing.T) {
 	ctx := context.Background()
 	repo := newBareRepo(t)
 	keys := newKeys(t)
 	s := openStore(t, repo, keys)
 	emitN(t, s, "c-1", 1)
-	forger := openStore(t, repo, Keys{Events: newKeys(t).Events, Commit: keys.Commit})
-	if _, err := runner.NewEmitter(forger, "urn:x", "r", nil).Emit(ctx, runner.EventApprovalRecorded, "c-1", "prod", ApprovalData{Environment: "prod", Approver: "mallory", PlanDigest: "d"}); err != nil {
-		t.Fatal(err)
-	}
-	r, err := s.Reader(ctx)
+	forger, err := Open(ctx, Config{Repo: repo, StateDir: t.TempDir(), Keys: signing.Keys{Events: newKeys(t).Events, Commit: keys.Commit}, TrustedEventKeys: []crypto.PublicKey{keys.Events.PublicKey()}}, WithRetry(testRetry), WithLogf(t.Logf))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.Approvals("c-1", "prod"); runner.ReasonOf(err) != runner.EvidenceSignatureInvalid {
-		t.Fatalf("Approvals over a forged event = %v, want EVIDENCE_SIGNATURE_INVALID", err)
+	defer forger.Close()
+	if _, err := runner.NewEmitter(forger, "urn:x", "r", nil).Emit(ctx, runner.EventApprovalRecorded, "c-1", "prod", runner.ApprovalRecord{Environment: "prod", Approver: "mallory", PlanDigest: "d"}); err != nil {
+		t.Fatal(err)
+	}
+	if p, _ := forger.Pending(); len(p) != 0 {
+		t.Fatalf("test broken: the forged approval was not pushed")
+	}
+	if events, err := s.Chain(ctx, "c-1"); runner.ReasonOf(err) != runner.EvidenceSignatureInvalid {
+		t.Fatalf("Chain over a forged event = %d events, %v; want EVIDENCE_SIGNATURE_INVALID", len(events), err)
 	}
 }
 

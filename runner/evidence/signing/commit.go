@@ -1,11 +1,10 @@
-package evidence
+package signing
 
 import (
 	"bytes"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
+	"io"
 	"strings"
 	"time"
 
@@ -65,46 +64,15 @@ func GenerateCommitSigner(name, email string) (*CommitSigner, error) {
 }
 
 func newCommitSigner(e *openpgp.Entity, name, email string) *CommitSigner {
-	if name == "" || email == "" {
-		if id := e.PrimaryIdentity(); id != nil && id.UserId != nil {
-			if name == "" {
-				name = id.UserId.Name
-			}
-			if email == "" {
-				email = id.UserId.Email
-			}
+	if id := e.PrimaryIdentity(); id != nil && id.UserId != nil {
+		if name == "" {
+			name = id.UserId.Name
+		}
+		if email == "" {
+			email = id.UserId.Email
 		}
 	}
 	return &CommitSigner{entity: e, name: name, email: email}
-}
-
-// LocalCommitSigner loads the local-mode commit key from dir, generating it
-// on first use.
-func LocalCommitSigner(dir, name, email string) (*CommitSigner, error) {
-	path := filepath.Join(dir, localCommitKey)
-	b, err := os.ReadFile(path)
-	if err == nil {
-		c, err := LoadCommitSigner(b, nil, name, email)
-		if err != nil {
-			return nil, err
-		}
-		return c, ensurePublicFile(dir, localCommitPub, c.ArmoredPublicKey)
-	}
-	if !errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("reading local commit key: %w", err)
-	}
-	c, err := GenerateCommitSigner(localCommitIdentity, localCommitEmail)
-	if err != nil {
-		return nil, err
-	}
-	priv, err := c.armoredPrivateKey()
-	if err != nil {
-		return nil, err
-	}
-	if err := installPrivateKey(dir, localCommitKey, priv); err != nil && !errors.Is(err, os.ErrExist) {
-		return nil, err
-	}
-	return LocalCommitSigner(dir, name, email)
 }
 
 // Identity is the committer and author of evidence commits.
@@ -120,28 +88,21 @@ func (c *CommitSigner) KeyID() string {
 // ArmoredPublicKey is the key to register with the forge (GitHub, Gitea
 // `POST /user/gpg_keys`) and to give `nova evidence verify --commit-key`.
 func (c *CommitSigner) ArmoredPublicKey() ([]byte, error) {
-	var b bytes.Buffer
-	w, err := armor.Encode(&b, openpgp.PublicKeyType, nil)
-	if err != nil {
-		return nil, err
-	}
-	if err := c.entity.Serialize(w); err != nil {
-		return nil, fmt.Errorf("encoding OpenPGP public key: %w", err)
-	}
-	if err := w.Close(); err != nil {
-		return nil, err
-	}
-	return b.Bytes(), nil
+	return armored(openpgp.PublicKeyType, func(w io.Writer) error { return c.entity.Serialize(w) })
 }
 
 func (c *CommitSigner) armoredPrivateKey() ([]byte, error) {
+	return armored(openpgp.PrivateKeyType, func(w io.Writer) error { return c.entity.SerializePrivate(w, nil) })
+}
+
+func armored(blockType string, serialize func(io.Writer) error) ([]byte, error) {
 	var b bytes.Buffer
-	w, err := armor.Encode(&b, openpgp.PrivateKeyType, nil)
+	w, err := armor.Encode(&b, blockType, nil)
 	if err != nil {
 		return nil, err
 	}
-	if err := c.entity.SerializePrivate(w, nil); err != nil {
-		return nil, fmt.Errorf("encoding OpenPGP private key: %w", err)
+	if err := serialize(w); err != nil {
+		return nil, fmt.Errorf("encoding OpenPGP key: %w", err)
 	}
 	if err := w.Close(); err != nil {
 		return nil, err
@@ -154,8 +115,8 @@ func (c *CommitSigner) KeyRing() *CommitKeyRing {
 	return &CommitKeyRing{keys: openpgp.EntityList{c.entity}}
 }
 
-// sign sets commit.PGPSignature exactly as go-git's gpgSigner would.
-func (c *CommitSigner) sign(commit *object.Commit) error {
+// SignCommit sets commit.PGPSignature exactly as go-git's gpgSigner would.
+func (c *CommitSigner) SignCommit(commit *object.Commit) error {
 	payload := &plumbing.MemoryObject{}
 	if err := commit.EncodeWithoutSignature(payload); err != nil {
 		return fmt.Errorf("encoding commit for signing: %w", err)
@@ -198,9 +159,21 @@ func LoadCommitKeyRing(armored ...[]byte) (*CommitKeyRing, error) {
 	return kr, nil
 }
 
-// checkCommit returns "" when commit carries a valid signature by an
+// With returns a ring allowing k's keys and those of others (nil rings
+// are skipped); k itself is not changed.
+func (k *CommitKeyRing) With(others ...*CommitKeyRing) *CommitKeyRing {
+	out := &CommitKeyRing{keys: append(openpgp.EntityList(nil), k.keys...)}
+	for _, o := range others {
+		if o != nil {
+			out.keys = append(out.keys, o.keys...)
+		}
+	}
+	return out
+}
+
+// CheckCommit returns "" when commit carries a valid signature by an
 // allowed key, otherwise the reason it does not.
-func (k *CommitKeyRing) checkCommit(commit *object.Commit) (runner.Reason, error) {
+func (k *CommitKeyRing) CheckCommit(commit *object.Commit) (runner.Reason, error) {
 	if commit.PGPSignature == "" {
 		return runner.EvidenceCommitUnsigned, errors.New("commit is not signed")
 	}

@@ -1,4 +1,4 @@
-package evidence
+package gitrepo
 
 import (
 	"bufio"
@@ -9,10 +9,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
-	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/storer"
 )
@@ -22,7 +20,7 @@ import (
 const staleLockAge = 10 * time.Minute
 
 // bareTarget writes a bare repo on this machine in place: objects straight
-// into its object store, the branch moved with git's own lock protocol
+// into its object directory, the branch moved with git's own lock protocol
 // (create <ref>.lock exclusively, check the old value, rename), so it is
 // safe against other nova writers and against git itself. Local mode's
 // repo is written this way: spawning git-receive-pack and a local clone
@@ -30,15 +28,19 @@ const staleLockAge = 10 * time.Minute
 type bareTarget struct {
 	path   string
 	branch plumbing.ReferenceName
-	repo   *git.Repository
+	sync   func(paths ...string) error
+	st     storer.EncodedObjectStorer
 	close  func() error
-	packs  time.Time // mtime of objects/pack when repo was opened
+	packs  time.Time // mtime of objects/pack when st was opened
 }
 
-var _ target = (*bareTarget)(nil)
-
-func openBare(path string, branch plumbing.ReferenceName) (*bareTarget, error) {
-	b := &bareTarget{path: path, branch: branch}
+// OpenBare opens the bare repo at path for writing branch in place. sync
+// makes files and directories durable, all at once so the file system can
+// commit them together instead of flushing once per path (about a dozen
+// per event); every path a push writes goes through it before the push
+// returns.
+func OpenBare(path string, branch plumbing.ReferenceName, sync func(paths ...string) error) (Remote, error) {
+	b := &bareTarget{path: path, branch: branch, sync: sync}
 	return b, b.reopen()
 }
 
@@ -46,20 +48,19 @@ func (b *bareTarget) reopen() error {
 	if b.close != nil {
 		_ = b.close()
 	}
-	repo, closeFn, err := openLocal(b.path)
+	repo, closeFn, err := OpenLocal(b.path)
 	if err != nil {
 		return fmt.Errorf("opening evidence repo %s: %w", b.path, err)
 	}
-	b.repo, b.close = repo, closeFn
-	b.packs = b.packsChanged()
+	b.st, b.close, b.packs = repo.Storer, closeFn, b.packsTime()
 	return nil
 }
 
-func (b *bareTarget) release() error { return b.close() }
+func (b *bareTarget) Close() error { return b.close() }
 
-// packsChanged returns the pack dir's mtime: go-git reads the list of packs
+// packsTime returns the pack dir's mtime: go-git reads the list of packs
 // once, so a `git gc` by someone else must be noticed and the repo reopened.
-func (b *bareTarget) packsChanged() time.Time {
+func (b *bareTarget) packsTime() time.Time {
 	fi, err := os.Stat(filepath.Join(b.path, "objects", "pack"))
 	if err != nil {
 		return time.Time{}
@@ -67,27 +68,33 @@ func (b *bareTarget) packsChanged() time.Time {
 	return fi.ModTime()
 }
 
-func (b *bareTarget) objects() storer.EncodedObjectStorer { return b.repo.Storer }
+func (b *bareTarget) Objects() storer.EncodedObjectStorer { return b.st }
 
-func (b *bareTarget) head(context.Context) (plumbing.Hash, error) {
-	if !b.packsChanged().Equal(b.packs) {
-		if err := b.reopen(); err != nil {
-			return plumbing.ZeroHash, err
-		}
-	}
-	return readRef(b.path, b.branch)
+func (b *bareTarget) Fetch(context.Context, func(plumbing.Hash) bool) (Fetched, error) {
+	head, err := readRef(b.path, b.branch)
+	return Fetched{Head: head}, err
 }
 
-// push moves the branch; the objects are already in the repo.
+func (b *bareTarget) Install(Fetched) error {
+	if b.packsTime().Equal(b.packs) {
+		return nil
+	}
+	return b.reopen()
+}
+
+// Keep has nothing to do: Push wrote the objects into the repo.
+func (b *bareTarget) Keep(*Objects) {}
+
+// Push writes the objects and moves the branch.
 //
-// Both are made durable before push returns, because the caller then marks
-// the event delivered in the (fsynced) outbox: go-git writes loose objects
-// without fsync, so after a power cut the event could be missing from the
-// repo with the outbox no longer holding it, or the branch could point at
-// objects that never reached the disk. The objects are synced before the
-// branch moves, so the branch never names a commit that might be lost.
-func (b *bareTarget) push(_ context.Context, old, new plumbing.Hash, objs []plumbing.Hash) error {
-	if err := b.syncObjects(objs); err != nil {
+// Both are made durable before Push returns, because the caller then
+// forgets its own copy (Nova marks the event delivered in its outbox):
+// after a power cut the commit could otherwise be missing from the repo
+// with no copy left, or the branch could point at objects that never
+// reached the disk. The objects are synced before the branch moves, so
+// the branch never names a commit that might be lost.
+func (b *bareTarget) Push(_ context.Context, old, new plumbing.Hash, objs *Objects) error {
+	if err := b.writeObjects(objs); err != nil {
 		return err
 	}
 	refPath := filepath.Join(b.path, filepath.FromSlash(b.branch.String()))
@@ -100,7 +107,7 @@ func (b *bareTarget) push(_ context.Context, old, new plumbing.Hash, objs []plum
 		if fi, serr := os.Stat(lockPath); serr == nil && time.Since(fi.ModTime()) > staleLockAge {
 			return fmt.Errorf("%s is older than %s: a writer crashed holding it; remove it once no nova or git process uses the repo", lockPath, staleLockAge)
 		}
-		return fmt.Errorf("%w: %s is held by another writer", errConflict, filepath.Base(lockPath))
+		return fmt.Errorf("%w: %s is held by another writer", ErrConflict, filepath.Base(lockPath))
 	}
 	if err != nil {
 		return fmt.Errorf("locking %s: %w", b.branch, err)
@@ -117,7 +124,7 @@ func (b *bareTarget) push(_ context.Context, old, new plumbing.Hash, objs []plum
 		return err
 	}
 	if current != old {
-		return errConflict
+		return ErrConflict
 	}
 	if _, err := f.WriteString(new.String() + "\n"); err != nil {
 		return fmt.Errorf("writing %s: %w", lockPath, err)
@@ -133,50 +140,34 @@ func (b *bareTarget) push(_ context.Context, old, new plumbing.Hash, objs []plum
 	}
 	locked = false
 	// The rename is durable only once its directory is.
-	if err := syncDir(filepath.Dir(refPath)); err != nil {
+	if err := b.sync(filepath.Dir(refPath)); err != nil {
 		return fmt.Errorf("syncing %s: %w", b.branch, err)
 	}
 	return nil
 }
 
-// syncObjects fsyncs the loose object files of objs, then the directories
-// holding them (objects/ too, for a fan-out directory created just now).
-// The calls of each step run at once, so the file system can commit them
-// together instead of flushing once per path (about a dozen per event).
-func (b *bareTarget) syncObjects(objs []plumbing.Hash) error {
+// writeObjects writes objs into the repo, then fsyncs them and the
+// directories holding them (objects/ too, for a fan-out directory created
+// just now).
+func (b *bareTarget) writeObjects(objs *Objects) error {
 	objects := filepath.Join(b.path, "objects")
-	files := make([]string, 0, len(objs))
+	files, err := objs.writeLoose(objects)
+	if err != nil {
+		return err
+	}
 	dirs := []string{objects}
-	for _, h := range objs {
-		hex := h.String()
-		dir := filepath.Join(objects, hex[:2])
-		files = append(files, filepath.Join(dir, hex[2:]))
-		if !slices.Contains(dirs, dir) {
-			dirs = append(dirs, dir)
+	for _, f := range files {
+		if d := filepath.Dir(f); !slices.Contains(dirs, d) {
+			dirs = append(dirs, d)
 		}
 	}
-	if err := syncAll(files); err != nil {
+	if err := b.sync(files...); err != nil {
 		return fmt.Errorf("syncing objects: %w", err)
 	}
-	if err := syncAll(dirs); err != nil {
+	if err := b.sync(dirs...); err != nil {
 		return fmt.Errorf("syncing object dirs: %w", err)
 	}
 	return nil
-}
-
-// syncAll fsyncs paths concurrently and returns their errors joined.
-func syncAll(paths []string) error {
-	errs := make([]error, len(paths))
-	var wg sync.WaitGroup
-	for i, p := range paths {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[i] = syncPath(p)
-		}()
-	}
-	wg.Wait()
-	return errors.Join(errs...)
 }
 
 // readRef reads a branch as git does: the loose ref file, else its line in

@@ -29,7 +29,7 @@ func TestOpenRepoBranch(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r, err := OpenRepo(t.Context(), tt.repo, tt.branch, nil)
+			r, err := OpenRepo(t.Context(), tt.repo, tt.branch, Credentials{})
 			if tt.wantErr != "" {
 				if runner.ReasonOf(err) != runner.EvidenceRepoUnavailable || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("OpenRepo(%s) = %v; want %s naming %s", tt.branch, err, runner.EvidenceRepoUnavailable, tt.wantErr)
@@ -40,8 +40,8 @@ func TestOpenRepoBranch(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer r.Close()
-			if got := !r.Head.IsZero(); got != tt.wantHead {
-				t.Errorf("head = %s, want a commit: %v", r.Head, tt.wantHead)
+			if got := r.Head() != ""; got != tt.wantHead {
+				t.Errorf("head = %q, want a commit: %v", r.Head(), tt.wantHead)
 			}
 		})
 	}

@@ -1,4 +1,9 @@
-package evidence
+// Package signing holds the two identities that sign Nova's evidence: an
+// ECDSA P-256 key for events (cosign's blob format, so `cosign verify-blob`
+// accepts them without Nova) and an OpenPGP key for commits (so
+// `git verify-commit`, GitHub and Gitea accept them), with the key sets
+// that verify both and the key files local mode generates.
+package signing
 
 import (
 	"bytes"
@@ -16,6 +21,8 @@ import (
 // Signer signs events: ECDSA P-256 over SHA-256 of the event's canonical
 // bytes, ASN.1 DER, base64-encoded — exactly what `cosign sign-blob`
 // writes, so `cosign verify-blob --key` accepts the .sig files as they are.
+// Any other message (a DSSE envelope's PAE, an approver claim) is signed
+// the same way, so one key vouches for all of them.
 type Signer struct {
 	sv  signature.SignerVerifier
 	pub *ecdsa.PublicKey
@@ -34,15 +41,25 @@ func NewSigner(priv *ecdsa.PrivateKey) (*Signer, error) {
 	return &Signer{sv: sv, pub: &priv.PublicKey}, nil
 }
 
-// Sign returns the .sig file content for msg (an event's canonical bytes).
+// Sign returns the .sig file content for msg: base64 of SignDER.
 func (s *Signer) Sign(msg []byte) ([]byte, error) {
-	der, err := s.sv.SignMessage(bytes.NewReader(msg))
+	der, err := s.SignDER(msg)
 	if err != nil {
-		return nil, fmt.Errorf("signing event: %w", err)
+		return nil, err
 	}
 	out := make([]byte, base64.StdEncoding.EncodedLen(len(der)))
 	base64.StdEncoding.Encode(out, der)
 	return out, nil
+}
+
+// SignDER returns the raw ASN.1 DER signature over SHA-256 of msg, for
+// formats that encode signatures themselves (DSSE).
+func (s *Signer) SignDER(msg []byte) ([]byte, error) {
+	der, err := s.sv.SignMessage(bytes.NewReader(msg))
+	if err != nil {
+		return nil, fmt.Errorf("signing: %w", err)
+	}
+	return der, nil
 }
 
 // PublicKey is the key a verifier needs.
@@ -80,8 +97,8 @@ func NewKeySet(keys ...crypto.PublicKey) (*KeySet, error) {
 	return ks, nil
 }
 
-// errSignatureMismatch is returned when no allowed key verifies a signature.
-var errSignatureMismatch = errors.New("signature does not verify with any allowed key")
+// ErrSignatureMismatch is returned when no allowed key verifies a signature.
+var ErrSignatureMismatch = errors.New("signature does not verify with any allowed key")
 
 // Verify checks a .sig file's content against msg. Like cosign it accepts
 // the base64 text (surrounding whitespace ignored) and, failing that, raw DER.
@@ -98,5 +115,5 @@ func (k *KeySet) Verify(msg, sigFile []byte) error {
 			return nil
 		}
 	}
-	return errSignatureMismatch
+	return ErrSignatureMismatch
 }

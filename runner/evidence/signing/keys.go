@@ -1,28 +1,16 @@
-package evidence
+package signing
 
 import (
 	"crypto"
 	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"encoding/pem"
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
+
+	"github.com/sigstore/sigstore/pkg/cryptoutils"
 
 	"github.com/nova-platform/nova/runner"
-	"github.com/sigstore/sigstore/pkg/cryptoutils"
-)
-
-// Local-mode key files, generated on first use under the user's config dir.
-const (
-	localSigningKey     = "signing.key" // PKCS#8 PEM, mode 0600
-	localSigningPub     = "signing.pub" // cosign.pub format
-	localCommitKey      = "commit-key.asc"
-	localCommitPub      = "commit-key.pub.asc"
-	localCommitIdentity = "Nova evidence"
-	localCommitEmail    = "nova-evidence@localhost"
 )
 
 // KeyConfig says where the two keys come from. action/ fills it from flags
@@ -152,82 +140,4 @@ func LoadPublicKeys(pemBytes []byte) ([]crypto.PublicKey, error) {
 		return nil, errors.New("no PEM public key found")
 	}
 	return keys, nil
-}
-
-// LocalSigner loads the local-mode event key from dir, generating it on
-// first use. It is stored unencrypted with mode 0600, like an SSH key
-// without passphrase: local mode runs unattended.
-func LocalSigner(dir string) (*Signer, error) {
-	path := filepath.Join(dir, localSigningKey)
-	b, err := os.ReadFile(path)
-	if err == nil {
-		s, err := LoadSigner(b, nil)
-		if err != nil {
-			return nil, err
-		}
-		return s, ensurePublicFile(dir, localSigningPub, s.PublicKeyPEM)
-	}
-	if !errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("reading local signing key: %w", err)
-	}
-	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, fmt.Errorf("generating signing key: %w", err)
-	}
-	privPEM, err := cryptoutils.MarshalPrivateKeyToPEM(priv)
-	if err != nil {
-		return nil, fmt.Errorf("encoding signing key: %w", err)
-	}
-	if err := installPrivateKey(dir, localSigningKey, privPEM); errors.Is(err, os.ErrExist) {
-		return LocalSigner(dir) // another run generated it first: use that one
-	} else if err != nil {
-		return nil, err
-	}
-	return LocalSigner(dir)
-}
-
-// ensurePublicFile writes the public half beside a private key when it is
-// missing, so users always find the key to give verifiers.
-func ensurePublicFile(dir, name string, pub func() ([]byte, error)) error {
-	path := filepath.Join(dir, name)
-	if _, err := os.Stat(path); err == nil {
-		return nil
-	}
-	b, err := pub()
-	if err != nil {
-		return fmt.Errorf("encoding %s: %w", name, err)
-	}
-	if err := writeFileAtomic(path, b, 0o644); err != nil {
-		return fmt.Errorf("writing %s: %w", name, err)
-	}
-	return nil
-}
-
-// installPrivateKey writes a generated key without ever leaving a
-// half-written file behind (a crash mid-write must not make the next run
-// fail or generate a second identity), and links it into place so that two
-// first runs racing keep one key: the loser gets an os.ErrExist error.
-func installPrivateKey(dir, name string, priv []byte) error {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("creating key dir: %w", err)
-	}
-	tmp, err := os.CreateTemp(dir, "."+name+"-*")
-	if err != nil {
-		return fmt.Errorf("writing %s: %w", name, err)
-	}
-	defer os.Remove(tmp.Name())
-	_, werr := tmp.Write(priv)
-	if werr == nil {
-		werr = tmp.Sync()
-	}
-	if cerr := tmp.Close(); werr == nil {
-		werr = cerr
-	}
-	if werr != nil {
-		return fmt.Errorf("writing %s: %w", name, werr)
-	}
-	if err := os.Link(tmp.Name(), filepath.Join(dir, name)); err != nil {
-		return fmt.Errorf("installing %s: %w", name, err)
-	}
-	return syncDir(dir)
 }

@@ -1,0 +1,85 @@
+package gitrepo
+
+import (
+	"io"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/plumbing/storer"
+
+	"github.com/nova-platform/nova/runner"
+)
+
+// Reader reads a repo's objects, keeping parsed trees: walking a run of
+// commits, a commit's parent trees are parsed once and reused as an older
+// commit's own, and a store re-reads the same few directories for every
+// event. It holds about a thousand trees, so a contract directory survives
+// until a verify reaches the commit before it even when many contracts
+// interleave. go-git's storage is not safe for concurrent use, so neither
+// is a Reader: give each goroutine its own, or hold a lock.
+type Reader struct {
+	st    storer.EncodedObjectStorer
+	trees map[plumbing.Hash][]Entry
+}
+
+// NewReader reads st.
+func NewReader(st storer.EncodedObjectStorer) *Reader {
+	return &Reader{st: st, trees: map[plumbing.Hash][]Entry{}}
+}
+
+// Use switches to st (the same repo, reopened); parsed trees stay valid.
+func (r *Reader) Use(st storer.EncodedObjectStorer) { r.st = st }
+
+// Has reports whether the object h can be read.
+func (r *Reader) Has(h plumbing.Hash) bool { return r.st.HasEncodedObject(h) == nil }
+
+// Tree returns the entries of tree h (none for the zero hash). The slice is
+// shared: copy it before changing it.
+func (r *Reader) Tree(h plumbing.Hash) ([]Entry, error) {
+	if h.IsZero() {
+		return nil, nil
+	}
+	if t, ok := r.trees[h]; ok {
+		return t, nil
+	}
+	b, err := r.read(plumbing.TreeObject, h)
+	if err != nil {
+		return nil, err
+	}
+	t, err := ParseTree(b)
+	if err != nil {
+		return nil, runner.Errorf(runner.EvidenceRepoUnavailable, "parsing tree %s: %w", h, err)
+	}
+	if len(r.trees) > 1024 {
+		clear(r.trees)
+	}
+	r.trees[h] = t
+	return t, nil
+}
+
+// Blob returns the content of blob h.
+func (r *Reader) Blob(h plumbing.Hash) ([]byte, error) { return r.read(plumbing.BlobObject, h) }
+
+// Commit returns commit h.
+func (r *Reader) Commit(h plumbing.Hash) (*object.Commit, error) {
+	c, err := object.GetCommit(r.st, h)
+	if err != nil {
+		return nil, runner.Errorf(runner.EvidenceRepoUnavailable, "reading commit %s: %w", h, err)
+	}
+	return c, nil
+}
+
+func (r *Reader) read(t plumbing.ObjectType, h plumbing.Hash) ([]byte, error) {
+	o, err := r.st.EncodedObject(t, h)
+	if err == nil {
+		var rd io.ReadCloser
+		if rd, err = o.Reader(); err == nil {
+			defer rd.Close()
+			var b []byte
+			if b, err = io.ReadAll(rd); err == nil {
+				return b, nil
+			}
+		}
+	}
+	return nil, runner.Errorf(runner.EvidenceRepoUnavailable, "reading %s %s: %w", t, h, err)
+}

@@ -1,0 +1,105 @@
+// Package gitrepo is a git repository as Nova's evidence store uses it:
+// objects read fast and cached, new objects kept aside until they are
+// pushed, and a branch moved only by compare-and-swap — in place in a bare
+// repo on this machine, or through a git transport from a local clone. It
+// knows nothing of events; runner/evidence decides what is written.
+package gitrepo
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+)
+
+// Entry is a tree entry parsed in place: go-git's DecodeTree allocates a
+// string per entry, and a verify parses every contract directory once per
+// commit that touches it, which made decoding its largest cost.
+type Entry struct {
+	Name string
+	Mode filemode.FileMode
+	Hash plumbing.Hash
+}
+
+// ParseTree reads git's tree format: "<octal mode> <name>\x00<20-byte
+// hash>" repeated. One string holds all names, so a tree costs two
+// allocations.
+func ParseTree(b []byte) ([]Entry, error) {
+	names := string(b)
+	entries := make([]Entry, 0, 8)
+	for i := 0; i < len(b); {
+		sp := bytes.IndexByte(b[i:], ' ')
+		if sp < 0 {
+			return nil, errors.New("malformed tree entry")
+		}
+		var mode uint32
+		for _, c := range b[i : i+sp] {
+			if c < '0' || c > '7' {
+				return nil, errors.New("malformed tree mode")
+			}
+			mode = mode<<3 | uint32(c-'0')
+		}
+		name := i + sp + 1
+		nul := bytes.IndexByte(b[name:], 0)
+		if nul < 0 || name+nul+1+20 > len(b) {
+			return nil, errors.New("malformed tree entry")
+		}
+		e := Entry{Name: names[name : name+nul], Mode: filemode.FileMode(mode)}
+		copy(e.Hash[:], b[name+nul+1:])
+		entries = append(entries, e)
+		i = name + nul + 1 + 20
+	}
+	return entries, nil
+}
+
+// EncodeTree is ParseTree's inverse; entries must be in git's order.
+func EncodeTree(entries []Entry) []byte {
+	var b bytes.Buffer
+	for _, e := range entries {
+		fmt.Fprintf(&b, "%o %s\x00", uint32(e.Mode), e.Name)
+		b.Write(e.Hash[:])
+	}
+	return b.Bytes()
+}
+
+// CompareEntries orders entries as git does, a directory sorting as if its
+// name ended in "/", without building that string.
+func CompareEntries(a, b Entry) int {
+	n := min(len(a.Name), len(b.Name))
+	if c := strings.Compare(a.Name[:n], b.Name[:n]); c != 0 {
+		return c
+	}
+	return sortByte(a, n) - sortByte(b, n)
+}
+
+// sortByte is the byte of e's sort key at i: past the name, "/" for a
+// directory and nothing (-1) for a file.
+func sortByte(e Entry, i int) int {
+	switch {
+	case i < len(e.Name):
+		return int(e.Name[i])
+	case i == len(e.Name) && e.Mode == filemode.Dir:
+		return '/'
+	}
+	return -1
+}
+
+// Find returns the index of the entry called name, or -1.
+func Find(entries []Entry, name string) int {
+	return slices.IndexFunc(entries, func(e Entry) bool { return e.Name == name })
+}
+
+// Upsert puts e into entries, replacing the entry of its name or inserting
+// it in git's order; git rejects trees in any other order.
+func Upsert(entries []Entry, e Entry) []Entry {
+	if i := Find(entries, e.Name); i >= 0 {
+		entries[i] = e
+		return entries
+	}
+	i, _ := slices.BinarySearchFunc(entries, e, CompareEntries)
+	return slices.Insert(entries, i, e)
+}

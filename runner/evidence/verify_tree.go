@@ -1,0 +1,115 @@
+package evidence
+
+import (
+	"context"
+	"strings"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+
+	"github.com/nova-platform/nova/runner"
+	"github.com/nova-platform/nova/runner/evidence/gitrepo"
+)
+
+// checkTree checks the files at head: the layout, and every contract's
+// chain as the store reads it, with the files read and their signatures
+// checked by all workers at once; then no event id twice in the repo and
+// no event a commit added missing from the head.
+func (v *verifier) checkTree(ctx context.Context, head plumbing.Hash) error {
+	if head.IsZero() {
+		return nil
+	}
+	r := v.readers[0]
+	c, err := r.Commit(head)
+	if err != nil {
+		return err
+	}
+	root, err := r.Tree(c.TreeHash)
+	if err != nil {
+		return err
+	}
+	var dirs []gitrepo.Entry
+	for _, e := range root {
+		if e.Name == contractsDir && e.Mode == filemode.Dir {
+			if dirs, err = r.Tree(e.Hash); err != nil {
+				return err
+			}
+			continue
+		}
+		v.add(Finding{Reason: runner.EvidenceLayoutInvalid, Path: e.Name, Message: "outside contracts/"})
+	}
+	var chains [][]*eventFile
+	var all []*eventFile
+	for _, d := range dirs {
+		if d.Mode != filemode.Dir || !validDir(d.Name) {
+			v.add(Finding{Reason: runner.EvidenceLayoutInvalid, Path: contractsDir + "/" + d.Name, Message: "not a contract directory"})
+			continue
+		}
+		v.report.Contracts++
+		if v.opts.Contract != "" && d.Name != contractDir(v.opts.Contract) {
+			continue
+		}
+		entries, err := r.Tree(d.Hash)
+		if err != nil {
+			return err
+		}
+		files, findings := listChain(d.Name, entries)
+		v.add(findings...)
+		chains = append(chains, files)
+		all = append(all, files...)
+	}
+	v.report.Events = len(all)
+	err = forEachChunk(len(v.readers), len(all), func(w, lo, hi int) error {
+		for _, f := range all[lo:hi] {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			body, err := v.readers[w].Blob(f.blob)
+			if err != nil {
+				return err
+			}
+			var sig []byte
+			if f.hasSig {
+				if sig, err = v.readers[w].Blob(f.sig); err != nil {
+					return err
+				}
+			}
+			f.apply(checkFile(body, sig, f.hasSig, v.opts.EventKeys))
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	ids := map[string]string{}
+	present := make(map[string]bool, len(all))
+	for _, files := range chains {
+		if len(files) == 0 {
+			continue
+		}
+		_, findings := linkChain(files[0].dir, files)
+		v.add(findings...)
+		for _, f := range files {
+			present[f.path] = true
+			if !f.decoded || f.event.ID == "" {
+				continue
+			}
+			if prev, seen := ids[f.event.ID]; seen {
+				v.add(Finding{Reason: runner.EvidenceEventDuplicate, Path: f.path, Message: "event id " + f.event.ID + " also in " + prev})
+				continue
+			}
+			ids[f.event.ID] = f.path
+		}
+	}
+	// An event a commit added but the head lacks was deleted later.
+	for p, h := range v.addedBy {
+		dir := strings.Split(p, "/")[1]
+		if v.opts.Contract != "" && dir != contractDir(v.opts.Contract) {
+			continue
+		}
+		if !present[p] {
+			v.add(Finding{Reason: runner.EvidenceChainBroken, Path: p, Commit: h.String(), Message: "event recorded by this commit is missing at the head"})
+		}
+	}
+	return nil
+}
