@@ -187,7 +187,7 @@ func TestTheCommitMustBeTheCheckedOutOne(t *testing.T) {
 		{"HEAD by default", nil, nil, ""},
 		{"HEAD given", []string{"--commit", head}, nil, ""},
 		{"an ancestor nobody named", []string{"--commit", parent}, nil, runner.CommitMismatch},
-		{"an ancestor the pull request names", []string{"--commit", parent}, map[string]string{"GITHUB_EVENT_PATH": event}, ""},
+		{"an ancestor the pull request names", []string{"--commit", parent}, map[string]string{"GITHUB_ACTIONS": "true", "GITHUB_EVENT_PATH": event}, ""},
 		{"a commit from elsewhere", []string{"--commit", "0123456789012345678901234567890123456789"}, nil, runner.CommitMismatch},
 		{"from the environment", nil, map[string]string{"NOVA_COMMIT": "0123456789012345678901234567890123456789"}, runner.CommitMismatch},
 	}

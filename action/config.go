@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -63,17 +62,21 @@ type Config struct {
 	Policy PolicyFlags
 	// Evidence is where events go and how they are signed.
 	Evidence EvidenceConfig
-	// Verify and Resolve hold the evidence subcommands' flags.
+	// Verify and Resolve hold the evidence subcommands' flags, Approve
+	// those of `nova approve` and `nova reject`.
 	Verify  VerifyFlags
 	Resolve ResolveFlags
+	Approve ApproveFlags
 
 	// Source is the CloudEvents source of this run's events; ForgeRun the
 	// forge's workflow run id.
 	Source   string
 	ForgeRun string
 	// Forge is the CI system nova runs in, if any; OutputFile and
-	// SummaryFile are its runner's step output and job summary files.
+	// SummaryFile are its runner's step output and job summary files, and
+	// ForgeAPI says how to reach its API.
 	Forge       Forge
+	ForgeAPI    ForgeConfig
 	OutputFile  string
 	SummaryFile string
 	// WorkDir is where nova was started, for shorter paths in messages.
@@ -100,6 +103,15 @@ type VerifyFlags struct {
 	Contract                 string
 }
 
+// ApproveFlags are the flags of `nova approve` and `nova reject`.
+type ApproveFlags struct {
+	// Digest is a prefix of the plan digest to decide on (default: the
+	// newest plan of the environment).
+	Digest string
+	// Reason explains a rejection.
+	Reason string
+}
+
 // ResolveFlags are `nova evidence resolve`'s flags.
 type ResolveFlags struct {
 	Contract string
@@ -111,8 +123,9 @@ type ResolveFlags struct {
 // Commands and the groups of flags they take.
 var (
 	pipelineCommands = []string{"validate", "explain", "plan", "apply", "run"}
-	contractCommands = append(slices.Clone(pipelineCommands), "policy")
-	evidenceCommands = append(slices.Clone(pipelineCommands), "verify", "resolve")
+	approveCommands  = []string{"approve", "reject"}
+	contractCommands = slices.Concat(pipelineCommands, []string{"policy"}, approveCommands)
+	evidenceCommands = slices.Concat(pipelineCommands, []string{"verify", "resolve"}, approveCommands)
 )
 
 type listFlag []string
@@ -246,6 +259,13 @@ func (cfg *Config) flags(fs *flag.FlagSet, getenv func(string) string) *rawFlags
 		fs.Var(&f.keyFiles, "key", "event public key, cosign.pub format (repeatable; default: $NOVA_EVIDENCE_PUBLIC_KEY, else the local key)")
 		fs.Var(&f.commitKeys, "commit-key", "allowed OpenPGP public key for commits, armored (repeatable; default: $NOVA_COMMIT_PUBLIC_KEY, else the local key)")
 		fs.StringVar(&cfg.Verify.Witness, "witness", "", "file of heads this machine pushed, to detect force-pushes (default: the local store's witness, when present)")
+	case "approve", "reject":
+		fs.StringVar(&cfg.Actor, "as", "", "who decides: a member of the environment's approver group (default: $USER)")
+		fs.StringVar(&cfg.Approve.Digest, "digest", "", "a prefix of the plan digest decided on (default: the newest plan of the environment)")
+		fs.StringVar(&cfg.Base, "base", getenv("NOVA_BASE"), "trusted base commit or ref the approver config is read from (default: the default branch)")
+		if cmd == "reject" {
+			fs.StringVar(&cfg.Approve.Reason, "reason", "", "why the plan is rejected (required)")
+		}
 	case "resolve":
 		fs.StringVar(&f.branch, "branch", "", "evidence branch (default: $NOVA_EVIDENCE_BRANCH or main)")
 		fs.StringVar(&cfg.Resolve.Contract, "contract", "", "contract id (required)")
@@ -292,6 +312,12 @@ func (cfg *Config) complete(f *rawFlags, env Env) error {
 		cfg.Source = server + "/" + repo + "/actions/runs/" + runID
 	}
 	cfg.ForgeRun = getenv("GITHUB_RUN_ID")
+	if cfg.ForgeAPI, err = readForgeConfig(cfg.Forge, getenv); err != nil {
+		return err
+	}
+	if cfg.Base == "" {
+		cfg.Base = cfg.ForgeAPI.BaseSHA
+	}
 	if slices.Contains(evidenceCommands, cfg.Command) {
 		if cfg.Evidence, err = readEvidenceConfig(f.evidenceRepo, f.branch, getenv); err != nil {
 			return err
@@ -300,6 +326,17 @@ func (cfg *Config) complete(f *rawFlags, env Env) error {
 	if cfg.Command == "resolve" {
 		if err := cfg.checkResolve(f.resolveEnv); err != nil {
 			return err
+		}
+	}
+	if slices.Contains(approveCommands, cfg.Command) {
+		switch {
+		case cfg.EnvOverride == "" || cfg.EnvOverride.Autonomous():
+			return runner.Errorf(runner.ConfigInvalid, "--env is required: the environment approved (qa, prod or dr)")
+		case cfg.Command == "reject" && strings.TrimSpace(cfg.Approve.Reason) == "":
+			return runner.Errorf(runner.ConfigInvalid, "--reason is required: say why the plan is rejected")
+		}
+		if cfg.Commit, err = local.HeadCommit(cfg.Dir); err != nil {
+			return runner.Errorf(runner.ConfigInvalid, "reading the commit of %s: %w", cfg.Dir, err)
 		}
 	}
 	if !slices.Contains(pipelineCommands, cfg.Command) {
@@ -322,7 +359,7 @@ func (cfg *Config) complete(f *rawFlags, env Env) error {
 	if cfg.Commit == "" {
 		cfg.Commit = firstNonEmpty(getenv("NOVA_COMMIT"), getenv("GITHUB_SHA"), head)
 	}
-	if err := checkCommit(cfg.Dir, cfg.Commit, head, forgeCommits(getenv)); err != nil {
+	if err := checkCommit(cfg.Dir, cfg.Commit, head, []string{getenv("GITHUB_SHA"), cfg.ForgeAPI.HeadSHA}); err != nil {
 		return err
 	}
 	cfg.TerraformEnv = map[string]string{}
@@ -368,27 +405,6 @@ func checkCommit(dir, commit, head string, named []string) error {
 		}
 	}
 	return runner.Errorf(runner.CommitMismatch, "commit %s is not what %s has checked out (HEAD is %s); plan and apply the commit that is checked out", commit, dir, head)
-}
-
-// forgeCommits are the commits the forge's event names: the workflow's
-// commit and, for a pull request, its head.
-func forgeCommits(getenv func(string) string) []string {
-	out := []string{getenv("GITHUB_SHA")}
-	if path := getenv("GITHUB_EVENT_PATH"); path != "" {
-		if data, err := os.ReadFile(path); err == nil {
-			var ev struct {
-				PullRequest struct {
-					Head struct {
-						SHA string `json:"sha"`
-					} `json:"head"`
-				} `json:"pull_request"`
-			}
-			if json.Unmarshal(data, &ev) == nil && ev.PullRequest.Head.SHA != "" {
-				out = append(out, ev.PullRequest.Head.SHA)
-			}
-		}
-	}
-	return out
 }
 
 // displayName is the command as the user typed it.

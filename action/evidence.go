@@ -88,14 +88,14 @@ func evidenceKeyConfig(s EvidenceConfig, getenv func(string) string) signing.Key
 
 // openEvidenceStore opens the Store for s: what `nova run` wires as its
 // Recorder, and what resolve writes through.
-func openEvidenceStore(ctx context.Context, s EvidenceConfig, env Env) (*evidence.Store, error) {
+func openEvidenceStore(ctx context.Context, s EvidenceConfig, env Env) (*evidence.Store, signing.Keys, error) {
 	keys, err := signing.LoadKeys(s.Keys)
 	if err != nil {
-		return nil, err
+		return nil, keys, err
 	}
 	trustedEvents, allowedCommits, err := trustedEvidenceKeys(s)
 	if err != nil {
-		return nil, err
+		return nil, keys, err
 	}
 	opts := []evidence.Option{
 		evidence.WithBranch(s.Branch),
@@ -105,13 +105,14 @@ func openEvidenceStore(ctx context.Context, s EvidenceConfig, env Env) (*evidenc
 	if s.Local {
 		opts = append(opts, evidence.WithCreate())
 	}
-	return evidence.Open(ctx, evidence.Config{
+	store, err := evidence.Open(ctx, evidence.Config{
 		Repo:              s.Repo,
 		StateDir:          evidence.StateDirFor(s.Paths.StateBase, s.Repo),
 		Keys:              keys,
 		TrustedEventKeys:  trustedEvents,
 		AllowedCommitKeys: allowedCommits,
 	}, opts...)
+	return store, keys, err
 }
 
 // trustedEvidenceKeys reads the public keys a store trusts besides its own
@@ -255,7 +256,7 @@ func loadCommitKeys(files []string, s EvidenceConfig) (*signing.CommitKeyRing, e
 
 func evidenceResolve(ctx context.Context, cfg Config, env Env) error {
 	r := cfg.Resolve
-	store, err := openEvidenceStore(ctx, cfg.Evidence, env)
+	store, _, err := openEvidenceStore(ctx, cfg.Evidence, env)
 	if err != nil {
 		return failed(env, cfg, err)
 	}

@@ -34,7 +34,7 @@ func TestEvidenceLocalMode(t *testing.T) {
 	if err != nil || !s.Local || s.Repo != filepath.Join(home, ".local", "share", "nova", "evidence.git") {
 		t.Fatalf("settings = %+v, %v", s, err)
 	}
-	store, err := openEvidenceStore(ctx, s, env)
+	store, _, err := openEvidenceStore(ctx, s, env)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +83,7 @@ func TestEvidenceLocalMode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	forger, err := openEvidenceStore(ctx, forged, forgedEnv)
+	forger, _, err := openEvidenceStore(ctx, forged, forgedEnv)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +105,7 @@ func TestEvidenceVerifyExplicitRepoAndKeys(t *testing.T) {
 	home := t.TempDir()
 	env, _, _ := evidenceEnv(t, map[string]string{"HOME": home})
 	s, _ := readEvidenceConfig("", "", env.Getenv)
-	store, err := openEvidenceStore(ctx, s, env)
+	store, _, err := openEvidenceStore(ctx, s, env)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +178,7 @@ func TestEvidenceStoreTrustsRotatedKeysFromEnv(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	store, err := openEvidenceStore(ctx, s, oldEnv)
+	store, _, err := openEvidenceStore(ctx, s, oldEnv)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,7 +210,7 @@ func TestEvidenceStoreTrustsRotatedKeysFromEnv(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		st, err := openEvidenceStore(ctx, rs, env)
+		st, _, err := openEvidenceStore(ctx, rs, env)
 		if err != nil {
 			return "", err
 		}

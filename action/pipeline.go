@@ -12,6 +12,7 @@ import (
 	"github.com/nova-platform/nova/registry"
 	"github.com/nova-platform/nova/runner"
 	"github.com/nova-platform/nova/runner/evidence"
+	"github.com/nova-platform/nova/runner/evidence/signing"
 	"github.com/nova-platform/nova/runner/infracost"
 	"github.com/nova-platform/nova/runner/local"
 	"github.com/nova-platform/nova/runner/terraform"
@@ -37,7 +38,7 @@ func execute(ctx context.Context, cfg Config, env Env) error {
 		RunDir:       filepath.Join(local.RunsDir(cfg.Dir), runID),
 		ForgeRun:     cfg.ForgeRun,
 	}
-	store, err := openEvidenceStore(ctx, cfg.Evidence, env)
+	store, keys, err := openEvidenceStore(ctx, cfg.Evidence, env)
 	if err != nil {
 		return rep.abort(err)
 	}
@@ -49,17 +50,29 @@ func execute(ctx context.Context, cfg Config, env Env) error {
 	if err := store.Drain(ctx); err != nil {
 		fmt.Fprintf(env.Stderr, "nova: evidence repo not reachable, events stay in the outbox: %v\n", err)
 	}
-	stages, err := buildStages(ctx, cfg, env, store)
+	w := wiring{cfg: cfg, env: env, evidence: store, keys: keys}
+	w.forge, err = connectForge(ctx, cfg)
+	var stages []runner.Stage
+	if err == nil {
+		stages, err = w.stages(ctx)
+	}
 	if err != nil {
 		// Failing to set up is recorded like any failure, so the evidence
 		// shows runs that never got going too.
 		stages = []runner.Stage{setupFailed{err}}
+		w.forge = &forgeAdapters{}
 	}
+	report := &forgeReport{cfg: cfg, forge: w.forge, warn: env.Stderr}
 	events := local.NewEventLog(filepath.Join(st.RunDir, "events.jsonl"))
 	p := runner.Pipeline{
-		Stages:   stages,
-		Events:   runner.NewEmitter(runner.Tee{events, store}, cfg.Source, runID, nil),
-		OnResult: rep.stage,
+		Stages: stages,
+		Events: runner.NewEmitter(runner.Tee{events, store}, cfg.Source, runID, nil),
+		OnResult: func(res runner.Result) {
+			rep.stage(res)
+			if res.Stage == "gate" && res.Verdict == runner.Pass {
+				report.authorized(ctx, st)
+			}
+		},
 	}
 	rep.start(st)
 	out := p.Run(ctx, st)
@@ -71,7 +84,8 @@ func execute(ctx context.Context, cfg Config, env Env) error {
 			out.Verdict, out.Reason = runner.Errored, runner.EvidencePushFailed
 		}
 	}
-	rep.finish(out, st, events.Path())
+	v := rep.finish(out, st, events.Path())
+	report.finished(context.WithoutCancel(ctx), v)
 	return verdict(out.Verdict, out.Reason)
 }
 
@@ -92,7 +106,18 @@ func pendingCount(store *evidence.Store) int {
 	return len(pending)
 }
 
-func buildStages(ctx context.Context, cfg Config, env Env, records runner.EvidenceReader) ([]runner.Stage, error) {
+// wiring holds the adapters a run's stages are built with.
+type wiring struct {
+	cfg      Config
+	env      Env
+	evidence *evidence.Store
+	keys     signing.Keys
+	forge    *forgeAdapters
+}
+
+// stages lists the command's stages, each given its adapters.
+func (w wiring) stages(ctx context.Context) ([]runner.Stage, error) {
+	cfg, env := w.cfg, w.env
 	reg, err := loadRegistry(cfg.RegistryDir)
 	if err != nil {
 		return nil, err
@@ -109,7 +134,8 @@ func buildStages(ctx context.Context, cfg Config, env Env, records runner.Eviden
 		if err != nil {
 			return nil, err
 		}
-		return slices.Concat([]runner.Stage{validate, &apply.Bundle{Dir: cfg.Bundle, RunsDir: local.RunsDir(cfg.Dir), Evidence: records, Engine: engine}}, gate(cfg, records), []runner.Stage{apply.New(engine)}), nil
+		bundle := &apply.Bundle{Dir: cfg.Bundle, RunsDir: local.RunsDir(cfg.Dir), Evidence: w.evidence, Engine: engine}
+		return slices.Concat([]runner.Stage{validate, bundle}, w.gate(), []runner.Stage{apply.New(engine)}), nil
 	}
 	policyCfg, err := policy.LoadConfig(cfg.Dir)
 	if err != nil {
@@ -146,17 +172,37 @@ func buildStages(ctx context.Context, cfg Config, env Env, records runner.Eviden
 	if cfg.Command == "plan" {
 		return planned, nil
 	}
-	return slices.Concat(planned, gate(cfg, records), []runner.Stage{apply.New(engine)}), nil
+	return slices.Concat(planned, w.gate(), []runner.Stage{apply.New(engine)}), nil
 }
 
 // gate is the approvals stage and the gate: approvals are imported into
-// the evidence first, then the gate decides from the evidence alone.
-func gate(cfg Config, records runner.EvidenceReader) []runner.Stage {
-	approvers := local.TrustedApprovers{Dir: cfg.Dir, Base: cfg.Base}
+// the evidence first, then the gate decides from the evidence alone, and
+// signs an attestation of what it authorized.
+func (w wiring) gate() []runner.Stage {
+	approvers := local.TrustedApprovers{Dir: w.cfg.Dir, Base: w.cfg.Base}
 	return []runner.Stage{
-		&runner.ImportApprovals{Approvers: approvers, Evidence: records},
-		runner.Gate{Evidence: records, Approvers: approvers},
+		&runner.ImportApprovals{
+			Sources: w.forge.sources, Approvers: approvers, Membership: w.forge.membership,
+			Change: w.forge.change, Claims: w.claims(approvers), Evidence: w.evidence,
+		},
+		runner.Gate{Evidence: w.evidence, Approvers: approvers, Attest: w.keys.Events},
 	}
+}
+
+// claims verifies local approval claims: with the keys the trusted approver
+// config registers, and outside a forge also with the keys `nova approve`
+// made on first use on this machine.
+func (w wiring) claims(approvers runner.ApproversReader) runner.ClaimVerifier {
+	k := local.ClaimKeys{Approvers: approvers}
+	if w.cfg.Forge == NoForge {
+		k.Dir = approverKeyDir(w.cfg)
+	}
+	return k
+}
+
+// approverKeyDir is where local approvers' keys are made on first use.
+func approverKeyDir(cfg Config) string {
+	return filepath.Join(cfg.Evidence.Paths.ConfigDir, "approvers")
 }
 
 // terraformEngine is the Terraform the plan and apply stages share, so both

@@ -70,7 +70,10 @@ type runView struct {
 	ContractID  string `json:"contractId,omitempty"`
 	Environment string `json:"environment,omitempty"`
 	PlanDigest  string `json:"planDigest,omitempty"`
-	BundleDir   string `json:"bundleDir,omitempty"`
+	// Changes and Resources are what the plan would change.
+	Changes   *runner.ChangeSummary   `json:"changes,omitempty"`
+	Resources []runner.ResourceChange `json:"resources,omitempty"`
+	BundleDir string                  `json:"bundleDir,omitempty"`
 	// Receipt is the id of the nova.apply.completed event that applied
 	// this plan earlier, when the run was a replay of it.
 	Receipt    string      `json:"receipt,omitempty"`
@@ -89,7 +92,7 @@ type stageView struct {
 	Findings   []runner.Finding `json:"findings,omitempty"`
 }
 
-func (r *reporter) finish(out runner.Outcome, st *runner.State, eventsFile string) {
+func (r *reporter) finish(out runner.Outcome, st *runner.State, eventsFile string) runView {
 	code := exitCode(verdict(out.Verdict, out.Reason))
 	v := runView{
 		Command: r.cfg.Command, RunID: st.RunID, Verdict: string(out.Verdict), ExitCode: code,
@@ -100,6 +103,8 @@ func (r *reporter) finish(out runner.Outcome, st *runner.State, eventsFile strin
 	}
 	if st.Plan != nil {
 		v.PlanDigest, v.BundleDir = st.Plan.Digest, st.Plan.BundleDir
+		changes := st.Plan.Changes
+		v.Changes, v.Resources = &changes, st.Plan.Resources
 	}
 	if st.Receipt != nil {
 		v.Receipt = st.Receipt.ID
@@ -113,7 +118,7 @@ func (r *reporter) finish(out runner.Outcome, st *runner.State, eventsFile strin
 		enc := json.NewEncoder(r.stdout)
 		enc.SetIndent("", "  ")
 		_ = enc.Encode(v)
-		return
+		return v
 	}
 	r.details(st)
 	fmt.Fprintf(r.stdout, "%s (exit %d)", verdictLine(out.Verdict), code)
@@ -121,6 +126,7 @@ func (r *reporter) finish(out runner.Outcome, st *runner.State, eventsFile strin
 		fmt.Fprintf(r.stdout, " · plan %s", v.PlanDigest)
 	}
 	fmt.Fprintf(r.stdout, "\n  events: %s\n", r.rel(eventsFile))
+	return v
 }
 
 // details prints what a reviewer needs below the stage lines: the policy

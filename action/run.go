@@ -21,6 +21,8 @@ Usage:
   nova plan     [flags]   evaluate, then plan with Terraform and write a plan bundle
   nova apply    [flags]   apply a plan bundle from 'nova plan' once the gate allows it
   nova run      [flags]   evaluate, plan, gate and apply in one go
+  nova approve  --env E --as NAME     approve the newest plan for E as NAME (a signed local claim)
+  nova reject   --env E --as NAME --reason TEXT   reject it
   nova evidence verify|resolve   check the evidence repo, or resolve an indeterminate apply
   nova version            print the version
 
@@ -69,6 +71,8 @@ func run(ctx context.Context, env Env) error {
 		return evidenceVerify(ctx, cfg, env)
 	case "resolve":
 		return evidenceResolve(ctx, cfg, env)
+	case "approve", "reject":
+		return approveCommand(ctx, cfg, env)
 	}
 	return execute(ctx, cfg, env)
 }

@@ -31,7 +31,7 @@ type ImportApprovals struct {
 // ClaimVerifier checks a local approval claim's signature with its
 // approver's registered key.
 type ClaimVerifier interface {
-	VerifyClaim(c SignedClaim) error
+	VerifyClaim(ctx context.Context, c SignedClaim) error
 }
 
 // ApprovalCheck is the data of nova.approval.checked: what the import
@@ -165,7 +165,7 @@ func (s *ImportApprovals) eligible(ctx context.Context, c ApprovalClaim, req App
 		case usedClaims[sc.ID]:
 			return ApprovalClaimInvalid, fmt.Sprintf("claim %s was already used: a claim is accepted once", sc.ID)
 		}
-		if err := s.Claims.VerifyClaim(*c.Signed); err != nil {
+		if err := s.Claims.VerifyClaim(ctx, *c.Signed); err != nil {
 			return ApprovalClaimInvalid, fmt.Sprintf("the claim's signature does not verify: %v", err)
 		}
 	}

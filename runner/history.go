@@ -215,6 +215,42 @@ func PlanCleared(events []Event, env Environment, digest string) bool {
 	return false
 }
 
+// PlanEvaluation returns what the run that made the plan with digest found
+// about it: the policy records of all its stages and its post-plan
+// confidence. An apply job working from a bundle is given them here, so its
+// attestation and report bind the same verdicts the plan job reached.
+func PlanEvaluation(events []Event, env Environment, digest string) ([]PCR, *Confidence) {
+	run := ""
+	for _, e := range events {
+		if e.Type != EventPlanCreated || e.Environment != string(env) {
+			continue
+		}
+		var p PlanRecord
+		if DecodeEventData(e, &p) == nil && p.Digest == digest {
+			run = e.RunID
+		}
+	}
+	if run == "" {
+		return nil, nil
+	}
+	var pcrs []PCR
+	var conf *Confidence
+	for _, e := range events {
+		if e.RunID != run || e.Environment != string(env) {
+			continue
+		}
+		var d StageEventData
+		if json.Unmarshal(e.Data, &d) == nil {
+			pcrs = append(pcrs, d.PCRs...)
+		}
+		var c Confidence
+		if e.Type == EventConfidenceComputed && DecodeEventData(e, &c) == nil && c.Phase == PostPlan {
+			conf = &c
+		}
+	}
+	return pcrs, conf
+}
+
 // Approvals returns the approvals recorded in env, oldest first. An
 // approval event whose data cannot be read is an error: the gate must not
 // decide on part of the record.

@@ -138,3 +138,25 @@ func TestApprovalsReadsDirectAndWrappedData(t *testing.T) {
 		t.Errorf("unreadable approval: %v, want %s", err, EvidenceLayoutInvalid)
 	}
 }
+
+func TestPlanEvaluation(t *testing.T) {
+	pcr := PCR{RuleID: "nova.tags.required", Result: PCRPass}
+	withPCRs := func(id, typ, run, stage string, data any, pcrs ...PCR) Event {
+		raw, _ := json.Marshal(data)
+		env, _ := json.Marshal(StageEventData{Stage: stage, Verdict: Pass, Result: raw, PCRs: pcrs})
+		return Event{ID: id, Type: typ, Environment: "qa", RunID: run, Data: env}
+	}
+	events := []Event{
+		withPCRs("1", EventPolicyEvaluated, "r1", "policy", map[string]any{}, pcr),
+		withPCRs("2", EventPlanCreated, "r1", "plan", PlanRecord{Digest: "d"}),
+		withPCRs("3", EventConfidenceComputed, "r1", "plan-confidence", Confidence{Phase: PostPlan, Score: 0.9}),
+		withPCRs("4", EventPolicyEvaluated, "r2", "policy", map[string]any{}, PCR{RuleID: "other-run"}),
+	}
+	pcrs, conf := PlanEvaluation(events, QA, "d")
+	if len(pcrs) != 1 || pcrs[0].RuleID != "nova.tags.required" || conf == nil || conf.Score != 0.9 {
+		t.Errorf("PlanEvaluation = %+v, %+v", pcrs, conf)
+	}
+	if pcrs, conf := PlanEvaluation(events, QA, "unknown"); pcrs != nil || conf != nil {
+		t.Errorf("unknown digest: %+v, %+v", pcrs, conf)
+	}
+}

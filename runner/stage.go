@@ -121,7 +121,9 @@ type Plan struct {
 	Commit         string        `json:"commit"`
 	HasChanges     bool          `json:"hasChanges"`
 	Changes        ChangeSummary `json:"changes"`
-	BundleDir      string        `json:"bundleDir"`
+	// Resources lists the planned changes by address, without values.
+	Resources []ResourceChange `json:"resources,omitempty"`
+	BundleDir string           `json:"bundleDir"`
 	// PlanFile is the engine's saved plan inside the bundle: what an
 	// authorization's attestation names as its subject.
 	PlanFile string `json:"planFile"`

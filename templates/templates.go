@@ -1,5 +1,5 @@
 // Package templates embeds the text templates Nova renders: the Terraform
-// root module now, PR comments, job summaries and consumer workflows later.
+// root module, the pull request comment, and (later) consumer workflows.
 // Templates only lay out structure; every value placed into them is escaped
 // by the adapter that renders it.
 package templates
@@ -9,9 +9,13 @@ import (
 	"text/template"
 )
 
-//go:embed terraform/*.tmpl
+//go:embed terraform/*.tmpl comment/*.tmpl
 var files embed.FS
 
 // TerraformRoot is the template of the root module the Terraform adapter
 // renders for a target stack.
 var TerraformRoot = template.Must(template.New("root.tf.tmpl").ParseFS(files, "terraform/root.tf.tmpl"))
+
+// PRComment is the template of the comment Nova keeps on a pull request,
+// one per contract and environment.
+var PRComment = template.Must(template.New("pr.md.tmpl").ParseFS(files, "comment/pr.md.tmpl"))

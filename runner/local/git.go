@@ -29,6 +29,29 @@ func HeadCommit(dir string) (string, error) {
 	return head.Hash().String(), nil
 }
 
+// HeadAuthors names who wrote the checked-out commit, as a local approver
+// might be called: the author's name and the local part of their email.
+// Outside a git checkout there is nobody to name.
+func HeadAuthors(dir string) ([]string, error) {
+	repo, err := git.PlainOpenWithOptions(dir, &git.PlainOpenOptions{DetectDotGit: true, EnableDotGitCommonDir: true})
+	if errors.Is(err, git.ErrRepositoryNotExists) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	head, err := repo.Head()
+	if err != nil {
+		return nil, nil
+	}
+	c, err := repo.CommitObject(head.Hash())
+	if err != nil {
+		return nil, err
+	}
+	user, _, _ := strings.Cut(c.Author.Email, "@")
+	return []string{c.Author.Name, user}, nil
+}
+
 // IsAncestor reports whether commit is HEAD of the repository containing
 // dir or one of HEAD's ancestors.
 func IsAncestor(dir, commit string) (bool, error) {

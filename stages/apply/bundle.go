@@ -74,6 +74,9 @@ func (b *Bundle) Run(ctx context.Context, st *runner.State) (runner.Result, erro
 		return runner.Result{Verdict: runner.Fail, Summary: "plan not cleared: " + runner.ShortDigest(m.PlanDigest),
 			Findings: []runner.Finding{{Reason: runner.PlanNotCleared, Message: msg}}}, nil
 	}
+	// What the plan job found stands for this run: the attestation and the
+	// report bind the verdicts the plan was cleared with.
+	st.PCRs, st.Confidence = runner.PlanEvaluation(events, st.Contract.Environment, m.PlanDigest)
 	planFile := filepath.Join(dir, bundle.PlanFile)
 	st.Plan = &runner.Plan{
 		Digest: m.PlanDigest, ContractDigest: m.ContractDigest, Commit: m.Commit,
@@ -144,6 +147,6 @@ func (b *Bundle) verify(ctx context.Context, st *runner.State, planFile string) 
 	if err != nil {
 		return runner.Result{}, runner.Errorf(runner.PlanBundleInvalid, "hashing the saved plan: %w", err)
 	}
-	st.Plan.FileSHA256, st.Plan.HasChanges, st.Plan.Changes = sum, sp.HasChanges, sp.Changes
+	st.Plan.FileSHA256, st.Plan.HasChanges, st.Plan.Changes, st.Plan.Resources = sum, sp.HasChanges, sp.Changes, sp.Resources
 	return runner.Result{}, nil
 }

@@ -84,7 +84,7 @@ func (s *Stage) Run(ctx context.Context, st *runner.State) (runner.Result, error
 	}
 	st.Plan = &runner.Plan{
 		Digest: digest, ContractDigest: st.ContractDigest, Commit: st.Commit,
-		HasChanges: sp.HasChanges, Changes: sp.Changes, BundleDir: dir,
+		HasChanges: sp.HasChanges, Changes: sp.Changes, Resources: sp.Resources, BundleDir: dir,
 		PlanFile: planFile, ForgeRun: st.ForgeRun, FileSHA256: fileSum,
 	}
 	summary := fmt.Sprintf("plan %s: %s", runner.ShortDigest(digest), Describe(sp.Changes))

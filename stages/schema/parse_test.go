@@ -283,16 +283,18 @@ func parseCases(tb testing.TB) []parseCase {
 
 		// --env replaces the environment before any rule is checked.
 		{
-			name: "--env prod on the dev example", data: example, env: runner.Prod,
+			name: "--env prod on a dev contract", data: []byte(devContract), env: runner.Prod,
 			wantWhere: []where{
-				{envMissing, "/validation/e2eSuite", "c.yml:7:14"},
-				{envMissing, "/validation/loadTest", "c.yml:7:14"},
-				{envMissing, "/runbook", "c.yml:7:14"},
-				{envMissing, "/dashboard", "c.yml:7:14"},
-				{envMissing, "/oncall", "c.yml:7:14"},
+				{envMissing, "/validation/e2eSuite", "c.yml:4:14"},
+				{envMissing, "/validation/loadTest", "c.yml:4:14"},
+				{envMissing, "/runbook", "c.yml:4:14"},
+				{envMissing, "/dashboard", "c.yml:4:14"},
+				{envMissing, "/oncall", "c.yml:4:14"},
 			},
 			wantMessage: "(environment set by --env)",
 		},
+		// The example carries every field, so it promotes as far as dr.
+		{name: "--env dr on the example", data: example, env: runner.DR},
 		{name: "--env dr on a prod contract", data: []byte(prodContract), env: runner.DR, want: []runner.Reason{envMissing}},
 		// --env may raise the guard, never lower it: run as dev, a prod
 		// contract would skip its approval.

@@ -1,0 +1,144 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/nova-platform/nova/runner"
+	"github.com/nova-platform/nova/runner/checkout"
+	"github.com/nova-platform/nova/runner/local"
+	"github.com/nova-platform/nova/stages/schema"
+)
+
+// approveCommand runs `nova approve` and `nova reject`: the local approval
+// source, for local mode and forges without reviews or environments. The
+// approver signs a claim with their own key (made on first use), and the
+// claim goes through the same approvals stage a forge's claims do: only a
+// member of the environment's group, who did not write the change, can
+// have it recorded, and a claim is accepted once.
+func approveCommand(ctx context.Context, cfg Config, env Env) error {
+	data, err := checkout.ReadFile(cfg.Dir, cfg.ContractPath, schema.MaxContractBytes)
+	if err != nil {
+		return failed(env, cfg, runner.Errorf(runner.ReasonOf(err), "reading the contract: %w", err))
+	}
+	contract, findings := schema.Parse(data, cfg.ContractPath, cfg.EnvOverride)
+	if len(findings) > 0 || contract == nil {
+		return failed(env, cfg, runner.Errorf(runner.ContractSchemaViolation, "the contract does not validate; run `nova validate`"))
+	}
+	store, _, err := openEvidenceStore(ctx, cfg.Evidence, env)
+	if err != nil {
+		return failed(env, cfg, err)
+	}
+	defer store.Close()
+	if err := store.Drain(ctx); err != nil {
+		return failed(env, cfg, err)
+	}
+	if err := store.Sync(ctx); err != nil {
+		return failed(env, cfg, err)
+	}
+	events, err := store.Chain(ctx, contract.ID)
+	if err != nil {
+		return failed(env, cfg, err)
+	}
+	digest, err := planToApprove(events, contract.Environment, cfg.Approve.Digest)
+	if err != nil {
+		return failed(env, cfg, err)
+	}
+	decision := runner.Approve
+	if cfg.Command == "reject" {
+		decision = runner.Reject
+	}
+	claim := runner.LocalClaim{
+		ID: uuid.NewString(), ContractID: contract.ID, Environment: contract.Environment, PlanDigest: digest,
+		Approver: cfg.Actor, Decision: decision, Reason: cfg.Approve.Reason, At: time.Now().UTC().Truncate(time.Second),
+	}
+	signed, err := local.SignClaim(approverKeyDir(cfg), claim)
+	if err != nil {
+		return failed(env, cfg, err)
+	}
+	approvers := local.TrustedApprovers{Dir: cfg.Dir, Base: cfg.Base}
+	st := &runner.State{RunID: local.NewRunID(time.Now()), Dir: cfg.Dir, Commit: cfg.Commit, Contract: contract, Plan: &runner.Plan{Digest: digest}}
+	importer := &runner.ImportApprovals{
+		Sources:   []runner.ApprovalSource{signedClaim{claim: signed}},
+		Approvers: approvers, Claims: local.ClaimKeys{Approvers: approvers, Dir: approverKeyDir(cfg)},
+		Change: localChange{dir: cfg.Dir}, Evidence: store,
+	}
+	p := runner.Pipeline{Stages: []runner.Stage{importer}, Events: runner.NewEmitter(store, cfg.Source, st.RunID, nil)}
+	out := p.Run(ctx, st)
+	if out.Verdict != runner.Pass {
+		res := out.Results[len(out.Results)-1]
+		fmt.Fprintf(env.Stderr, "nova %s: %s: %s\n", cfg.Command, out.Reason, res.Summary)
+		return verdict(out.Verdict, out.Reason)
+	}
+	check, _ := out.Results[0].Data.(runner.ApprovalCheck)
+	if check.Imported == 0 {
+		reason, why := runner.ApproverNotEligible, "the claim was not imported"
+		if len(check.Ignored) > 0 {
+			reason, why = check.Ignored[0].Reason, check.Ignored[0].Why
+		}
+		fmt.Fprintf(env.Stderr, "nova %s: %s: %s\n", cfg.Command, reason, why)
+		return verdict(runner.Fail, reason)
+	}
+	// An approval unblocks an apply: it must be in the repo, not only in
+	// the outbox, before we say it is recorded.
+	if err := store.Drain(ctx); err != nil {
+		return failed(env, cfg, err)
+	}
+	verb := "approval"
+	if decision == runner.Reject {
+		verb = "rejection"
+	}
+	fmt.Fprintf(env.Stdout, "recorded the %s of plan %s for %s by %s (claim %s)\n", verb, runner.ShortDigest(digest), contract.Environment, cfg.Actor, claim.ID)
+	return nil
+}
+
+// planToApprove is the newest plan recorded for env, or the one whose
+// digest starts with prefix.
+func planToApprove(events []runner.Event, env runner.Environment, prefix string) (string, error) {
+	for i := len(events) - 1; i >= 0; i-- {
+		e := events[i]
+		if e.Type != runner.EventPlanCreated || e.Environment != string(env) {
+			continue
+		}
+		var p runner.PlanRecord
+		if runner.DecodeEventData(e, &p) != nil || p.Digest == "" {
+			continue
+		}
+		if strings.HasPrefix(p.Digest, prefix) {
+			return p.Digest, nil
+		}
+	}
+	if prefix != "" {
+		return "", runner.Errorf(runner.ConfigInvalid, "no plan for %s starts with %s; run `nova plan --env %s` first", env, prefix, env)
+	}
+	return "", runner.Errorf(runner.ConfigInvalid, "no plan for %s is recorded yet; run `nova plan --env %s` (or `nova run`) first", env, env)
+}
+
+// signedClaim is the approval source of one local claim.
+type signedClaim struct{ claim runner.SignedClaim }
+
+func (signedClaim) Name() string { return runner.SourceLocal }
+
+func (s signedClaim) Claims(context.Context, runner.ApprovalRequest) ([]runner.ApprovalClaim, error) {
+	c := s.claim.Claim
+	return []runner.ApprovalClaim{{
+		Approver: c.Approver, Environment: c.Environment, PlanDigest: c.PlanDigest, Decision: c.Decision, Reason: c.Reason,
+		Source: runner.SourceLocal, SourceRef: c.ID, At: c.At, Signed: &s.claim,
+	}}, nil
+}
+
+// localChange names the change's author from the checkout's HEAD commit:
+// on one machine that is who wrote what is about to be applied.
+type localChange struct{ dir string }
+
+func (l localChange) Change(context.Context) (runner.Change, error) {
+	authors, err := local.HeadAuthors(l.dir)
+	if err != nil {
+		return runner.Change{}, err
+	}
+	return runner.Change{Authors: authors}, nil
+}

@@ -1,0 +1,66 @@
+package main
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/nova-platform/nova/runner"
+)
+
+func commentCases() map[string]runView {
+	conf := &runner.Confidence{Phase: runner.PostPlan, Score: 0.15, Band: runner.BandPass, Threshold: 0.1,
+		PerInput: map[string]runner.ConfidenceInput{"schema": {Value: 1, Weight: 0.15, Contribution: 0.15, Explanation: "complete"}}}
+	digest := "9f2c1d0e7a6b5c4d3e2f1a0b9c8d7e6f5a4b3c2d1e0f9a8b7c6d5e4f3a2b1c0d"
+	stages := []stageView{
+		{Stage: "schema", Verdict: runner.Pass, Summary: "contract valid for prod"},
+		{Stage: "plan", Verdict: runner.Pass, Summary: "plan 9f2c1d0e7a6b: 1 to add, 1 to change, 0 to destroy"},
+	}
+	resources := []runner.ResourceChange{
+		{Address: "module.message.terraform_data.greeting", Actions: []string{"create"}},
+		{Address: "module.echo.terraform_data.echo", Actions: []string{"update"}},
+	}
+	changes := &runner.ChangeSummary{Add: 1, Change: 1}
+	many := make([]runner.ResourceChange, 3000)
+	for i := range many {
+		many[i] = runner.ResourceChange{Address: fmt.Sprintf("module.fleet.aws_instance.node[%d]", i), Actions: []string{"create"}}
+	}
+	return map[string]runView{
+		"pass": {Command: "run", Verdict: "pass", ContractID: contractUUID, Environment: "dev", PlanDigest: digest, Changes: changes, Resources: resources,
+			Stages: append(stages, stageView{Stage: "apply", Verdict: runner.Pass, Summary: "applied plan 9f2c1d0e7a6b: 1 added, 1 changed, 0 destroyed"}), Confidence: conf},
+		"fail": {Command: "plan", Verdict: "fail", Reason: string(runner.PolicyCriticalFail), ContractID: contractUUID, Environment: "dev",
+			Stages: []stageView{{Stage: "schema", Verdict: runner.Pass, Summary: "contract valid"}, {Stage: "policy", Verdict: runner.Fail, Summary: "pre-plan: blocked by 1 critical failure(s) | pipes",
+				Findings: []runner.Finding{{Reason: runner.PolicyCriticalFail, Message: "input audience holds a secret in plaintext"}}}},
+			PCRs: []runner.PCR{
+				{Engine: "rego", RuleID: "nova.secrets.plaintext", Severity: runner.Critical, Result: runner.PCRFail, ResourceRef: "contract:/inputs/audience", Message: "input audience holds a secret in plaintext (key-value-credential)"},
+				{Engine: "rego", RuleID: "nova.tags.required", Severity: runner.Medium, Result: runner.PCRPass, Message: "ok"},
+				{Engine: "checkov", RuleID: "CHECKOV_NOT_CONFIGURED", Severity: runner.Info, Result: runner.PCRSkipped, Message: "not installed"},
+			}},
+		"awaiting approval": {Command: "run", Verdict: "awaiting_approval", Reason: string(runner.ApprovalRequired), ContractID: contractUUID, Environment: "prod", PlanDigest: digest, Changes: changes, Resources: resources,
+			Stages: append(stages, stageView{Stage: "gate", Verdict: runner.AwaitingApproval, Summary: "approval required: prod needs a human approval of plan 9f2c1d0e7a6b",
+				Findings: []runner.Finding{{Reason: runner.ApprovalRequired, Message: "environment prod requires an approval bound to plan digest " + digest + " from group sre"}}}), Confidence: conf},
+		"truncated": {Command: "plan", Verdict: "pass", ContractID: contractUUID, Environment: "dev", PlanDigest: digest, Changes: &runner.ChangeSummary{Add: 3000}, Resources: many, Stages: stages},
+	}
+}
+
+const contractUUID = "0c0ffee0-1111-4222-8333-444455556666"
+
+func TestPullRequestComment(t *testing.T) {
+	for name, v := range commentCases() {
+		t.Run(name, func(t *testing.T) {
+			body, err := renderComment(v, "sre", "https://github.com/org/repo/actions/runs/42")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := utf8.RuneCountInString(body); n > 65536 {
+				t.Errorf("the comment holds %d characters, more than a comment may", n)
+			}
+			if !strings.Contains(body, commentMarker(v.ContractID, v.Environment)) {
+				t.Error("the comment lacks its marker")
+			}
+			golden(t, filepath.Join("comment", name), ".md", body)
+		})
+	}
+}

@@ -1,0 +1,110 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/nova-platform/nova/runner"
+)
+
+// ForgeConfig is how nova reaches the forge it runs in, read once from the
+// variables its runner sets and the event that started the workflow.
+type ForgeConfig struct {
+	// APIURL is GitHub's REST API (GITHUB_API_URL); ServerURL the forge's
+	// root (GITHUB_SERVER_URL, which Gitea's runner sets to Gitea's).
+	APIURL, ServerURL string
+	// Token reads pull requests, reviews, comments and teams and writes
+	// comments, statuses and deployments; without one nova works with the
+	// forge's variables only.
+	Token       string
+	Owner, Repo string
+	// PullRequest is the pull request the event is about (0: none).
+	PullRequest int64
+	// RunID is the workflow run.
+	RunID int64
+	// EventName is the event that started the workflow.
+	EventName string
+	// BaseSHA and HeadSHA are the pull request's base and head commits.
+	BaseSHA, HeadSHA string
+}
+
+// forgeTokenVariables are where a forge token may come from, first found
+// wins: the action's inputs, then what the runners provide.
+var forgeTokenVariables = []string{"INPUT_GITHUB-TOKEN", "INPUT_GITEA-TOKEN", "NOVA_FORGE_TOKEN", "GITEA_TOKEN", "GITHUB_TOKEN"}
+
+func readForgeConfig(forge Forge, getenv func(string) string) (ForgeConfig, error) {
+	if forge == NoForge {
+		return ForgeConfig{}, nil
+	}
+	fc := ForgeConfig{
+		APIURL: getenv("GITHUB_API_URL"), ServerURL: strings.TrimRight(getenv("GITHUB_SERVER_URL"), "/"),
+		EventName: getenv("GITHUB_EVENT_NAME"),
+	}
+	for _, v := range forgeTokenVariables {
+		if fc.Token = getenv(v); fc.Token != "" {
+			break
+		}
+	}
+	if owner, repo, ok := strings.Cut(getenv("GITHUB_REPOSITORY"), "/"); ok {
+		fc.Owner, fc.Repo = owner, repo
+	}
+	if id := getenv("GITHUB_RUN_ID"); id != "" {
+		n, err := strconv.ParseInt(id, 10, 64)
+		if err != nil || n < 0 {
+			return fc, runner.Errorf(runner.ConfigInvalid, "GITHUB_RUN_ID %q is not a run id", id)
+		}
+		fc.RunID = n
+	}
+	if path := getenv("GITHUB_EVENT_PATH"); path != "" {
+		if err := fc.readEvent(path); err != nil {
+			return fc, err
+		}
+	}
+	return fc, nil
+}
+
+// forgeEvent is the part of a workflow's event payload nova reads: the
+// pull request of a pull_request, pull_request_review or issue_comment
+// event, on either forge.
+type forgeEvent struct {
+	PullRequest *struct {
+		Number int64 `json:"number"`
+		Base   struct {
+			SHA string `json:"sha"`
+		} `json:"base"`
+		Head struct {
+			SHA string `json:"sha"`
+		} `json:"head"`
+	} `json:"pull_request"`
+	Issue *struct {
+		Number      int64           `json:"number"`
+		PullRequest json.RawMessage `json:"pull_request"`
+	} `json:"issue"`
+}
+
+// maxEventBytes bounds the event payload nova reads.
+const maxEventBytes = 25 << 20
+
+func (fc *ForgeConfig) readEvent(path string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return runner.Errorf(runner.ConfigInvalid, "reading the workflow's event (GITHUB_EVENT_PATH): %w", err)
+	}
+	if len(data) > maxEventBytes {
+		return runner.Errorf(runner.ConfigInvalid, "the workflow's event is larger than %d bytes", maxEventBytes)
+	}
+	var ev forgeEvent
+	if err := json.Unmarshal(data, &ev); err != nil {
+		return runner.Errorf(runner.ConfigInvalid, "reading the workflow's event (GITHUB_EVENT_PATH): %w", err)
+	}
+	switch {
+	case ev.PullRequest != nil:
+		fc.PullRequest, fc.BaseSHA, fc.HeadSHA = ev.PullRequest.Number, ev.PullRequest.Base.SHA, ev.PullRequest.Head.SHA
+	case ev.Issue != nil && len(ev.Issue.PullRequest) > 0 && string(ev.Issue.PullRequest) != "null":
+		// A comment on a pull request: the event names the number only.
+		fc.PullRequest = ev.Issue.Number
+	}
+	return nil
+}

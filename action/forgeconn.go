@@ -1,0 +1,171 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/nova-platform/nova/runner"
+	"github.com/nova-platform/nova/runner/gitea"
+	"github.com/nova-platform/nova/runner/github"
+	"github.com/nova-platform/nova/runner/local"
+)
+
+// forgeAdapters are the forge's implementations of runner's ports for one
+// repository and, when the event names one, one pull request. Which ones
+// exist depends on the forge and the event; the gate and the reporting
+// use what is there.
+type forgeAdapters struct {
+	sources     []runner.ApprovalSource
+	membership  runner.TeamMembership
+	change      runner.ChangeReader
+	commenter   runner.PullRequestCommenter
+	statuses    runner.StatusSetter
+	deployments runner.Deployments
+}
+
+// connectForge builds the adapters of the forge nova runs in. Outside a
+// forge, or without a token, there are none: approvals then come only from
+// what is already in the evidence (local claims).
+func connectForge(ctx context.Context, cfg Config) (*forgeAdapters, error) {
+	fc := cfg.ForgeAPI
+	if cfg.Forge == NoForge || fc.Token == "" || fc.Owner == "" {
+		return &forgeAdapters{}, nil
+	}
+	a := &forgeAdapters{}
+	switch cfg.Forge {
+	case GitHub:
+		c, err := github.New(github.Config{APIURL: fc.APIURL, Token: fc.Token, Owner: fc.Owner, Repo: fc.Repo, PullRequest: int(fc.PullRequest), RunID: fc.RunID})
+		if err != nil {
+			return nil, err
+		}
+		a.membership, a.statuses, a.deployments = c.Teams(), c.Statuses(), c.Deployments()
+		if fc.RunID != 0 {
+			a.sources = append(a.sources, c.EnvironmentApprovals())
+		}
+		if fc.PullRequest != 0 {
+			a.sources = append(a.sources, c.Reviews(), c.Comments())
+			a.change, a.commenter = c.PullRequest(), c.Commenter()
+		}
+	case Gitea:
+		c, err := gitea.New(ctx, gitea.Config{URL: fc.ServerURL, Token: fc.Token, Owner: fc.Owner, Repo: fc.Repo, PullRequest: fc.PullRequest})
+		if err != nil {
+			return nil, err
+		}
+		a.membership, a.statuses = c.Teams(), c.Statuses()
+		if fc.PullRequest != 0 {
+			pr := c.PullRequest()
+			a.sources = append(a.sources, c.Reviews(), c.Comments())
+			a.change, a.commenter = pr, pr
+		}
+	}
+	return a, nil
+}
+
+// forgeReport publishes a finished run where people look: one comment per
+// contract and environment on the pull request, a commit status, and on
+// GitHub a deployment for an apply. A failure to publish is reported but
+// never changes the run's verdict, which the evidence already holds.
+type forgeReport struct {
+	cfg          Config
+	forge        *forgeAdapters
+	warn         io.Writer
+	deploymentID int64
+}
+
+// authorized starts the deployment of an authorized apply.
+func (r *forgeReport) authorized(ctx context.Context, st *runner.State) {
+	if r.forge.deployments == nil || st.Authorization == nil || st.Plan == nil {
+		return
+	}
+	id, err := r.forge.deployments.StartDeployment(ctx, r.commit(), st.Authorization.Environment, "nova apply of plan "+runner.ShortDigest(st.Plan.Digest))
+	if err != nil {
+		fmt.Fprintf(r.warn, "nova: could not record the deployment on the forge: %v\n", err)
+		return
+	}
+	r.deploymentID = id
+	r.deployment(ctx, runner.DeploymentInProgress, "applying plan "+runner.ShortDigest(st.Plan.Digest))
+}
+
+func (r *forgeReport) deployment(ctx context.Context, state runner.DeploymentState, description string) {
+	if r.deploymentID == 0 {
+		return
+	}
+	if err := r.forge.deployments.SetDeploymentState(ctx, r.deploymentID, state, description); err != nil {
+		fmt.Fprintf(r.warn, "nova: could not update the deployment on the forge: %v\n", err)
+	}
+}
+
+// finished publishes the outcome.
+func (r *forgeReport) finished(ctx context.Context, v runView) {
+	if v.ContractID == "" {
+		return
+	}
+	switch {
+	case r.deploymentID == 0:
+	case v.Verdict == string(runner.Pass):
+		r.deployment(ctx, runner.DeploymentSuccess, "applied")
+	case v.Reason == string(runner.ApplyIndeterminate):
+		r.deployment(ctx, runner.DeploymentFailure, "outcome unknown: record it with `nova evidence resolve`")
+	default:
+		r.deployment(ctx, runner.DeploymentFailure, "failed: "+v.Reason)
+	}
+	if r.forge.statuses != nil && r.commit() != "" {
+		s := runner.CommitStatus{Context: fmt.Sprintf("nova/%s/%s", v.ContractID, v.Environment), State: commitState(v), Description: statusLine(v), TargetURL: r.runURL()}
+		if err := r.forge.statuses.SetStatus(ctx, r.commit(), s); err != nil {
+			fmt.Fprintf(r.warn, "nova: could not set the commit status: %v\n", err)
+		}
+	}
+	if r.forge.commenter != nil {
+		group := ""
+		if v.Verdict == string(runner.AwaitingApproval) {
+			if cfg, err := (local.TrustedApprovers{Dir: r.cfg.Dir, Base: r.cfg.Base}).Approvers(ctx); err == nil {
+				group = cfg.GroupFor(runner.Environment(v.Environment))
+			}
+		}
+		body, err := renderComment(v, group, r.runURL())
+		if err == nil {
+			err = r.forge.commenter.UpsertComment(ctx, commentMarker(v.ContractID, v.Environment), body)
+		}
+		if err != nil {
+			fmt.Fprintf(r.warn, "nova: could not update the pull request comment: %v\n", err)
+		}
+	}
+}
+
+// commit is where statuses and deployments go: the pull request's head
+// (what reviewers see), else the commit the run planned.
+func (r *forgeReport) commit() string {
+	if r.cfg.ForgeAPI.HeadSHA != "" {
+		return r.cfg.ForgeAPI.HeadSHA
+	}
+	return r.cfg.Commit
+}
+
+func (r *forgeReport) runURL() string {
+	fc := r.cfg.ForgeAPI
+	if fc.ServerURL == "" || fc.Owner == "" || fc.RunID == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%s/%s/%s/actions/runs/%d", fc.ServerURL, fc.Owner, fc.Repo, fc.RunID)
+}
+
+func commitState(v runView) runner.CommitState {
+	switch runner.Verdict(v.Verdict) {
+	case runner.Pass:
+		return runner.StateSuccess
+	case runner.AwaitingApproval:
+		return runner.StatePending
+	case runner.Fail:
+		return runner.StateFailure
+	}
+	return runner.StateError
+}
+
+func statusLine(v runView) string {
+	s := fmt.Sprintf("nova %s: %s", v.Command, v.Verdict)
+	if v.Reason != "" {
+		s += " (" + v.Reason + ")"
+	}
+	return s
+}

@@ -1,0 +1,86 @@
+package local
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+
+	"github.com/nova-platform/nova/runner"
+	"github.com/nova-platform/nova/runner/evidence/signing"
+)
+
+// approverName keeps an approver's name usable as one path segment.
+var approverName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$`)
+
+// ClaimKeys verifies local approval claims with the approver's own key:
+// the one registered under `keys:` in the trusted approver config, else —
+// only when Dir is set, in local mode — the key made on first use under
+// Dir/<name>. A forge's runner sets no Dir: there only registered keys
+// count.
+type ClaimKeys struct {
+	Approvers runner.ApproversReader
+	Dir       string
+}
+
+var _ runner.ClaimVerifier = ClaimKeys{}
+
+// VerifyClaim implements runner.ClaimVerifier.
+func (k ClaimKeys) VerifyClaim(ctx context.Context, c runner.SignedClaim) error {
+	name := c.Claim.Approver
+	if !approverName.MatchString(name) {
+		return fmt.Errorf("approver %q is not a name", name)
+	}
+	cfg, err := k.Approvers.Approvers(ctx)
+	if err != nil {
+		return err
+	}
+	pem := cfg.Keys[name]
+	if pem == "" && k.Dir != "" {
+		b, err := os.ReadFile(signing.LocalSigningPublicKey(filepath.Join(k.Dir, name)))
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("reading %s's key: %w", name, err)
+		}
+		pem = string(b)
+	}
+	if pem == "" {
+		return fmt.Errorf("%s has no key registered under keys: in %s", name, runner.ApproversFile)
+	}
+	pub, err := signing.LoadPublicKeys([]byte(pem))
+	if err != nil {
+		return fmt.Errorf("%s's key: %w", name, err)
+	}
+	ks, err := signing.NewKeySet(pub...)
+	if err != nil {
+		return fmt.Errorf("%s's key: %w", name, err)
+	}
+	msg, err := runner.Canonical(c.Claim)
+	if err != nil {
+		return err
+	}
+	return ks.Verify(msg, []byte(c.Signature))
+}
+
+// SignClaim signs claim with its approver's local key under dir, making
+// the key on first use: what `nova approve` does on the approver's
+// machine.
+func SignClaim(dir string, claim runner.LocalClaim) (runner.SignedClaim, error) {
+	if !approverName.MatchString(claim.Approver) {
+		return runner.SignedClaim{}, runner.Errorf(runner.ConfigInvalid, "approver %q is not a name", claim.Approver)
+	}
+	s, err := signing.LocalSigner(filepath.Join(dir, claim.Approver))
+	if err != nil {
+		return runner.SignedClaim{}, runner.Errorf(runner.EvidenceKeyInvalid, "%s's key: %w", claim.Approver, err)
+	}
+	msg, err := runner.Canonical(claim)
+	if err != nil {
+		return runner.SignedClaim{}, runner.Errorf(runner.InternalError, "encoding the claim: %w", err)
+	}
+	sig, err := s.Sign(msg)
+	if err != nil {
+		return runner.SignedClaim{}, runner.Errorf(runner.EvidenceKeyInvalid, "signing the claim: %w", err)
+	}
+	return runner.SignedClaim{Claim: claim, Signature: string(sig)}, nil
+}
