@@ -38,7 +38,7 @@ func commentCases() map[string]runView {
 				{Engine: "rego", RuleID: "nova.tags.required", Severity: runner.Medium, Result: runner.PCRPass, Message: "ok"},
 				{Engine: "checkov", RuleID: "CHECKOV_NOT_CONFIGURED", Severity: runner.Info, Result: runner.PCRSkipped, Message: "not installed"},
 			}},
-		"awaiting approval": {Command: "run", Verdict: "awaiting_approval", Reason: string(runner.ApprovalRequired), ContractID: contractUUID, Environment: "prod", PlanDigest: digest, Changes: changes, Resources: resources,
+		"awaiting-approval": {Command: "run", Verdict: "awaiting_approval", Reason: string(runner.ApprovalRequired), ContractID: contractUUID, Environment: "prod", PlanDigest: digest, Changes: changes, Resources: resources,
 			Stages: append(stages, stageView{Stage: "gate", Verdict: runner.AwaitingApproval, Summary: "approval required: prod needs a human approval of plan 9f2c1d0e7a6b",
 				Findings: []runner.Finding{{Reason: runner.ApprovalRequired, Message: "environment prod requires an approval bound to plan digest " + digest + " from group sre"}}}), Confidence: conf},
 		"truncated": {Command: "plan", Verdict: "pass", ContractID: contractUUID, Environment: "dev", PlanDigest: digest, Changes: &runner.ChangeSummary{Add: 3000}, Resources: many, Stages: stages},

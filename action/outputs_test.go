@@ -55,7 +55,7 @@ func TestJobSummary(t *testing.T) {
 		"fail": {Command: "plan", Verdict: "fail", Reason: string(runner.PolicyCriticalFail), ContractID: "0c0ffee0-1111-4222-8333-444455556666", Environment: "dev",
 			Stages: stages(stageView{Stage: "nfr", Verdict: runner.Fail, Summary: "blocked | by a critical finding", DurationMs: 3,
 				Findings: []runner.Finding{{Reason: runner.PolicyCriticalFail, Message: "plaintext secret in\ninputs.audience", Location: ".nova/contract.yml:6:13"}}})},
-		"awaiting approval": {Command: "run", Verdict: "awaiting_approval", Reason: string(runner.ApprovalRequired), ContractID: "0c0ffee0-1111-4222-8333-444455556666", Environment: "prod", PlanDigest: "9f2c1d0e",
+		"awaiting-approval": {Command: "run", Verdict: "awaiting_approval", Reason: string(runner.ApprovalRequired), ContractID: "0c0ffee0-1111-4222-8333-444455556666", Environment: "prod", PlanDigest: "9f2c1d0e",
 			Stages: stages(stageView{Stage: "gate", Verdict: runner.AwaitingApproval, Summary: "approval required: prod needs a human approval of plan 9f2c1d0e",
 				Findings: []runner.Finding{{Reason: runner.ApprovalRequired, Message: "environment prod requires an approval bound to plan digest 9f2c1d0e"}}}),
 			Confidence: conf},
