@@ -49,6 +49,7 @@ bench: tools
 
 ## docs: regenerate generated documentation.
 docs:
+	$(GO) test ./action -run TestActionMetadataIsGenerated -update
 	$(GO) test ./runner -run TestReasonCodesDocIsCurrent -update
 
 ## workflows: copy workflows-src/ to .github/workflows and .gitea/workflows.

@@ -60,7 +60,7 @@ func approveCommand(ctx context.Context, cfg Config, env Env) error {
 	if err != nil {
 		return failed(env, cfg, err)
 	}
-	approvers := local.TrustedApprovers{Dir: cfg.Dir, Base: cfg.Base}
+	approvers := cfg.approvers()
 	st := &runner.State{RunID: local.NewRunID(time.Now()), Dir: cfg.Dir, Commit: cfg.Commit, Contract: contract, Plan: &runner.Plan{Digest: digest}}
 	importer := &runner.ImportApprovals{
 		Sources:   []runner.ApprovalSource{signedClaim{claim: signed}},

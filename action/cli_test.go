@@ -114,25 +114,6 @@ func writeFile(t *testing.T, path, content string) {
 	}
 }
 
-func TestActionInputsBecomeFlags(t *testing.T) {
-	env := map[string]string{
-		"GITHUB_ACTIONS":       "true",
-		"INPUT_COMMAND":        "apply",
-		"INPUT_DIR":            "svc",
-		"INPUT_ENVIRONMENT":    "prod",
-		"INPUT_BUNDLE":         "",
-		"INPUT_BACKEND-CONFIG": "bucket=state\n\n  key=svc.tfstate  \n",
-	}
-	got := actionArgs(func(k string) string { return env[k] })
-	want := []string{"apply", "--dir", "svc", "--env", "prod", "--backend-config", "bucket=state", "--backend-config", "key=svc.tfstate"}
-	if strings.Join(got, " ") != strings.Join(want, " ") {
-		t.Errorf("actionArgs = %q, want %q", got, want)
-	}
-	if got := actionArgs(func(string) string { return "" }); len(got) != 1 || got[0] != "run" {
-		t.Errorf("without inputs actionArgs = %q, want [run]", got)
-	}
-}
-
 func TestTerraformDoesNotSeeNovaSecrets(t *testing.T) {
 	cfg, err := readConfig(Env{
 		Args:    []string{"plan", "--dir", t.TempDir(), "--state-dir", t.TempDir(), "--commit", "c"},

@@ -49,9 +49,14 @@ type Config struct {
 	BackendConfig []string
 	Commit        string
 	// Base is the trusted base the approver config is read from.
-	Base    string
-	Bundle  string
-	Verbose bool
+	Base   string
+	Bundle string
+	// ExpectDigest is the plan digest the bundle must carry: the one the
+	// plan job published, so an artifact swapped on the way is refused.
+	ExpectDigest string
+	// ApproversPath is the approver config, relative to Dir.
+	ApproversPath string
+	Verbose       bool
 	// TrustedKeysFile holds armored OpenPGP keys that verify commits for
 	// the provenance input.
 	TrustedKeysFile string
@@ -79,8 +84,10 @@ type Config struct {
 	ForgeAPI    ForgeConfig
 	OutputFile  string
 	SummaryFile string
-	// WorkDir is where nova was started, for shorter paths in messages.
-	WorkDir string
+	// WorkDir is where nova was started, for shorter paths in messages;
+	// Workspace the runner's workspace (GITHUB_WORKSPACE), which step
+	// outputs and annotations are relative to.
+	WorkDir, Workspace string
 	// Actor is who runs nova: the forge user, else the local user.
 	Actor string
 	// TerraformEnv is the environment terraform runs with.
@@ -141,15 +148,23 @@ var errUsage = errors.New("usage")
 func readConfig(env Env) (Config, error) {
 	args := env.Args
 	forge := detectForge(env.Getenv)
-	if len(args) == 0 && forge != NoForge {
-		args = actionArgs(env.Getenv)
+	// Secrets are known before anything can go wrong, so that even an
+	// error about the configuration is printed after the masks.
+	secretValues := secrets(env.Getenv, "")
+	// Without arguments in a forge's runner nova is the container action:
+	// its inputs say what to do.
+	actionMode := len(args) == 0 && forge != NoForge
+	if actionMode {
+		env.Getenv = actionGetenv(env.Getenv)
+		var err error
+		if args, err = actionCommand(env.Getenv); err != nil {
+			return Config{Forge: forge, Secrets: secretValues}, err
+		}
 	}
 	if len(args) == 0 {
 		return Config{}, errNoCommand
 	}
-	// Secrets are known before anything can go wrong, so that even an
-	// error about the configuration is printed after the masks.
-	cfg := Config{Command: args[0], Forge: forge, Secrets: secrets(env.Getenv, "")}
+	cfg := Config{Command: args[0], Forge: forge, Secrets: secretValues}
 	args = args[1:]
 	switch cfg.Command {
 	case "version", "--version", "help", "-h", "--help":
@@ -175,6 +190,13 @@ func readConfig(env Env) (Config, error) {
 			fmt.Fprint(env.Stderr, policyUsage)
 			fs.PrintDefaults()
 		}
+	}
+	if actionMode {
+		extra, err := actionFlags(fs, cfg.Command, env.Getenv)
+		if err != nil {
+			return cfg, err
+		}
+		args = append(args, extra...)
 	}
 	if cfg.Command == "verify" {
 		// The repo may come before the flags (`verify ./repo --contract X`),
@@ -246,8 +268,12 @@ func (cfg *Config) flags(fs *flag.FlagSet, getenv func(string) string) *rawFlags
 		fs.StringVar(&cfg.TrustedKeysFile, "trusted-keys", getenv("NOVA_TRUSTED_KEYS"), "armored OpenPGP public keys that verify commit signatures")
 		fs.StringVar(&cfg.Base, "base", getenv("NOVA_BASE"), "trusted base commit or ref the approver config is read from (default: the pull request's base, else the default branch)")
 	}
+	if slices.Contains(pipelineCommands, cmd) || slices.Contains(approveCommands, cmd) {
+		fs.StringVar(&cfg.ApproversPath, "approvers", runner.ApproversFile, "approver config, relative to --dir, read from the trusted base")
+	}
 	if cmd == "apply" {
 		fs.StringVar(&cfg.Bundle, "bundle", "", "plan bundle from `nova plan` (default: the newest for this contract)")
+		fs.StringVar(&cfg.ExpectDigest, "digest", "", "refuse the bundle unless its plan digest is this one (the plan job's plan-digest output)")
 	}
 	if slices.Contains(evidenceCommands, cmd) {
 		fs.StringVar(&f.evidenceRepo, "evidence-repo", "", "evidence repo path or URL (default: $NOVA_EVIDENCE_REPO, else a local bare repo)")
@@ -300,6 +326,9 @@ func (cfg *Config) complete(f *rawFlags, env Env) error {
 			return runner.Errorf(runner.ConfigInvalid, "--dir: %w", err)
 		}
 	}
+	if cfg.ApproversPath != "" && !filepath.IsLocal(cfg.ApproversPath) {
+		return runner.Errorf(runner.ConfigInvalid, "--approvers %q: want a path inside --dir", cfg.ApproversPath)
+	}
 	cfg.BackendConfig = f.backendConfig
 	cfg.Verify.KeyFiles, cfg.Verify.CommitKeyFiles = f.keyFiles, f.commitKeys
 	if cfg.Actor == "" {
@@ -307,6 +336,7 @@ func (cfg *Config) complete(f *rawFlags, env Env) error {
 	}
 	cfg.InfracostKey = getenv("INFRACOST_API_KEY")
 	cfg.OutputFile, cfg.SummaryFile, cfg.WorkDir = getenv("GITHUB_OUTPUT"), getenv("GITHUB_STEP_SUMMARY"), getenv("PWD")
+	cfg.Workspace = getenv("GITHUB_WORKSPACE")
 	cfg.Source = "urn:nova:local"
 	if server, repo, runID := getenv("GITHUB_SERVER_URL"), getenv("GITHUB_REPOSITORY"), getenv("GITHUB_RUN_ID"); server != "" && repo != "" && runID != "" {
 		cfg.Source = server + "/" + repo + "/actions/runs/" + runID
@@ -371,6 +401,11 @@ func (cfg *Config) complete(f *rawFlags, env Env) error {
 	return nil
 }
 
+// approvers reads the approver config from the trusted base.
+func (cfg Config) approvers() local.TrustedApprovers {
+	return local.TrustedApprovers{Dir: cfg.Dir, Base: cfg.Base, Path: cfg.ApproversPath}
+}
+
 func (cfg *Config) checkResolve(envName string) error {
 	var err error
 	if cfg.Resolve.Env, err = parseEnvironment("--env", envName); err != nil {
@@ -418,9 +453,10 @@ func (cfg Config) displayName() string {
 // novaSecret reports whether an environment variable belongs to Nova
 // itself — its signing keys, their passwords, the evidence token. Terraform
 // runs module code (provisioners, external data sources) and needs the
-// cloud's credentials, never the keys that make Nova's evidence trustworthy.
+// cloud's credentials, never the keys that make Nova's evidence trustworthy
+// nor the action's inputs, which carry them in action mode.
 func novaSecret(name string) bool {
-	return strings.HasPrefix(name, "NOVA_") || strings.HasPrefix(name, "COSIGN_")
+	return strings.HasPrefix(name, "NOVA_") || strings.HasPrefix(name, "COSIGN_") || strings.HasPrefix(name, "INPUT_")
 }
 
 // parseEnvironment reads an environment flag; empty means unset.

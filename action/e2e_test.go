@@ -207,7 +207,14 @@ func TestEndToEndPlanApplyChangeDestroy(t *testing.T) {
 		t.Errorf("plan alone changed the state: message__text = %q", got)
 	}
 
-	code, v, stderr = c.nova(ctx, "apply", "--bundle", v.BundleDir)
+	// The apply job names the digest the plan job published: a bundle
+	// carrying another is refused before anything is authorized.
+	planned := v
+	code, v, _ = c.nova(ctx, "apply", "--bundle", planned.BundleDir, "--digest", "sha256:"+strings.Repeat("0", 64))
+	if code != ExitFail || v.Reason != string(runner.PlanBundleMismatch) {
+		t.Errorf("apply with another digest: exit %d reason %s, want PLAN_BUNDLE_MISMATCH", code, v.Reason)
+	}
+	code, v, stderr = c.nova(ctx, "apply", "--bundle", planned.BundleDir, "--digest", planned.PlanDigest)
 	if code != ExitPass || !slices.Equal(verdicts(v), []string{"schema=pass", "bundle=pass", "approvals=pass", "gate=pass", "apply=pass"}) {
 		t.Fatalf("apply of bundle: exit %d, %v\n%s", code, verdicts(v), stderr)
 	}

@@ -35,7 +35,7 @@ func detectForge(getenv func(string) string) Forge {
 var secretVariables = []string{
 	"NOVA_EVIDENCE_TOKEN", "NOVA_SIGNING_KEY", "NOVA_SIGNING_KEY_PASSWORD", "COSIGN_PASSWORD",
 	"NOVA_COMMIT_KEY", "NOVA_COMMIT_KEY_PASSPHRASE", "INFRACOST_API_KEY",
-	"GITHUB_TOKEN", "GITEA_TOKEN", "INPUT_GITHUB-TOKEN", "INPUT_GITEA-TOKEN", "INPUT_EVIDENCE-TOKEN",
+	"GITHUB_TOKEN", "GITEA_TOKEN", "NOVA_FORGE_TOKEN",
 }
 
 // secrets collects the secret values of this process: the variables above
@@ -53,7 +53,7 @@ func secrets(getenv func(string) string, evidenceRepo string) []string {
 			}
 		}
 	}
-	for _, name := range secretVariables {
+	for _, name := range slices.Concat(secretVariables, secretInputVariables()) {
 		add(getenv(name))
 	}
 	for _, raw := range []string{getenv("NOVA_EVIDENCE_REPO"), evidenceRepo} {

@@ -31,8 +31,9 @@ type ForgeConfig struct {
 }
 
 // forgeTokenVariables are where a forge token may come from, first found
-// wins: the action's inputs, then what the runners provide.
-var forgeTokenVariables = []string{"INPUT_GITHUB-TOKEN", "INPUT_GITEA-TOKEN", "NOVA_FORGE_TOKEN", "GITEA_TOKEN", "GITHUB_TOKEN"}
+// wins: nova's own (which the action's token inputs stand for), then what
+// the runners provide.
+var forgeTokenVariables = []string{"NOVA_FORGE_TOKEN", "GITEA_TOKEN", "GITHUB_TOKEN"}
 
 func readForgeConfig(forge Forge, getenv func(string) string) (ForgeConfig, error) {
 	if forge == NoForge {

@@ -8,7 +8,6 @@ import (
 	"github.com/nova-platform/nova/runner"
 	"github.com/nova-platform/nova/runner/gitea"
 	"github.com/nova-platform/nova/runner/github"
-	"github.com/nova-platform/nova/runner/local"
 )
 
 // forgeAdapters are the forge's implementations of runner's ports for one
@@ -119,7 +118,7 @@ func (r *forgeReport) finished(ctx context.Context, v runView) {
 	if r.forge.commenter != nil {
 		group := ""
 		if v.Verdict == string(runner.AwaitingApproval) {
-			if cfg, err := (local.TrustedApprovers{Dir: r.cfg.Dir, Base: r.cfg.Base}).Approvers(ctx); err == nil {
+			if cfg, err := r.cfg.approvers().Approvers(ctx); err == nil {
 				group = cfg.GroupFor(runner.Environment(v.Environment))
 			}
 		}

@@ -1,38 +1,213 @@
 package main
 
 import (
+	"flag"
+	"fmt"
+	"slices"
 	"strings"
 
-	"github.com/sethvargo/go-githubactions"
+	"github.com/nova-platform/nova/runner"
 )
 
-// actionArgs turns the container action's inputs into nova's command line,
-// so action mode and CLI mode share one parser and one set of defaults. The
-// runner passes each input as INPUT_<NAME>.
-func actionArgs(getenv func(string) string) []string {
-	gha := githubactions.New(githubactions.WithGetenv(getenv))
-	cmd := gha.GetInput("command")
-	if cmd == "" {
-		cmd = "run"
-	}
-	args := []string{cmd}
-	for _, in := range []struct{ input, flag string }{
-		{"dir", "--dir"},
-		{"contract", "--contract"},
-		{"environment", "--env"},
-		{"output", "--output"},
-		{"backend", "--backend"},
-		{"bundle", "--bundle"},
-	} {
-		if v := gha.GetInput(in.input); v != "" {
-			args = append(args, in.flag, v)
+// actionInput is one input of the container action. The table below is
+// the one source of action.yml's inputs and docs/action.md (tests fail
+// when either drifts), and of how each input reaches nova: as a flag of
+// the command, or, for secrets and settings read from the environment, as
+// the variable it stands for.
+type actionInput struct {
+	Name        string
+	Default     string
+	Description string
+	// Flag is the command-line flag the input becomes, for the commands
+	// that have it; Lines makes one flag per non-empty line.
+	Flag  string
+	Lines bool
+	// Env is the variable the input stands in for when the input is set.
+	Env string
+	// Secret inputs are masked before anything is printed and never
+	// become command-line arguments.
+	Secret bool
+}
+
+// actionCommands are the values of the command input.
+var actionCommands = []string{"validate", "policy", "plan", "apply", "run", "approve", "reject", "verify"}
+
+var actionInputs = []actionInput{
+	{Name: "command", Default: "run", Description: "What nova does: " + strings.Join(actionCommands, ", ") + " (verify is `nova evidence verify`)."},
+	{Name: "dir", Default: ".", Flag: "--dir", Description: "The consumer checkout, relative to the workspace."},
+	{Name: "contract", Default: ".nova/contract.yml", Flag: "--contract", Description: "The contract file, relative to dir."},
+	{Name: "environment", Flag: "--env", Description: "Override the contract's environment (dev, qa, prod or dr); it may only raise the guard."},
+	{Name: "bundle", Flag: "--bundle", Description: "For apply: the plan bundle directory the plan job uploaded (default: the newest for the contract)."},
+	{Name: "digest", Flag: "--digest", Description: "For apply: refuse a bundle whose plan digest is not this one (the plan job's plan-digest output). For approve and reject: a prefix of the plan digest decided on."},
+	{Name: "reason", Flag: "--reason", Description: "For reject: why the plan is rejected."},
+	{Name: "backend", Flag: "--backend", Description: "Terraform backend type, overriding the contract's."},
+	{Name: "backend-config", Flag: "--backend-config", Lines: true, Description: "Terraform -backend-config entries, one key=value per line."},
+	{Name: "base", Flag: "--base", Description: "The trusted base commit or ref the approver config is read from (default: the pull request's base, else the default branch)."},
+	{Name: "approvers", Default: runner.ApproversFile, Flag: "--approvers", Description: "The approver config, relative to dir, read from the trusted base."},
+	{Name: "output", Default: "text", Flag: "--output", Description: "Report format on stdout: text or json (policy also sarif and junit)."},
+	{Name: "report-file", Flag: "--out", Description: "For policy: write the report to this file, relative to the workspace (for a SARIF upload)."},
+	{Name: "evidence-repo", Flag: "--evidence-repo", Description: "The evidence repository: a path or an https URL (default: a local bare repo inside the runner, lost with it)."},
+	{Name: "evidence-branch", Env: "NOVA_EVIDENCE_BRANCH", Description: "The branch of the evidence repository (default: main)."},
+	{Name: "evidence-token", Env: "NOVA_EVIDENCE_TOKEN", Secret: true, Description: "Token that pushes to an https evidence-repo."},
+	{Name: "signing-key", Env: "NOVA_SIGNING_KEY", Secret: true, Description: "PEM (cosign) private key that signs events."},
+	{Name: "signing-key-password", Env: "NOVA_SIGNING_KEY_PASSWORD", Secret: true, Description: "Password of signing-key."},
+	{Name: "commit-key", Env: "NOVA_COMMIT_KEY", Secret: true, Description: "Armored OpenPGP private key that signs evidence commits."},
+	{Name: "commit-key-passphrase", Env: "NOVA_COMMIT_KEY_PASSPHRASE", Secret: true, Description: "Passphrase of commit-key."},
+	{Name: "evidence-public-key", Env: "NOVA_EVIDENCE_PUBLIC_KEY", Description: "For verify: the public key (cosign.pub format) events must be signed with."},
+	{Name: "commit-public-key", Env: "NOVA_COMMIT_PUBLIC_KEY", Description: "For verify: the armored OpenPGP public key evidence commits must be signed with."},
+	{Name: "gitea-token", Env: "NOVA_FORGE_TOKEN", Secret: true, Description: "Token for Gitea's API, when running on Gitea (wins over github-token)."},
+	{Name: "github-token", Default: "${{ github.token }}", Env: "NOVA_FORGE_TOKEN", Secret: true, Description: "Token for GitHub's API: reads reviews and teams, writes the pull request comment, commit status and deployment. On Gitea the runner fills it with Gitea's token."},
+	{Name: "infracost-api-key", Env: "INFRACOST_API_KEY", Secret: true, Description: "Lets the nfr stage estimate cost with infracost."},
+}
+
+// actionOutputs are the outputs every command sets, documented in
+// action.yml and docs/action.md.
+var actionOutputDocs = []struct{ Name, Description string }{
+	{"verdict", "pass, fail, error or awaiting_approval."},
+	{"exit-code", "0 pass, 1 verdict fail, 2 tool or configuration error, 3 awaiting approval."},
+	{"reason", "The reason code of the stage that stopped the run (docs/reason-codes.md)."},
+	{"run-id", "This run's id; its events are in .nova/runs/<run-id>/events.jsonl."},
+	{"plan-digest", "sha256 binding the plan to the contract and commit; approvals name it."},
+	{"confidence", "The last confidence score (three decimals), when one was computed."},
+	{"bundle-dir", "The plan bundle to hand to the apply job, relative to the workspace."},
+}
+
+// inputVariable is the variable the runner passes an input in.
+func inputVariable(name string) string {
+	return "INPUT_" + strings.ToUpper(strings.ReplaceAll(name, " ", "_"))
+}
+
+// secretInputVariables are the variables of the secret inputs, for the
+// masks.
+func secretInputVariables() []string {
+	var out []string
+	for _, in := range actionInputs {
+		if in.Secret {
+			out = append(out, inputVariable(in.Name))
 		}
 	}
-	// backend-config takes one key=value per line, as multi-line inputs do.
-	for _, line := range strings.Split(gha.GetInput("backend-config"), "\n") {
-		if line = strings.TrimSpace(line); line != "" {
-			args = append(args, "--backend-config", line)
+	return out
+}
+
+// actionGetenv lays the inputs that stand for variables over the
+// environment: an input that is set wins, as a value given in the workflow
+// is the more specific one. Of two inputs for one variable the first in
+// the table wins: gitea-token before github-token, whose default is always
+// set.
+func actionGetenv(getenv func(string) string) func(string) string {
+	return func(key string) string {
+		for _, in := range actionInputs {
+			if in.Env == key {
+				if v := getenv(inputVariable(in.Name)); strings.TrimSpace(v) != "" {
+					return v
+				}
+			}
+		}
+		return getenv(key)
+	}
+}
+
+// actionCommand is the command line the command input names.
+func actionCommand(getenv func(string) string) ([]string, error) {
+	cmd := strings.TrimSpace(getenv(inputVariable("command")))
+	switch {
+	case cmd == "":
+		return []string{"run"}, nil
+	case cmd == "verify":
+		return []string{"evidence", "verify"}, nil
+	case slices.Contains(actionCommands, cmd):
+		return []string{cmd}, nil
+	}
+	return nil, runner.Errorf(runner.ConfigInvalid, "input command %q: want one of %s", cmd, strings.Join(actionCommands, ", "))
+}
+
+// actionFlags turns the inputs into flags of the command whose flags fs
+// holds, so action mode and CLI mode share one parser and one set of
+// defaults. An input the command has no flag for is left out while it has
+// its default (the runner passes every input, defaults included) and is
+// an error when a workflow set it, as silently ignoring it would run
+// something else than the workflow says.
+func actionFlags(fs *flag.FlagSet, command string, getenv func(string) string) ([]string, error) {
+	var args []string
+	for _, in := range actionInputs {
+		if in.Flag == "" {
+			continue
+		}
+		v := strings.TrimSpace(getenv(inputVariable(in.Name)))
+		if v == "" || (v == in.Default && fs.Lookup(in.Flag[2:]) == nil) {
+			continue
+		}
+		if fs.Lookup(in.Flag[2:]) == nil {
+			return nil, runner.Errorf(runner.ConfigInvalid, "input %s does not apply to command %s", in.Name, command)
+		}
+		if !in.Lines {
+			args = append(args, in.Flag, v)
+			continue
+		}
+		for _, line := range strings.Split(v, "\n") {
+			if line = strings.TrimSpace(line); line != "" {
+				args = append(args, in.Flag, line)
+			}
 		}
 	}
-	return args
+	return args, nil
+}
+
+// actionYAMLInputs renders the inputs section of action.yml.
+func actionYAMLInputs() string {
+	var b strings.Builder
+	b.WriteString("inputs:\n")
+	for _, in := range actionInputs {
+		fmt.Fprintf(&b, "  %s:\n    description: %s\n    default: %s\n", in.Name, yamlString(in.Description), yamlString(in.Default))
+	}
+	b.WriteString("\noutputs:\n")
+	for _, out := range actionOutputDocs {
+		fmt.Fprintf(&b, "  %s:\n    description: %s\n", out.Name, yamlString(out.Description))
+	}
+	return b.String()
+}
+
+// yamlString quotes s as a YAML double-quoted scalar, which JSON's string
+// syntax is a subset of.
+func yamlString(s string) string {
+	return fmt.Sprintf("%q", s)
+}
+
+// actionMarkdown renders docs/action.md.
+func actionMarkdown() string {
+	var b strings.Builder
+	b.WriteString("# The Nova action\n\n")
+	b.WriteString("Generated from `action/inputs.go` by `make docs`; a test fails when it is stale.\n\n")
+	b.WriteString("```yaml\n- uses: nova-platform/nova@v1\n  with:\n    command: plan\n    dir: infra/app\n```\n\n")
+	b.WriteString("The action runs nova's container as GitHub runs container actions: the workspace is the working directory, ")
+	b.WriteString("inputs arrive as `INPUT_*`, outputs and the job summary go to the runner's files, and findings become annotations ")
+	b.WriteString("on the contract, with paths relative to the repository root. Secret inputs are masked with `::add-mask::` before ")
+	b.WriteString("nova prints anything and reach nova as environment variables, never as arguments. ")
+	b.WriteString("An input that the command does not use is an error when set to anything but its default.\n\n")
+	b.WriteString("## Inputs\n\n| input | default | secret | becomes | description |\n|---|---|---|---|---|\n")
+	for _, in := range actionInputs {
+		becomes := "`" + in.Flag + "`"
+		if in.Env != "" {
+			becomes = "`$" + in.Env + "`"
+		}
+		if in.Name == "command" {
+			becomes = "the command"
+		}
+		def := ""
+		if in.Default != "" {
+			def = "`" + in.Default + "`"
+		}
+		secret := ""
+		if in.Secret {
+			secret = "yes"
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s |\n", in.Name, def, secret, becomes, mdCell(in.Description))
+	}
+	b.WriteString("\n## Outputs\n\n| output | description |\n|---|---|\n")
+	for _, out := range actionOutputDocs {
+		fmt.Fprintf(&b, "| `%s` | %s |\n", out.Name, mdCell(out.Description))
+	}
+	b.WriteString("\n## Exit codes\n\n0 pass, 1 verdict fail, 2 tool or configuration error, 3 awaiting approval: the step fails on anything but 0, ")
+	b.WriteString("so a job that may wait for approval (`run` in qa, prod or dr without one) sets `continue-on-error` and reads the `verdict` output.\n")
+	return b.String()
 }

@@ -134,7 +134,7 @@ func (w wiring) stages(ctx context.Context) ([]runner.Stage, error) {
 		if err != nil {
 			return nil, err
 		}
-		bundle := &apply.Bundle{Dir: cfg.Bundle, RunsDir: local.RunsDir(cfg.Dir), Evidence: w.evidence, Engine: engine}
+		bundle := &apply.Bundle{Dir: cfg.Bundle, ExpectDigest: cfg.ExpectDigest, RunsDir: local.RunsDir(cfg.Dir), Evidence: w.evidence, Engine: engine}
 		return slices.Concat([]runner.Stage{validate, bundle}, w.gate(), []runner.Stage{apply.New(engine)}), nil
 	}
 	policyCfg, err := policy.LoadConfig(cfg.Dir)
@@ -179,7 +179,7 @@ func (w wiring) stages(ctx context.Context) ([]runner.Stage, error) {
 // the evidence first, then the gate decides from the evidence alone, and
 // signs an attestation of what it authorized.
 func (w wiring) gate() []runner.Stage {
-	approvers := local.TrustedApprovers{Dir: w.cfg.Dir, Base: w.cfg.Base}
+	approvers := w.cfg.approvers()
 	return []runner.Stage{
 		&runner.ImportApprovals{
 			Sources: w.forge.sources, Approvers: approvers, Membership: w.forge.membership,

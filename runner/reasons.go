@@ -244,7 +244,7 @@ var reasonTable = []ReasonInfo{
 	{RenderFailed, "plan", KindError, "The root module could not be rendered from the target stack."},
 	{BackendConfigInvalid, "plan", KindError, "A backend config entry is not `key=value` or the backend type is not a name."},
 	{PlanBundleInvalid, "apply", KindError, "The plan bundle is missing or unreadable."},
-	{PlanBundleMismatch, "apply", KindVerdict, "The plan bundle was made for another contract, environment, contract content or commit."},
+	{PlanBundleMismatch, "apply", KindVerdict, "The plan bundle was made for another contract, environment, contract content or commit, or does not carry the plan digest `--digest` expects."},
 	{PlanDigestMismatch, "apply", KindVerdict, "The saved plan no longer hashes to the digest recorded when it was planned (tampering or corruption)."},
 	{PlanChangedSinceApproval, "apply", KindVerdict, "A re-plan differs from the plan that was approved."},
 	{PlanNotCleared, "apply", KindVerdict, "The evidence holds no passing plan-level policy and confidence for this plan digest: the plan failed (or never finished) its evaluation and cannot be applied."},

@@ -25,17 +25,23 @@ const maxApproversBytes = 256 << 10
 type TrustedApprovers struct {
 	Dir  string
 	Base string
+	// Path is the config relative to Dir (default runner.ApproversFile).
+	Path string
 }
 
 var _ runner.ApproversReader = TrustedApprovers{}
 
 // Approvers implements runner.ApproversReader.
 func (t TrustedApprovers) Approvers(context.Context) (*runner.ApproverConfig, error) {
+	file := t.Path
+	if file == "" {
+		file = runner.ApproversFile
+	}
 	repo, err := git.PlainOpenWithOptions(t.Dir, &git.PlainOpenOptions{DetectDotGit: true, EnableDotGitCommonDir: true})
 	if errors.Is(err, git.ErrRepositoryNotExists) {
-		data, err := checkout.ReadFile(t.Dir, runner.ApproversFile, maxApproversBytes)
+		data, err := checkout.ReadFile(t.Dir, file, maxApproversBytes)
 		if err != nil {
-			return nil, runner.Errorf(runner.ApproversInvalid, "reading %s: %w", runner.ApproversFile, err)
+			return nil, runner.Errorf(runner.ApproversInvalid, "reading %s: %w", file, err)
 		}
 		return runner.ParseApprovers(data)
 	}
@@ -54,7 +60,7 @@ func (t TrustedApprovers) Approvers(context.Context) (*runner.ApproverConfig, er
 	if err != nil {
 		return nil, runner.Errorf(runner.ApproversInvalid, "%w", err)
 	}
-	path := filepath.ToSlash(filepath.Join(rel, runner.ApproversFile))
+	path := filepath.ToSlash(filepath.Join(rel, file))
 	commit, name, err := t.base(repo)
 	if err != nil {
 		return nil, err

@@ -18,6 +18,10 @@ type Bundle struct {
 	// RunsDir.
 	Dir     string
 	RunsDir string
+	// ExpectDigest, when set, is the plan digest the bundle must carry:
+	// the one the plan job published, so a bundle swapped between the
+	// jobs (another run's artifact, a stale download) is refused.
+	ExpectDigest string
 	// Evidence proves that the plan passed its evaluation. A bundle is
 	// written before the plan-level rules run, so on its own it proves
 	// nothing.
@@ -62,6 +66,9 @@ func (b *Bundle) Run(ctx context.Context, st *runner.State) (runner.Result, erro
 	check("environment", string(m.Environment), string(st.Contract.Environment))
 	check("contract digest", m.ContractDigest, st.ContractDigest)
 	check("commit", m.Commit, st.Commit)
+	if b.ExpectDigest != "" {
+		check("plan digest", m.PlanDigest, b.ExpectDigest)
+	}
 	if len(mismatches) > 0 {
 		return runner.Result{Verdict: runner.Fail, Summary: mismatches[0].Message, Findings: mismatches}, nil
 	}

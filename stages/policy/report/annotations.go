@@ -21,34 +21,60 @@ var annotationLevel = map[runner.Severity]string{
 // They must go to the job's standard output.
 func WriteAnnotations(w io.Writer, pcrs []runner.PCR, locate Locator) error {
 	for _, p := range sorted(pcrs) {
-		var level string
+		var a Annotation
 		switch p.Result {
 		case runner.PCRFail:
-			level = annotationLevel[p.Severity]
+			a.Level = annotationLevel[p.Severity]
 		case runner.PCRError:
-			level = "warning"
+			a.Level = "warning"
 		default:
 			continue
 		}
-		var props []string
 		if locate != nil {
 			if file, line, ok := locate(p.ResourceRef); ok {
-				props = append(props, "file="+escapeProperty(file))
-				if line > 0 {
-					props = append(props, "line="+strconv.Itoa(line))
-				}
+				a.File, a.Line = file, line
 			}
 		}
-		props = append(props, "title="+escapeProperty(fmt.Sprintf("%s (%s, %s)", p.RuleID, p.Severity, p.Engine)))
-		msg := p.Message
-		if p.ResourceRef != "" && !strings.Contains(msg, p.ResourceRef) {
-			msg = p.ResourceRef + ": " + msg
+		a.Title = fmt.Sprintf("%s (%s, %s)", p.RuleID, p.Severity, p.Engine)
+		a.Message = p.Message
+		if p.ResourceRef != "" && !strings.Contains(a.Message, p.ResourceRef) {
+			a.Message = p.ResourceRef + ": " + a.Message
 		}
-		if _, err := fmt.Fprintf(w, "::%s %s::%s\n", level, strings.Join(props, ","), escapeData(msg)); err != nil {
+		if _, err := fmt.Fprintln(w, a); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// Annotation is one workflow command that GitHub Actions and Gitea Actions
+// show as an annotation: on File at Line and Col when they are set. File
+// is relative to the repository root, as the runners resolve it.
+type Annotation struct {
+	// Level is error, warning or notice.
+	Level          string
+	File           string
+	Line, Col      int
+	Title, Message string
+}
+
+// String renders the command, escaped so that a message can neither span
+// lines nor inject another command.
+func (a Annotation) String() string {
+	var props []string
+	if a.File != "" {
+		props = append(props, "file="+escapeProperty(a.File))
+		if a.Line > 0 {
+			props = append(props, "line="+strconv.Itoa(a.Line))
+			if a.Col > 0 {
+				props = append(props, "col="+strconv.Itoa(a.Col))
+			}
+		}
+	}
+	if a.Title != "" {
+		props = append(props, "title="+escapeProperty(a.Title))
+	}
+	return fmt.Sprintf("::%s %s::%s", a.Level, strings.Join(props, ","), escapeData(a.Message))
 }
 
 // escapeData escapes a workflow command's message as the runner unescapes
