@@ -52,8 +52,10 @@ docs:
 	$(GO) test ./action -run TestActionMetadataIsGenerated -update
 	$(GO) test ./runner -run TestReasonCodesDocIsCurrent -update
 
-## workflows: copy workflows-src/ to .github/workflows and .gitea/workflows.
+## workflows: render workflows-src/deploy.yml from templates/workflows, then
+## copy workflows-src/ to .github/workflows and .gitea/workflows.
 workflows:
+	$(GO) test ./templates -run '^TestDeployWorkflowIsRendered$$' -update >/dev/null
 	@for f in workflows-src/*.yml; do \
 	  cp "$$f" .github/workflows/ && cp "$$f" .gitea/workflows/; \
 	done

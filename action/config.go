@@ -72,6 +72,9 @@ type Config struct {
 	Verify  VerifyFlags
 	Resolve ResolveFlags
 	Approve ApproveFlags
+	// Init and Pin hold `nova init`'s and `nova pin`'s flags.
+	Init InitFlags
+	Pin  PinFlags
 
 	// Source is the CloudEvents source of this run's events; ForgeRun the
 	// forge's workflow run id.
@@ -177,6 +180,7 @@ func readConfig(env Env) (Config, error) {
 			return cfg, fmt.Errorf("%w %q", errUnknownCommand, args[0])
 		}
 		cfg.Command, args = args[0], args[1:]
+	case "init", "pin":
 	default:
 		if !slices.Contains(contractCommands, cfg.Command) {
 			return cfg, fmt.Errorf("%w %q", errUnknownCommand, cfg.Command)
@@ -227,7 +231,7 @@ func readConfig(env Env) (Config, error) {
 // rawFlags are flag values that need checking or resolving before they
 // become part of the Config.
 type rawFlags struct {
-	env, evidenceRepo, branch, resolveEnv string
+	env, evidenceRepo, branch, resolveEnv, forge string
 	backendConfig, keyFiles, commitKeys   listFlag
 }
 
@@ -279,6 +283,20 @@ func (cfg *Config) flags(fs *flag.FlagSet, getenv func(string) string) *rawFlags
 		fs.StringVar(&f.evidenceRepo, "evidence-repo", "", "evidence repo path or URL (default: $NOVA_EVIDENCE_REPO, else a local bare repo)")
 	}
 	switch cmd {
+	case "init":
+		fs.StringVar(&cfg.Dir, "dir", ".", "the directory the contract is for (the workflow goes to its repository's root)")
+		fs.StringVar(&f.forge, "forge", "", "github or gitea: the workflow to write (required)")
+		fs.StringVar(&cfg.Init.Stack, "stack", "hello", "the registry stack the contract deploys")
+		fs.StringVar(&cfg.Init.Name, "name", "", "short name of the contract in workflow and job names (default: the directory's name)")
+		fs.BoolVar(&cfg.Init.Force, "force", false, "overwrite files that exist")
+		fs.StringVar(&cfg.RegistryDir, "registry", getenv("NOVA_REGISTRY"), "registry directory (default: the registry built into nova)")
+		fs.StringVar(&cfg.Init.NovaURL, "nova-url", "", "Gitea: URL of the nova release binary the workflow fetches")
+		fs.StringVar(&cfg.Init.NovaSHA256, "nova-sha256", "", "Gitea: sha256 the fetched binary must have")
+		fs.StringVar(&cfg.Init.NovaSource, "nova-source", "", "Gitea: git URL nova is built from when no release binary is given (default: "+novaSource+")")
+		fs.StringVar(&cfg.Init.NovaCommit, "nova-commit", "", "Gitea: commit of nova to build (default: the commit this nova was built from)")
+	case "pin":
+		fs.StringVar(&cfg.Dir, "dir", ".", "a directory of the repository whose workflows are pinned")
+		fs.StringVar(&cfg.Pin.Source, "source", novaSource, "git remote the tags are resolved at")
 	case "verify":
 		fs.StringVar(&f.branch, "branch", "", "evidence branch (default: $NOVA_EVIDENCE_BRANCH or main)")
 		fs.StringVar(&cfg.Verify.Contract, "contract", "", "check only this contract's events (commits are always all checked)")
@@ -321,7 +339,7 @@ func (cfg *Config) complete(f *rawFlags, env Env) error {
 			return runner.Errorf(runner.ConfigInvalid, "--output %q: want text or json", cfg.Output)
 		}
 	}
-	if slices.Contains(contractCommands, cfg.Command) {
+	if slices.Contains(contractCommands, cfg.Command) || cfg.Command == "init" || cfg.Command == "pin" {
 		if cfg.Dir, err = filepath.Abs(cfg.Dir); err != nil {
 			return runner.Errorf(runner.ConfigInvalid, "--dir: %w", err)
 		}
@@ -351,6 +369,13 @@ func (cfg *Config) complete(f *rawFlags, env Env) error {
 	if slices.Contains(evidenceCommands, cfg.Command) {
 		if cfg.Evidence, err = readEvidenceConfig(f.evidenceRepo, f.branch, getenv); err != nil {
 			return err
+		}
+	}
+	if cfg.Command == "init" {
+		switch cfg.Init.Forge = Forge(f.forge); cfg.Init.Forge {
+		case GitHub, Gitea:
+		default:
+			return runner.Errorf(runner.ConfigInvalid, "--forge %q: want github or gitea", f.forge)
 		}
 	}
 	if cfg.Command == "resolve" {

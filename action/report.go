@@ -113,6 +113,9 @@ func (r *reporter) finish(out runner.Outcome, st *runner.State, eventsFile strin
 		v.Stages = append(v.Stages, stageView{res.Stage, res.Verdict, res.Summary, res.Duration.Milliseconds(), res.Findings})
 	}
 	v.PCRs, v.Confidence = st.PCRs, st.Confidence
+	if r.cfg.Command == "validate" {
+		r.warnUnpinned()
+	}
 	r.actionOutputs(v, st)
 	if r.cfg.Output == "json" {
 		enc := json.NewEncoder(r.stdout)

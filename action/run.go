@@ -24,6 +24,8 @@ Usage:
   nova approve  --env E --as NAME     approve the newest plan for E as NAME (a signed local claim)
   nova reject   --env E --as NAME --reason TEXT   reject it
   nova evidence verify|resolve   check the evidence repo, or resolve an indeterminate apply
+  nova init     --forge github|gitea [--dir D] [--stack S]   scaffold a contract, approvers and the workflow
+  nova pin      [--dir D]   pin Nova by commit in the workflows' prod and dr jobs
   nova version            print the version
 
 Run 'nova <command> -h' for the flags. Exit codes: 0 pass, 1 verdict fail,
@@ -73,6 +75,15 @@ func run(ctx context.Context, env Env) error {
 		return evidenceResolve(ctx, cfg, env)
 	case "approve", "reject":
 		return approveCommand(ctx, cfg, env)
+	case "init", "pin":
+		command := initCommand
+		if cfg.Command == "pin" {
+			command = pinCommand
+		}
+		if err := command(ctx, cfg, env); err != nil {
+			return failed(env, cfg, err)
+		}
+		return nil
 	}
 	return execute(ctx, cfg, env)
 }

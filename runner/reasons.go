@@ -19,6 +19,9 @@ type Kind string
 const (
 	KindVerdict Kind = "verdict"
 	KindError   Kind = "error"
+	// KindWarning reasons are reported and never change a verdict or an
+	// exit code.
+	KindWarning Kind = "warning"
 )
 
 // ReasonInfo documents one reason code; docs/reason-codes.md is generated from
@@ -142,6 +145,7 @@ const (
 	EventWriteFailed            Reason = "EVENT_WRITE_FAILED"
 	ConfigInvalid               Reason = "CONFIG_INVALID"
 	CommitMismatch              Reason = "COMMIT_MISMATCH"
+	WorkflowActionUnpinned      Reason = "WORKFLOW_ACTION_UNPINNED"
 	InternalError               Reason = "INTERNAL_ERROR"
 	// Files read from the consumer's checkout or a plan bundle.
 	PathOutsideCheckout Reason = "PATH_OUTSIDE_CHECKOUT"
@@ -286,6 +290,7 @@ var reasonTable = []ReasonInfo{
 	{FileNotRegular, "run", KindError, "A file Nova reads from the checkout or a bundle is a FIFO, a device or a directory, not a regular file."},
 	{FileTooLarge, "run", KindError, "A file Nova reads from the checkout or a bundle is larger than its limit; it is refused without being read whole."},
 	{CommitMismatch, "run", KindError, "The commit given (--commit, $NOVA_COMMIT, $GITHUB_SHA) is not the commit --dir has checked out, nor an ancestor of it the forge's event names; a plan is bound to the code it was made from."},
+	{WorkflowActionUnpinned, "run", KindWarning, "A workflow job that deploys to prod or dr uses Nova's action or reusable workflow by tag, which can be moved to other code; `nova pin` replaces the tag with its commit. A warning of `nova validate`."},
 	{InternalError, "run", KindError, "A bug in Nova; please report it with the run's events."},
 
 	{EvidencePushFailed, "evidence", KindError, "An event could not be pushed to the evidence repo; for `nova.apply.authorized` the run stops before apply and the outbox keeps the events for the next run."},

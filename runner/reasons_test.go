@@ -7,6 +7,7 @@ import (
 	"go/token"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"testing"
 )
@@ -68,7 +69,7 @@ func TestEveryReasonIsDocumented(t *testing.T) {
 			t.Errorf("reason %s appears twice in the table", info.Code)
 		}
 		seen[info.Code] = true
-		if info.Meaning == "" || info.Area == "" || (info.Kind != KindVerdict && info.Kind != KindError) {
+		if info.Meaning == "" || info.Area == "" || !slices.Contains([]Kind{KindVerdict, KindError, KindWarning}, info.Kind) {
 			t.Errorf("reason %s is incompletely documented: %+v", info.Code, info)
 		}
 	}

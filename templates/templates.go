@@ -1,15 +1,20 @@
 // Package templates embeds the text templates Nova renders: the Terraform
-// root module, the pull request comment, and (later) consumer workflows.
-// Templates only lay out structure; every value placed into them is escaped
-// by the adapter that renders it.
+// root module, the pull request comment, and the workflows consumers run.
+// Templates only lay out structure; every value placed into them is
+// escaped, by the adapter that renders it or by the quoting functions the
+// workflow templates call.
 package templates
 
 import (
+	"bytes"
 	"embed"
+	"encoding/json"
+	"fmt"
+	"slices"
 	"text/template"
 )
 
-//go:embed terraform/*.tmpl comment/*.tmpl
+//go:embed terraform/*.tmpl comment/*.tmpl workflows/*.tmpl init/*.tmpl
 var files embed.FS
 
 // TerraformRoot is the template of the root module the Terraform adapter
@@ -19,3 +24,140 @@ var TerraformRoot = template.Must(template.New("root.tf.tmpl").ParseFS(files, "t
 // PRComment is the template of the comment Nova keeps on a pull request,
 // one per contract and environment.
 var PRComment = template.Must(template.New("pr.md.tmpl").ParseFS(files, "comment/pr.md.tmpl"))
+
+// Scaffold holds the files `nova init` writes besides the workflow:
+// contract.yml.tmpl and approvers.yml.tmpl. Values are placed YAML-quoted
+// by the caller.
+var Scaffold = template.Must(template.New("init").Delims("[[", "]]").ParseFS(files, "init/*.tmpl"))
+
+// Workflow is what a workflow is rendered from. Key, Dir, Contract and
+// EvidenceRepo may be ${{ }} expressions (the reusable workflow's inputs).
+type Workflow struct {
+	// Name is shown in the forge's Actions tab.
+	Name string
+	// Key is unique per contract: it names concurrency groups and
+	// artifacts, so it holds only letters, digits, '-' and '_' (or is an
+	// expression that does).
+	Key string
+	// Dir is the consumer checkout relative to the repository root;
+	// Contract the contract file relative to Dir.
+	Dir, Contract string
+	// Environments are promoted through in this order.
+	Environments []string
+	// EvidenceRepo is where events go.
+	EvidenceRepo string
+	// Action is the container action the GitHub workflows use.
+	Action ActionRef
+	// Nova is the binary the Gitea workflow runs inline.
+	Nova Binary
+	// OIDC grants the jobs an id-token, for clouds they log in to with it.
+	OIDC bool
+	// DefaultBranch is the trusted base on Gitea.
+	DefaultBranch string
+	// PromoteTo makes the environments optional: each runs only when the
+	// named expression (the reusable workflow's input) reaches it.
+	PromoteTo string
+}
+
+// ActionRef is a reference to Nova's container action.
+type ActionRef struct {
+	// Repo is owner/name; Tag the release tag; Commit the commit the tag
+	// names, when known.
+	Repo, Tag, Commit string
+}
+
+// Uses is the `uses:` value of the action in a job of env: the commit for
+// prod and dr when it is known (a tag can be moved to other code, a commit
+// cannot), with the tag as a trailing comment; the tag otherwise.
+func (a ActionRef) Uses(env string) string {
+	if (env == "prod" || env == "dr") && a.Commit != "" {
+		return a.Repo + "@" + a.Commit + " # " + a.Tag
+	}
+	return a.Repo + "@" + a.Tag
+}
+
+// Binary is a release of nova fetched by URL and checked by sha256, or,
+// without a URL, built from Source at the Version tag, which must be
+// Commit.
+type Binary struct {
+	Version, ReleaseURL, SHA256 string
+	Source, Commit              string
+}
+
+// Guarded reports whether env waits for approval.
+func Guarded(env string) bool { return env != "dev" }
+
+// Workflow templates use [[ ]] so that GitHub's ${{ }} expressions pass
+// through as text.
+var workflows = template.Must(template.New("workflows").Delims("[[", "]]").Funcs(template.FuncMap{
+	"q":       quote,
+	"guarded": Guarded,
+	"uses":    func(w *Workflow, env string) string { return w.Action.Uses(env) },
+	"job":     newJob,
+}).ParseFS(files, "workflows/*.tmpl"))
+
+// job is what the plan and apply job templates are rendered from.
+type job struct {
+	W       *Workflow
+	Env     string
+	Prev    string
+	Guarded bool
+	// If is a condition the job's own is prefixed with ("… && ").
+	If string
+}
+
+func newJob(w *Workflow, i int) job {
+	j := job{W: w, Env: w.Environments[i], Guarded: Guarded(w.Environments[i])}
+	if i > 0 {
+		j.Prev = w.Environments[i-1]
+	}
+	if w.PromoteTo != "" {
+		reach, _ := json.Marshal(w.Environments[i:])
+		j.If = fmt.Sprintf("contains(fromJSON('%s'), %s) && ", reach, w.PromoteTo)
+	}
+	return j
+}
+
+// quote writes s as a YAML double-quoted scalar (JSON's string syntax is a
+// subset of it), so no value can end the line or open a mapping.
+func quote(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+// Workflow kinds RenderWorkflow knows.
+const (
+	GitHubWorkflow = "github"
+	GiteaWorkflow  = "gitea"
+	// DeployWorkflow is Nova's reusable workflow (workflow_call).
+	DeployWorkflow = "deploy"
+)
+
+// Deploy is what Nova's reusable workflow (workflows-src/deploy.yml) is
+// rendered from: every value is one of its inputs.
+var Deploy = Workflow{
+	Key:          "${{ inputs.name }}",
+	Dir:          "${{ inputs.dir }}",
+	Contract:     "${{ inputs.contract }}",
+	Environments: []string{"dev", "qa", "prod", "dr"},
+	EvidenceRepo: "${{ inputs.evidence-repo }}",
+	Action:       ActionRef{Repo: "nova-platform/nova", Tag: "v1"},
+	PromoteTo:    "inputs.promote-to",
+}
+
+// RenderWorkflow renders the workflow of kind for w.
+func RenderWorkflow(kind string, w Workflow) ([]byte, error) {
+	if len(w.Environments) == 0 {
+		return nil, fmt.Errorf("a workflow needs at least one environment")
+	}
+	for _, env := range w.Environments {
+		if !slices.Contains([]string{"dev", "qa", "prod", "dr"}, env) {
+			return nil, fmt.Errorf("environment %q: want dev, qa, prod or dr", env)
+		}
+	}
+	var buf bytes.Buffer
+	if err := workflows.ExecuteTemplate(&buf, kind+".yml.tmpl", &w); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -25,5 +26,103 @@ func TestWorkflowsMatchTheirSource(t *testing.T) {
 				t.Errorf("%s/%s differs from %s (err %v): run `make workflows`", dir, filepath.Base(src), src, err)
 			}
 		}
+	}
+}
+
+// TestDeployWorkflowIsRendered keeps workflows-src/deploy.yml what the job
+// templates render; `make workflows` regenerates it.
+func TestDeployWorkflowIsRendered(t *testing.T) {
+	want, err := RenderWorkflow(DeployWorkflow, Deploy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join("..", "workflows-src", "deploy.yml")
+	if *update {
+		if err := os.WriteFile(path, want, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := os.ReadFile(path)
+	if err != nil || !bytes.Equal(got, want) {
+		t.Errorf("%s is not what templates/workflows renders (err %v): run `make workflows`", path, err)
+	}
+}
+
+// sample is a consumer workflow as `nova init` renders it.
+func sample() Workflow {
+	return Workflow{
+		Name: "app", Key: "app-3b0c6f5e", Dir: "infra/app", Contract: ".nova/contract.yml",
+		Environments: []string{"dev", "qa", "prod", "dr"},
+		EvidenceRepo: "${{ vars.NOVA_EVIDENCE_REPO }}",
+		Action:       ActionRef{Repo: "nova-platform/nova", Tag: "v1.4.0", Commit: "0123456789abcdef0123456789abcdef01234567"},
+		Nova: Binary{Version: "v1.4.0", ReleaseURL: "https://github.com/nova-platform/nova/releases/download/v1.4.0/nova-linux-amd64",
+			SHA256: "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"},
+		DefaultBranch: "main",
+	}
+}
+
+// TestWorkflowsPassActionlint lints every rendered template and every
+// workflow in workflows-src with actionlint, as a user's editor or CI
+// would.
+func TestWorkflowsPassActionlint(t *testing.T) {
+	built := sample()
+	built.Nova = Binary{Version: "v1.4.0", Source: "https://github.com/nova-platform/nova.git", Commit: "0123456789abcdef0123456789abcdef01234567"}
+	oidc := sample()
+	oidc.OIDC, oidc.Dir = true, "."
+	files := map[string][]byte{}
+	for name, r := range map[string]struct {
+		kind string
+		w    Workflow
+	}{
+		"github.yml": {GitHubWorkflow, sample()}, "github-oidc.yml": {GitHubWorkflow, oidc},
+		"gitea.yml": {GiteaWorkflow, sample()}, "gitea-build.yml": {GiteaWorkflow, built},
+		"deploy.yml": {DeployWorkflow, Deploy},
+	} {
+		out, err := RenderWorkflow(r.kind, r.w)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		files["rendered/"+name] = out
+	}
+	sources, _ := filepath.Glob("../workflows-src/*.yml")
+	for _, src := range sources {
+		data, err := os.ReadFile(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[src] = data
+	}
+	inputs := novaInputs(t)
+	for name, data := range files {
+		if errs := append(lint(t, name, data), lintNovaSteps(t, data, inputs)...); len(errs) > 0 {
+			t.Errorf("%s:\n%s\n--- rendered:\n%s", name, strings.Join(errs, "\n"), data)
+		}
+	}
+}
+
+func TestActionIsPinnedByCommitForProdAndDR(t *testing.T) {
+	out, err := RenderWorkflow(GitHubWorkflow, sample())
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(out)
+	for _, env := range []string{"dev", "qa", "prod", "dr"} {
+		want := "uses: nova-platform/nova@v1.4.0\n"
+		if env == "prod" || env == "dr" {
+			want = "uses: nova-platform/nova@0123456789abcdef0123456789abcdef01234567 # v1.4.0\n"
+		}
+		_, job, _ := strings.Cut(text, "\n  apply-"+env+":\n")
+		job, _, _ = strings.Cut(job, "\n  plan-")
+		if !strings.Contains(job, want) {
+			t.Errorf("apply-%s does not use %q:\n%s", env, strings.TrimSpace(want), job)
+		}
+	}
+}
+
+func TestRenderWorkflowRefusesUnknownEnvironments(t *testing.T) {
+	w := sample()
+	w.Environments = []string{"dev", "staging"}
+	if _, err := RenderWorkflow(GitHubWorkflow, w); err == nil {
+		t.Error("rendered a workflow for environment staging")
 	}
 }
