@@ -232,7 +232,7 @@ func readConfig(env Env) (Config, error) {
 // become part of the Config.
 type rawFlags struct {
 	env, evidenceRepo, branch, resolveEnv, forge string
-	backendConfig, keyFiles, commitKeys   listFlag
+	backendConfig, keyFiles, commitKeys          listFlag
 }
 
 // flags declares the flags of cfg.Command on fs: one table of every flag
