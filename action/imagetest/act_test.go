@@ -34,6 +34,9 @@ jobs:
         run: echo "next step sees verdict=${{ steps.nova.outputs.verdict }} exit-code=${{ steps.nova.outputs['exit-code'] }} plan-digest=${{ steps.nova.outputs['plan-digest'] }}"
 `
 
+// actToolCache is the volume act mounts at /opt/hostedtoolcache.
+const actToolCache = "act-toolcache"
+
 // TestActionUnderAct runs a consumer workflow with act in Docker mode: the
 // job in a container made from busybox (-P ubuntu-latest=…), the action in
 // the image under test, nothing pulled (--pull=false). act v0.2.89 is
@@ -59,6 +62,13 @@ func TestActionUnderAct(t *testing.T) {
 	sha := commitAll(t, repo)
 	event := filepath.Join(t.TempDir(), "push.json")
 	writeTestFile(t, event, `{"ref": "refs/heads/main", "after": "`+sha+`", "repository": {"name": "hello", "full_name": "acme/hello", "owner": {"login": "acme"}, "default_branch": "main"}}`)
+
+	// act makes a volume for its tool cache and keeps it; one this test
+	// made goes when the tests are done (not while another act uses it:
+	// docker refuses to remove a volume in use).
+	if exec.CommandContext(t.Context(), "docker", "volume", "inspect", actToolCache).Run() != nil {
+		atExit(func() { _ = exec.Command("docker", "volume", "rm", actToolCache).Run() })
+	}
 
 	// act reads ~/.actrc and $XDG_CONFIG_HOME/act/actrc, whose -P lines
 	// would pick other images: a HOME of its own keeps the developer's out.

@@ -42,9 +42,10 @@ func TestActionAsGitHubRunsIt(t *testing.T) {
 		}
 		o := res.outputs
 		checkOutputs(t, o, map[string]string{"verdict": "pass", "exit-code": "0", "reason": ""})
-		for _, name := range sortedKeys(readActionManifest(t).Outputs) {
-			if _, ok := o[name]; !ok {
-				t.Errorf("a full pass sets every output; %q is missing (outputs %q)", name, o)
+		// A run that got to the end has a value for each of these.
+		for _, name := range []string{"run-id", "plan-digest", "confidence", "bundle-dir"} {
+			if o[name] == "" {
+				t.Errorf("output %s is empty after a full pass (outputs %q)", name, o)
 			}
 		}
 		if !digestPattern.MatchString(o["plan-digest"]) {
