@@ -9,7 +9,7 @@ LDFLAGS   := -s -w -X main.version=$(VERSION)
 TOOLS_BIN := $(or $(NOVA_TOOLS_BIN),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/nova-tools/bin)
 export PATH := $(TOOLS_BIN):$(PATH)
 
-.PHONY: build demo test check vet fmt bench docs workflows tools clean
+.PHONY: build demo test check vet fmt bench docs workflows tools image clean
 
 build:
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./action
@@ -47,6 +47,17 @@ vet:
 bench: tools
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
+## image: the container action's image, FROM scratch, from a context of
+## prebuilt static binaries and the CA bundle (.ci/image-context.sh): no
+## registry is needed. IMAGE names it; the release workflow pushes it.
+IMAGE         ?= ghcr.io/nova-platform/nova:$(VERSION)
+IMAGE_CONTEXT := bin/image
+
+image:
+	@./.ci/tools.sh terraform-image >/dev/null
+	VERSION=$(VERSION) ./.ci/image-context.sh $(IMAGE_CONTEXT)
+	docker build $$(sed 's/^/--build-arg /' $(IMAGE_CONTEXT)/build-args) -t $(IMAGE) $(IMAGE_CONTEXT)
+
 ## docs: regenerate generated documentation.
 docs:
 	$(GO) test ./action -run TestActionMetadataIsGenerated -update
@@ -61,11 +72,12 @@ workflows:
 	done
 
 ## tools: what the tests run for real: terraform, gpg (git verify-commit),
-## cosign (verify-blob), conftest (policy parity and benchmark) and gitea
-## (the Gitea adapter's server). Tests never install anything themselves: a
-## missing tool fails them.
+## cosign (verify-blob), conftest (policy parity and benchmark), gitea
+## (the Gitea adapter's server), and for the container action's tests the
+## image's terraform, act and a static busybox (act's job container). Tests
+## never install anything themselves: a missing tool fails them.
 tools:
-	@./.ci/tools.sh terraform gpg cosign conftest gitea >/dev/null
+	@./.ci/tools.sh terraform gpg cosign conftest gitea terraform-image act busybox >/dev/null
 
 clean:
 	rm -rf bin

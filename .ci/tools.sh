@@ -8,6 +8,9 @@
 #   .ci/tools.sh gpg         # gpg (git verify-commit interop), from Debian if missing
 #   .ci/tools.sh conftest    # conftest (policy benchmark and conftest parity test), unless on PATH
 #   .ci/tools.sh gitea       # gitea (a real forge for the Gitea adapter's tests), always the pinned one
+#   .ci/tools.sh act         # act (runs workflows and the container action in Docker), always the pinned one
+#   .ci/tools.sh busybox     # a static busybox from Debian: the shell of act's job container
+#   .ci/tools.sh terraform-image  # the static terraform the action's image carries (make image)
 set -euo pipefail
 
 TOOLS_BIN="${NOVA_TOOLS_BIN:-${XDG_CACHE_HOME:-$HOME/.cache}/nova-tools/bin}"
@@ -28,6 +31,15 @@ CONFTEST_VERSION=v0.71.1
 # gitea v1.23.8 is the newest the module proxy serves whole (later ones need
 # modules it does not serve); the giteatest helper expects this exact one.
 GITEA_VERSION=v1.23.8
+# act v0.2.89 is the version the workflow tests were written against; its
+# logs and flags (--pull, -P) are what they read.
+ACT_VERSION=v0.2.89
+# The Terraform the container image carries: the version Nova's CI plans
+# with (workflows-src/ci.yml) and the official static build of it. Later
+# Terraform cannot be built from the Go module proxy (its go.mod replaces
+# nested modules the proxy's zip leaves out), so the image takes HashiCorp's
+# release binary, found on PATH (setup-terraform in the release workflow).
+TERRAFORM_IMAGE_VERSION=1.11.4
 
 install_terraform() {
   if command -v terraform >/dev/null 2>&1; then
@@ -105,6 +117,86 @@ install_gitea() {
   ln -sfn "gitea-$GITEA_VERSION" "$TOOLS_BIN/gitea"
 }
 
+install_act() {
+  local bin="$TOOLS_BIN/act-$ACT_VERSION"
+  if [ ! -x "$bin" ]; then
+    echo "installing act $ACT_VERSION into $TOOLS_BIN (go install; takes a few minutes once)" >&2
+    # Into a directory of its own and renamed when done, so an interrupted
+    # build never leaves a binary under the name tests look for.
+    local tmp="$TOOLS_BIN/.act-build"
+    rm -rf "$tmp"
+    GOBIN="$tmp" GOFLAGS=-mod=mod GOTOOLCHAIN=local CGO_ENABLED=0 \
+      go install "github.com/nektos/act@$ACT_VERSION" >&2
+    mv "$tmp/act" "$bin"
+    rm -rf "$tmp"
+  fi
+  # An act already on PATH may be another version: the pinned one goes
+  # first, under the plain name, in the tools bin.
+  ln -sfn "act-$ACT_VERSION" "$TOOLS_BIN/act"
+}
+
+# The job container of the act tests is made from a static busybox, as no
+# image can be pulled here: busybox-static from Debian, whose /bin/busybox
+# runs in an empty image.
+install_busybox() {
+  if is_static /bin/busybox; then
+    return
+  fi
+  echo "installing busybox-static from Debian" >&2
+  if [ "$(id -u)" -eq 0 ]; then
+    (apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y busybox-static) >&2
+  else
+    (sudo apt-get update && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y busybox-static) >&2
+  fi
+}
+
+# is_static reports whether a file is an ELF executable with no program
+# interpreter, i.e. runs in an image that has no libc.
+is_static() {
+  [ -x "$1" ] || return 1
+  # readelf is in binutils, which gcc (on every machine here) depends on.
+  local headers
+  headers="$(readelf -lW "$1" 2>/dev/null)" || return 1
+  ! grep -q 'INTERP' <<<"$headers"
+}
+
+# The image's terraform is copied from the one on PATH into
+# terraform-image/<version>/ in the cache, after checking that it is the
+# pinned version and static (it runs in an image with no libc); make image
+# takes it from there. Anything else fails here, with what to do, rather
+# than ship a different Terraform.
+install_terraform_image() {
+  local dir="$TOOLS_CACHE/terraform-image/$TERRAFORM_IMAGE_VERSION"
+  if [ -x "$dir/terraform" ]; then
+    return
+  fi
+  local tf
+  tf="$(command -v terraform || true)"
+  if [ -z "$tf" ]; then
+    echo "terraform-image: no terraform on PATH; the image carries HashiCorp's static terraform $TERRAFORM_IMAGE_VERSION: put it on PATH" >&2
+    exit 1
+  fi
+  local got
+  got="$("$tf" version -json 2>/dev/null | sed -n 's/^[[:space:]]*"terraform_version": "\(.*\)",$/\1/p')"
+  if [ "$got" != "$TERRAFORM_IMAGE_VERSION" ]; then
+    echo "terraform-image: $tf is terraform ${got:-of unknown version}; the image carries $TERRAFORM_IMAGE_VERSION: put HashiCorp's static build of it on PATH" >&2
+    exit 1
+  fi
+  if ! is_static "$tf"; then
+    echo "terraform-image: $tf is dynamically linked and would not run in the image (FROM scratch, no libc)" >&2
+    exit 1
+  fi
+  mkdir -p "$dir"
+  cp "$tf" "$dir/terraform.tmp"
+  mv "$dir/terraform.tmp" "$dir/terraform"
+}
+
+# link_terraform_image names the pinned copy in the bin directory, where
+# .ci/image-context.sh takes it from without knowing the version.
+link_terraform_image() {
+  ln -sfn "../terraform-image/$TERRAFORM_IMAGE_VERSION/terraform" "$TOOLS_BIN/terraform-image"
+}
+
 for tool in "$@"; do
   case "$tool" in
     terraform) install_terraform ;;
@@ -112,6 +204,9 @@ for tool in "$@"; do
     gpg) install_gpg ;;
     conftest) install_conftest ;;
     gitea) install_gitea ;;
+    act) install_act ;;
+    busybox) install_busybox ;;
+    terraform-image) install_terraform_image && link_terraform_image ;;
     *) echo "unknown tool: $tool" >&2; exit 2 ;;
   esac
 done
