@@ -355,6 +355,10 @@ func (cfg *Config) complete(f *rawFlags, env Env) error {
 	cfg.InfracostKey = getenv("INFRACOST_API_KEY")
 	cfg.OutputFile, cfg.SummaryFile, cfg.WorkDir = getenv("GITHUB_OUTPUT"), getenv("GITHUB_STEP_SUMMARY"), getenv("PWD")
 	cfg.Workspace = getenv("GITHUB_WORKSPACE")
+	if cfg.WorkDir == "" {
+		// Docker does not set PWD in a container action.
+		cfg.WorkDir, _ = os.Getwd()
+	}
 	cfg.Source = "urn:nova:local"
 	if server, repo, runID := getenv("GITHUB_SERVER_URL"), getenv("GITHUB_REPOSITORY"), getenv("GITHUB_RUN_ID"); server != "" && repo != "" && runID != "" {
 		cfg.Source = server + "/" + repo + "/actions/runs/" + runID

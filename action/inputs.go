@@ -184,6 +184,9 @@ func actionMarkdown() string {
 	b.WriteString("on the contract, with paths relative to the repository root. Secret inputs are masked with `::add-mask::` before ")
 	b.WriteString("nova prints anything and reach nova as environment variables, never as arguments. ")
 	b.WriteString("An input that the command does not use is an error when set to anything but its default.\n\n")
+	b.WriteString("A job's home lives as long as the job: without `evidence-repo` the events and the keys made to sign them are lost ")
+	b.WriteString("with it (nova says so on stderr), and without a backend in the contract or the `backend` input so is the Terraform state. ")
+	b.WriteString("The workflows `nova init` writes pass `evidence-repo` from a repository variable; the backend belongs in the contract (`backend:`).\n\n")
 	b.WriteString("## Inputs\n\n| input | default | secret | becomes | description |\n|---|---|---|---|---|\n")
 	for _, in := range actionInputs {
 		becomes := "`" + in.Flag + "`"

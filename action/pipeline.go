@@ -38,6 +38,11 @@ func execute(ctx context.Context, cfg Config, env Env) error {
 		RunDir:       filepath.Join(local.RunsDir(cfg.Dir), runID),
 		ForgeRun:     cfg.ForgeRun,
 	}
+	if cfg.Forge != NoForge && cfg.Evidence.Local {
+		// A runner's home lives as long as its job: the events, and the
+		// keys made to sign them, would be gone before anyone checks them.
+		fmt.Fprintf(env.Stderr, "nova: no evidence-repo is set, so this run's events go to %s inside this job and are lost with it\n", cfg.Evidence.Repo)
+	}
 	store, keys, err := openEvidenceStore(ctx, cfg.Evidence, env)
 	if err != nil {
 		return rep.abort(err)
