@@ -39,7 +39,7 @@ type ApprovalRequest struct {
 	// on the PR's head commit, and only if the head is this commit.
 	Commit string
 	// PlannedAt is when this plan was first recorded: a review submitted
-	// before it cannot have seen the plan.
+	// before it cannot have seen the plan (see CommentAfterPlan).
 	PlannedAt time.Time
 	// ForgeRun is the forge's workflow run that made the plan bundle, when
 	// known: an environment approval of one workflow run approves the
@@ -164,4 +164,17 @@ type Deployments interface {
 	// StartDeployment creates a deployment and returns its id.
 	StartDeployment(ctx context.Context, commit string, env Environment, description string) (int64, error)
 	SetDeploymentState(ctx context.Context, id int64, state DeploymentState, description string) error
+}
+
+// CommentAfterPlan reports whether a comment the forge stamped at (to the
+// second, as GitHub and Gitea keep it) counts as written after the plan
+// recorded at planned. An approval names the plan's digest, which nobody
+// knows before the plan exists, so one stamped within the plan's own second
+// counts; a rejection names no digest and must be stamped in a later second,
+// as a review must.
+func CommentAfterPlan(at, planned time.Time, d Decision) bool {
+	if d == Approve {
+		return !at.Before(planned.Truncate(time.Second))
+	}
+	return at.After(planned)
 }

@@ -3,6 +3,7 @@ package runner
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestParseApprovers(t *testing.T) {
@@ -36,5 +37,25 @@ func TestParseApprovers(t *testing.T) {
 	cfg, _ := ParseApprovers([]byte("groups:\n  qa: {members: [z, a]}\n  ops: {members: [b]}\nenvironments:\n  prod: ops\n  dr: ops\n"))
 	if cfg.GroupFor(QA) != "qa" || cfg.GroupFor(Prod) != "ops" || cfg.GroupFor(Dev) != "" || strings.Join(cfg.Members("qa"), ",") != "a,z" {
 		t.Errorf("groups: qa→%s prod→%s dev→%q members %v", cfg.GroupFor(QA), cfg.GroupFor(Prod), cfg.GroupFor(Dev), cfg.Members("qa"))
+	}
+}
+
+func TestCommentAfterPlan(t *testing.T) {
+	planned := time.Date(2026, 11, 30, 10, 0, 0, 700_000_000, time.UTC)
+	second := planned.Truncate(time.Second)
+	for _, tc := range []struct {
+		at   time.Time
+		d    Decision
+		want bool
+	}{
+		{second, Approve, true},
+		{second.Add(-time.Second), Approve, false},
+		{second.Add(time.Second), Approve, true},
+		{second, Reject, false},
+		{second.Add(time.Second), Reject, true},
+	} {
+		if got := CommentAfterPlan(tc.at, planned, tc.d); got != tc.want {
+			t.Errorf("CommentAfterPlan(%s, %s, %s) = %v, want %v", tc.at.Format(time.RFC3339), planned.Format(time.RFC3339Nano), tc.d, got, tc.want)
+		}
 	}
 }

@@ -125,7 +125,14 @@ func TestCommentClaim(t *testing.T) {
 		{"on a later line", comment("LGTM\n/nova approve qa "+digest[:12], nil), nil},
 		{"capitalised command", comment("/Nova approve qa "+digest[:12], nil), nil},
 		{"another command", comment("/nova apply qa "+digest[:12], nil), nil},
-		{"created when the plan was recorded", comment("/nova approve qa "+digest[:12], func(c *sdk.Comment) { c.Created, c.Updated = plannedAt, plannedAt }), nil},
+		// Gitea keeps seconds: an approval names the digest, so it cannot
+		// predate the plan within its second; a rejection could.
+		{"approval stamped in the plan's second", comment("/nova approve qa "+digest[:12], func(c *sdk.Comment) { c.Created, c.Updated = plannedAt, plannedAt }), func() *runner.ApprovalClaim {
+			c := *approval
+			c.At = plannedAt
+			return &c
+		}()},
+		{"rejection stamped in the plan's second", comment("/nova reject qa no", func(c *sdk.Comment) { c.Created, c.Updated = plannedAt, plannedAt }), nil},
 		{"created before the plan", comment("/nova approve qa "+digest[:12], func(c *sdk.Comment) { c.Created = plannedAt.Add(-time.Hour) }), nil},
 		{"edited after it was posted", comment("/nova approve qa "+digest[:12], func(c *sdk.Comment) { c.Updated = later.Add(time.Second) }), nil},
 		{"no poster", comment("/nova approve qa "+digest[:12], func(c *sdk.Comment) { c.Poster = nil }), nil},

@@ -37,7 +37,9 @@ func (s *Comments) Claims(ctx context.Context, req runner.ApprovalRequest) ([]ru
 	if err := c.needPull(activity); err != nil {
 		return nil, err
 	}
-	comments, err := c.listComments(ctx, req.PlannedAt)
+	// Gitea keeps times to the second: a comment of the plan's own second
+	// is listed, and CommentAfterPlan decides.
+	comments, err := c.listComments(ctx, req.PlannedAt.Truncate(time.Second))
 	if err != nil {
 		return nil, err
 	}
@@ -51,7 +53,8 @@ func (s *Comments) Claims(ctx context.Context, req runner.ApprovalRequest) ([]ru
 }
 
 // commentClaim reads one comment as a claim on req's plan. It counts only
-// when it was created after req.PlannedAt and never edited: Gitea lets
+// when it was created after req.PlannedAt (runner.CommentAfterPlan) and
+// never edited: Gitea lets
 // anyone with write access to pull requests edit anyone's comment, so an
 // edited comment's text may not be its poster's — the author of the change
 // could turn a reviewer's remark into an approval. (Gitea keeps times to
@@ -62,11 +65,11 @@ func commentClaim(cm *sdk.Comment, req runner.ApprovalRequest) (runner.ApprovalC
 	if cm == nil || cm.Poster == nil || cm.Poster.UserName == "" {
 		return runner.ApprovalClaim{}, false
 	}
-	if !cm.Created.After(req.PlannedAt) || cm.Updated.After(cm.Created) {
+	if cm.Updated.After(cm.Created) {
 		return runner.ApprovalClaim{}, false
 	}
 	cmd, ok := parseCommand(cm.Body)
-	if !ok || cmd.env != string(req.Environment) {
+	if !ok || cmd.env != string(req.Environment) || !runner.CommentAfterPlan(cm.Created, req.PlannedAt, cmd.decision) {
 		return runner.ApprovalClaim{}, false
 	}
 	if cmd.decision == runner.Approve && !strings.HasPrefix(req.PlanDigest, cmd.prefix) {

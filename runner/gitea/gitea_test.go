@@ -232,7 +232,9 @@ func TestCommentsOnGitea(t *testing.T) {
 	})
 
 	t.Run("posted before the plan was recorded", func(t *testing.T) {
-		for _, at := range []time.Time{approval.Created, approval.Created.Add(time.Second)} {
+		// An approval stamped in the plan's own second counts (it names the
+		// digest); one a second before the plan does not.
+		for _, at := range []time.Time{approval.Created.Add(time.Second)} {
 			early := req
 			early.PlannedAt = at
 			claims, err := src.Claims(ctx, early)

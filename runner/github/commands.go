@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 
 	gh "github.com/google/go-github/v66/github"
 
@@ -50,7 +51,9 @@ func (s *Comments) Claims(ctx context.Context, req runner.ApprovalRequest) ([]ru
 	if err := s.c.needPullRequest(); err != nil {
 		return nil, err
 	}
-	since := req.PlannedAt
+	// Timestamps are kept to the second: a comment of the plan's own
+	// second is listed, and CommentAfterPlan decides.
+	since := req.PlannedAt.Truncate(time.Second)
 	comments, err := listAll(func(opts gh.ListOptions) ([]*gh.IssueComment, *gh.Response, error) {
 		// since filters on updated_at; created_at is checked below.
 		return s.c.gh.Issues.ListComments(ctx, s.c.owner, s.c.repo, s.c.pr,
@@ -63,11 +66,11 @@ func (s *Comments) Claims(ctx context.Context, req runner.ApprovalRequest) ([]ru
 	for _, cm := range comments {
 		at := cm.GetCreatedAt().Time
 		login := cm.GetUser().GetLogin()
-		if login == "" || !at.After(req.PlannedAt) {
+		if login == "" {
 			continue
 		}
 		cmd, ok := parseCommand(cm.GetBody())
-		if !ok || cmd.env != string(req.Environment) {
+		if !ok || cmd.env != string(req.Environment) || !runner.CommentAfterPlan(at, req.PlannedAt, cmd.decision) {
 			continue
 		}
 		if cmd.decision == runner.Approve && !strings.HasPrefix(req.PlanDigest, cmd.prefix) {
