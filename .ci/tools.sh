@@ -8,6 +8,7 @@
 #   .ci/tools.sh gpg         # gpg (git verify-commit interop), from Debian if missing
 #   .ci/tools.sh conftest    # conftest (policy benchmark and conftest parity test), unless on PATH
 #   .ci/tools.sh gitea       # gitea (a real forge for the Gitea adapter's tests), always the pinned one
+#   .ci/tools.sh postgres    # PostgreSQL server binaries (the pg backend's tests), from Debian if missing
 set -euo pipefail
 
 TOOLS_BIN="${NOVA_TOOLS_BIN:-${XDG_CACHE_HOME:-$HOME/.cache}/nova-tools/bin}"
@@ -69,6 +70,21 @@ install_conftest() {
     go install "github.com/open-policy-agent/conftest@$CONFTEST_VERSION" >&2
 }
 
+# The pg backend and the cross-runner lock are tested against a real
+# server, which .ci/postgres.sh starts per test; only the binaries are
+# needed here.
+install_postgres() {
+  if [ -n "${NOVA_PG_BIN:-}" ] || command -v initdb >/dev/null 2>&1 || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
+    return
+  fi
+  echo "installing the PostgreSQL server from Debian" >&2
+  if [ "$(id -u)" -eq 0 ]; then
+    (apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y postgresql) >&2
+  else
+    (sudo apt-get update && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y postgresql) >&2
+  fi
+}
+
 # Gitea is not `go install`able (its go.mod has replace directives), so its
 # module source is copied into the cache and built there. Built without the
 # bindata tag it reads options/, templates/ and public/ from that source at
@@ -112,6 +128,7 @@ for tool in "$@"; do
     gpg) install_gpg ;;
     conftest) install_conftest ;;
     gitea) install_gitea ;;
+    postgres) install_postgres ;;
     *) echo "unknown tool: $tool" >&2; exit 2 ;;
   esac
 done
