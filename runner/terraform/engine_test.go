@@ -1,6 +1,8 @@
 package terraform
 
 import (
+	"context"
+	"os"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -68,5 +70,73 @@ func TestHasChangesAndSummary(t *testing.T) {
 	sum, list := Summarize(p)
 	if sum != (runner.ChangeSummary{Add: 2, Change: 1, Destroy: 2, Replace: 1}) || len(list) != 4 {
 		t.Errorf("summary %+v, %d listed", sum, len(list))
+	}
+}
+
+// fakeLock records what the engine asks of a run lock.
+type fakeLock struct {
+	name string
+	log  *[]string
+	err  error
+}
+
+func (l fakeLock) Lock(_ context.Context, req runner.LockRequest) (func() error, error) {
+	*l.log = append(*l.log, "lock "+l.name+" "+req.Key+" "+req.Holder.RunID)
+	if l.err != nil {
+		return nil, l.err
+	}
+	return func() error { *l.log = append(*l.log, "release "+l.name); return nil }, nil
+}
+
+type serializingLock struct{ fakeLock }
+
+func (l serializingLock) SerializeInit(_ context.Context, init func() error) error {
+	*l.log = append(*l.log, "init turn "+l.name)
+	return init()
+}
+
+// TestOpenHoldsTheRunLocksUntilClose: the locks are taken before terraform
+// runs, held while the workspace is open (the run's span) and released
+// last-taken first; a refused lock runs no terraform.
+func TestOpenHoldsTheRunLocksUntilClose(t *testing.T) {
+	marks := t.TempDir()
+	tf := scripted(t, "echo \"$1\" >> "+filepath.Join(marks, "calls")+"\nexit 0\n")
+	var log []string
+	engine := func(locks ...runner.StateLock) *Engine {
+		return &Engine{
+			Terraform: Options{ExecPath: tf, Env: map[string]string{"PATH": os.Getenv("PATH")}},
+			StateDir:  t.TempDir(), Holder: runner.LockHolder{RunID: "run-1"},
+			Locks: func(typ string, _ []string) ([]runner.StateLock, error) {
+				log = append(log, "backend "+typ)
+				return locks, nil
+			},
+		}
+	}
+	c := &runner.Contract{ID: "c-1", Environment: runner.Dev}
+
+	ws, err := engine(fakeLock{"local", &log, nil}, serializingLock{fakeLock{"pg", &log, nil}}).Open(t.Context(), t.TempDir(), t.TempDir(), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ws.Close(); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"backend local", "lock local c-1/dev run-1", "lock pg c-1/dev run-1", "init turn pg", "release pg", "release local"}
+	if !slices.Equal(log, want) {
+		t.Errorf("calls:\n%q\nwant\n%q", log, want)
+	}
+
+	log = nil
+	calls := filepath.Join(marks, "calls")
+	os.Remove(calls)
+	_, err = engine(fakeLock{"local", &log, nil}, fakeLock{"pg", &log, runner.Errorf(runner.StateLocked, "held by run-0")}).Open(t.Context(), t.TempDir(), t.TempDir(), c)
+	if runner.ReasonOf(err) != runner.StateLocked {
+		t.Fatalf("refused lock: %v", err)
+	}
+	if want := []string{"backend local", "lock local c-1/dev run-1", "lock pg c-1/dev run-1", "release local"}; !slices.Equal(log, want) {
+		t.Errorf("calls:\n%q\nwant\n%q", log, want)
+	}
+	if _, err := os.Stat(calls); err == nil {
+		t.Error("terraform ran without the run lock")
 	}
 }
