@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/nova-platform/nova/runner"
 	"github.com/nova-platform/nova/runner/local"
@@ -52,6 +53,9 @@ type Config struct {
 	Base    string
 	Bundle  string
 	Verbose bool
+	// LockTimeout is how long a run waits for the run lock and terraform's
+	// state lock; TerraformTimeout bounds each terraform command.
+	LockTimeout, TerraformTimeout time.Duration
 	// TrustedKeysFile holds armored OpenPGP keys that verify commits for
 	// the provenance input.
 	TrustedKeysFile string
@@ -245,6 +249,8 @@ func (cfg *Config) flags(fs *flag.FlagSet, getenv func(string) string) *rawFlags
 		fs.BoolVar(&cfg.Verbose, "verbose", false, "stream terraform output to stderr")
 		fs.StringVar(&cfg.TrustedKeysFile, "trusted-keys", getenv("NOVA_TRUSTED_KEYS"), "armored OpenPGP public keys that verify commit signatures")
 		fs.StringVar(&cfg.Base, "base", getenv("NOVA_BASE"), "trusted base commit or ref the approver config is read from (default: the pull request's base, else the default branch)")
+		fs.DurationVar(&cfg.LockTimeout, "lock-timeout", 0, "how long to wait for another run holding this contract and environment (0: fail at once with STATE_LOCKED)")
+		fs.DurationVar(&cfg.TerraformTimeout, "terraform-timeout", 2*time.Hour, "interrupt a terraform command running longer (0: never); a timed-out apply is an unknown outcome")
 	}
 	if cmd == "apply" {
 		fs.StringVar(&cfg.Bundle, "bundle", "", "plan bundle from `nova plan` (default: the newest for this contract)")
@@ -301,6 +307,9 @@ func (cfg *Config) complete(f *rawFlags, env Env) error {
 		}
 	}
 	cfg.BackendConfig = f.backendConfig
+	if cfg.LockTimeout < 0 || cfg.TerraformTimeout < 0 {
+		return runner.Errorf(runner.ConfigInvalid, "--lock-timeout and --terraform-timeout may not be negative")
+	}
 	cfg.Verify.KeyFiles, cfg.Verify.CommitKeyFiles = f.keyFiles, f.commitKeys
 	if cfg.Actor == "" {
 		cfg.Actor = firstNonEmpty(getenv("GITHUB_ACTOR"), getenv("USER"), "unknown")

@@ -23,6 +23,8 @@ func actionArgs(getenv func(string) string) []string {
 		{"output", "--output"},
 		{"backend", "--backend"},
 		{"bundle", "--bundle"},
+		{"lock-timeout", "--lock-timeout"},
+		{"terraform-timeout", "--terraform-timeout"},
 	} {
 		if v := gha.GetInput(in.input); v != "" {
 			args = append(args, in.flag, v)
