@@ -10,6 +10,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/nova-platform/nova/registry"
 	"github.com/nova-platform/nova/runner"
@@ -38,6 +39,9 @@ type Engine struct {
 	// Notify, when set, receives a line when the run waits for a lock.
 	Notify io.Writer
 }
+
+// pgCreationWait is the least terraform waits for the pg backend's lock.
+const pgCreationWait = 2 * time.Minute
 
 // initSerializer is a lock that must also keep terraform inits of its
 // backend apart (see postgres.Lock.SerializeInit).
@@ -123,6 +127,14 @@ func (e *Engine) Open(ctx context.Context, dir, runDir string, c *runner.Contrac
 	}
 	opts := e.Terraform
 	opts.Backend = backendType
+	if backendType == "pg" {
+		// Nova's run lock has already kept other Nova runs of this
+		// contract out; what terraform's pg lock still meets is its
+		// database-wide lock for creating a workspace, which every
+		// contract's first run takes for a moment. Failing on that at once
+		// would turn the first parallel runs into STATE_LOCKED.
+		opts.LockTimeout = max(opts.LockTimeout, pgCreationWait)
+	}
 	if opts.Log != nil {
 		opts.Log = io.MultiWriter(opts.Log, ws.log)
 	} else {
@@ -181,13 +193,38 @@ func (e *Engine) Backend(contract *runner.Contract) (string, []string, error) {
 	if err != nil {
 		return "", nil, err
 	}
-	if typ == "local" && !slices.ContainsFunc(entries, func(e string) bool { return strings.HasPrefix(e, "path=") }) {
+	set := func(key string) bool {
+		return slices.ContainsFunc(entries, func(e string) bool { return strings.HasPrefix(e, key+"=") })
+	}
+	switch {
+	case typ == "local" && !set("path"):
 		if e.StateDir == "" {
 			return "", nil, runner.Errorf(runner.ConfigInvalid, "no state directory configured for the local backend")
 		}
 		entries = append(entries, "path="+filepath.Join(e.StateDir, contract.ID, string(contract.Environment), "terraform.tfstate"))
+	case typ == "pg" && !set("schema_name"):
+		// The pg backend keys state by workspace ("default") within one
+		// schema: without a schema of their own, every contract using the
+		// database would share one state.
+		entries = append(entries, "schema_name="+PgSchema(contract))
 	}
 	return typ, entries, nil
+}
+
+// PgSchema is the schema a contract and environment keep their state in
+// with the pg backend, unless configured otherwise: an unquoted
+// PostgreSQL identifier (lowercase, no hyphens, at most 63 bytes).
+func PgSchema(c *runner.Contract) string {
+	id := strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9':
+			return r
+		case r >= 'A' && r <= 'Z':
+			return r + 'a' - 'A'
+		}
+		return -1
+	}, c.ID)
+	return fmt.Sprintf("nova_%.40s_%s", id, c.Environment)
 }
 
 // backend is Backend without the default local state path: rendering

@@ -33,6 +33,10 @@ func TestBackend(t *testing.T) {
 		{"operator may place local state", Engine{StateDir: "/s", BackendConfig: []string{"path=/elsewhere.tfstate"}}, contract(nil), "local",
 			[]string{"path=/elsewhere.tfstate"}, ""},
 		{"contract may not place local state", Engine{StateDir: "/s"}, contract(&runner.Backend{Type: "local", Config: map[string]string{"path": "/s/c-1/prod/terraform.tfstate"}}), "", nil, runner.BackendConfigInvalid},
+		{"pg state per contract and environment", Engine{StateDir: "/s", BackendType: "pg", BackendConfig: []string{"conn_str=postgres://db/tf"}}, contract(nil), "pg",
+			[]string{"conn_str=postgres://db/tf", "schema_name=nova_c1_qa"}, ""},
+		{"pg schema chosen by the operator", Engine{StateDir: "/s", BackendType: "pg", BackendConfig: []string{"schema_name=shared"}}, contract(nil), "pg",
+			[]string{"schema_name=shared"}, ""},
 		{"malformed flag", Engine{StateDir: "/s", BackendConfig: []string{"secret-token-without-equals"}}, contract(nil), "", nil, runner.BackendConfigInvalid},
 	}
 	for _, tt := range tests {

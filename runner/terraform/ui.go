@@ -129,6 +129,9 @@ func lockMessage(d diagnostic, backend string) string {
 		if m := lockErrorLine.FindStringSubmatch(d.Detail); m != nil {
 			reason = strings.TrimSpace(m[1])
 		}
+		if strings.Contains(reason, "workspace creation") {
+			return "another run is creating its state in this database and did not finish within the lock timeout (" + reason + "); the pg backend creates one workspace at a time, database-wide"
+		}
 		return "the state is locked by a terraform run outside Nova (" + reason + "); the pg backend does not record who holds its lock: look for terraform sessions in the database's pg_stat_activity"
 	}
 	info := map[string]string{}
