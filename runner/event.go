@@ -32,6 +32,8 @@ const (
 	EventApplyIndeterminate = "nova.apply.indeterminate"
 	EventApplyResolved      = "nova.apply.resolved"
 	EventRunFailed          = "nova.run.failed"
+	EventDriftDetected      = "nova.drift.detected"
+	EventDriftClear         = "nova.drift.clear"
 )
 
 // Event is a CloudEvents 1.0 envelope in its JSON format.

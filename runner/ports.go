@@ -38,6 +38,9 @@ type Workspace interface {
 	Plan(ctx context.Context, planFile string) (*SavedPlan, error)
 	// Show reads a saved plan.
 	Show(ctx context.Context, planFile string) (*SavedPlan, error)
+	// RefreshPlan saves a refresh-only plan to planFile and reads it back:
+	// what changed outside the engine, proposing nothing (SavedPlan.Drift).
+	RefreshPlan(ctx context.Context, planFile string) (*SavedPlan, error)
 	// Apply applies exactly the saved plan in planFile.
 	Apply(ctx context.Context, planFile string) error
 	// Outputs reads the root module's outputs after an apply.
@@ -58,6 +61,10 @@ type SavedPlan struct {
 	HasChanges bool
 	Changes    ChangeSummary
 	Resources  []ResourceChange
+	// Drift lists what the plan's refresh found changed outside the engine
+	// (DriftOutside), and each resource the plan would change to match the
+	// configuration (DriftConfiguration), with attribute names only.
+	Drift []DriftedResource
 }
 
 // Digest is the plan digest binding this plan to the contract and commit.

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	tfjson "github.com/hashicorp/terraform-json"
 
 	"github.com/nova-platform/nova/runner"
@@ -142,5 +143,34 @@ func TestOpenHoldsTheRunLocksUntilClose(t *testing.T) {
 	}
 	if _, err := os.Stat(calls); err == nil {
 		t.Error("terraform ran without the run lock")
+	}
+}
+
+// TestDriftNamesAttributesNotValues: what a plan says about drift is kept
+// as addresses and attribute names; the values, which may be secrets,
+// stay in the plan.
+func TestDriftNamesAttributesNotValues(t *testing.T) {
+	p := &tfjson.Plan{
+		ResourceDrift: []*tfjson.ResourceChange{
+			{Address: "aws_instance.web", Change: &tfjson.Change{Actions: tfjson.Actions{tfjson.ActionUpdate},
+				Before: map[string]any{"instance_type": "t3.micro", "ami": "ami-1", "tags": map[string]any{"a": "b"}},
+				After:  map[string]any{"instance_type": "t3.large", "ami": "ami-1", "tags": map[string]any{"a": "c"}}}},
+			{Address: "aws_s3_bucket.gone", Change: &tfjson.Change{Actions: tfjson.Actions{tfjson.ActionDelete},
+				Before: map[string]any{"bucket": "logs"}}},
+		},
+		ResourceChanges: []*tfjson.ResourceChange{
+			{Address: "module.m.terraform_data.x", Change: &tfjson.Change{Actions: tfjson.Actions{tfjson.ActionUpdate},
+				Before: map[string]any{"input": "tampered", "output": "tampered", "id": "1"},
+				After:  map[string]any{"input": "hello", "id": "1"}, AfterUnknown: map[string]any{"output": true}}},
+			{Address: "terraform_data.same", Change: &tfjson.Change{Actions: tfjson.Actions{tfjson.ActionNoop}}},
+		},
+	}
+	want := []runner.DriftedResource{
+		{Address: "aws_instance.web", Kind: runner.DriftOutside, Actions: []string{"update"}, Attributes: []string{"instance_type", "tags"}},
+		{Address: "aws_s3_bucket.gone", Kind: runner.DriftOutside, Actions: []string{"delete"}},
+		{Address: "module.m.terraform_data.x", Kind: runner.DriftConfiguration, Actions: []string{"update"}, Attributes: []string{"input", "output"}},
+	}
+	if diff := cmp.Diff(want, Drift(p)); diff != "" {
+		t.Errorf("Drift (-want +got):\n%s", diff)
 	}
 }
