@@ -33,8 +33,8 @@ type Env struct {
 // line and the environment by readConfig. Nothing else in nova reads flags
 // or environment variables.
 type Config struct {
-	// Command is validate, policy, explain, plan, apply, run, verify or
-	// resolve (the last two are `nova evidence verify|resolve`), version
+	// Command is validate, policy, explain, plan, apply, run, drift, verify
+	// or resolve (the last two are `nova evidence verify|resolve`), version
 	// or help.
 	Command string
 
@@ -126,7 +126,7 @@ type ResolveFlags struct {
 
 // Commands and the groups of flags they take.
 var (
-	pipelineCommands = []string{"validate", "explain", "plan", "apply", "run"}
+	pipelineCommands = []string{"validate", "explain", "plan", "apply", "run", "drift"}
 	approveCommands  = []string{"approve", "reject"}
 	contractCommands = slices.Concat(pipelineCommands, []string{"policy"}, approveCommands)
 	evidenceCommands = slices.Concat(pipelineCommands, []string{"verify", "resolve"}, approveCommands)

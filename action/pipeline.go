@@ -19,6 +19,7 @@ import (
 	"github.com/nova-platform/nova/runner/terraform"
 	"github.com/nova-platform/nova/stages/apply"
 	"github.com/nova-platform/nova/stages/confidence"
+	"github.com/nova-platform/nova/stages/drift"
 	"github.com/nova-platform/nova/stages/nfr"
 	"github.com/nova-platform/nova/stages/plan"
 	"github.com/nova-platform/nova/stages/policy"
@@ -87,6 +88,7 @@ func execute(ctx context.Context, cfg Config, env Env) error {
 	}
 	v := rep.finish(out, st, events.Path())
 	report.finished(context.WithoutCancel(ctx), v)
+	report.drift(context.WithoutCancel(ctx), st, v)
 	return verdict(out.Verdict, out.Reason)
 }
 
@@ -138,6 +140,15 @@ func (w wiring) stages(ctx context.Context) ([]runner.Stage, error) {
 		}
 		bundle := &apply.Bundle{Dir: cfg.Bundle, RunsDir: local.RunsDir(cfg.Dir), Evidence: w.evidence, Engine: engine}
 		return slices.Concat([]runner.Stage{validate, bundle}, w.gate(), []runner.Stage{apply.New(engine)}), nil
+	}
+	if cfg.Command == "drift" {
+		// Drift looks at what runs, not at the change: no evaluation, no
+		// gate, nothing applied.
+		engine, err := w.terraformEngine(reg)
+		if err != nil {
+			return nil, err
+		}
+		return []runner.Stage{validate, drift.New(engine, w.evidence)}, nil
 	}
 	policyCfg, err := policy.LoadConfig(cfg.Dir)
 	if err != nil {

@@ -312,7 +312,14 @@ func TestAHangingApplyTimesOut(t *testing.T) {
 	started, proceed := mkfifo(t, "started"), mkfifo(t, "proceed")
 	c := newConsumer(t, gatedContract("0c0ffee0-4444-4555-8666-777788889999", started, proceed, filepath.Join(t.TempDir(), "applies")))
 	c.extra = []string{"--registry", filepath.Join("testdata", "registry"), "--terraform-timeout", "15s"}
-	go readFifo(t, started) // nothing ever writes proceed: the apply hangs there
+	go func() {
+		// Takes the provisioner's "started"; nothing ever writes proceed,
+		// so the apply hangs there.
+		if f, err := os.Open(started); err == nil {
+			_, _ = bufio.NewReader(f).ReadString('\n')
+			f.Close()
+		}
+	}()
 
 	code, v, stderr := c.nova(t.Context(), "run")
 	if code != ExitError || v.Reason != string(runner.ApplyIndeterminate) {
