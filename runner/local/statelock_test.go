@@ -138,3 +138,16 @@ func TestStateLockHelperProcess(t *testing.T) {
 	os.Stdout.WriteString("locked\n")
 	_, _ = bufio.NewReader(os.Stdin).ReadString('\n')
 }
+
+// BenchmarkStateLock is what a run pays for the machine's run lock: one
+// take and release of an uncontended lock.
+func BenchmarkStateLock(b *testing.B) {
+	l := StateLock{Dir: b.TempDir()}
+	for b.Loop() {
+		release, err := l.Lock(b.Context(), runner.LockRequest{Key: "c-1/dev", Holder: holder("run-a")})
+		if err != nil {
+			b.Fatal(err)
+		}
+		_ = release()
+	}
+}

@@ -213,3 +213,20 @@ func mustURL(t *testing.T, s string) *url.URL {
 	}
 	return u
 }
+
+// BenchmarkLock is what a run pays for the cross-runner lock: connect,
+// name the session, take and release an uncontended advisory lock.
+func BenchmarkLock(b *testing.B) {
+	pg := pgtest.Start(b)
+	l, err := BackendLock([]string{"conn_str=" + pg.URL}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		release, err := l.Lock(b.Context(), runner.LockRequest{Key: "c-1/dev", Holder: holder("run-a")})
+		if err != nil {
+			b.Fatal(err)
+		}
+		_ = release()
+	}
+}
