@@ -21,7 +21,7 @@ demo: build
 	./$(BIN) run --dir examples/hello
 
 ## test: formatting, vet and every test, with real Terraform, git, gpg,
-## cosign and a real Gitea; then the packages that share state between
+## cosign, a real Gitea and a real PostgreSQL; then the packages that share state between
 ## goroutines once more under the race detector.
 RACE_PKGS := ./runner ./runner/evidence/... ./action
 
@@ -73,11 +73,13 @@ workflows:
 
 ## tools: what the tests run for real: terraform, gpg (git verify-commit),
 ## cosign (verify-blob), conftest (policy parity and benchmark), gitea
-## (the Gitea adapter's server), and for the container action's tests the
-## image's terraform, act and a static busybox (act's job container). Tests
-## never install anything themselves: a missing tool fails them.
+## (the Gitea adapter's server), the PostgreSQL server (the pg backend and
+## the cross-runner lock; tests start their own through .ci/postgres.sh),
+## and for the container action's tests the image's terraform, act and a
+## static busybox (act's job container). Tests never install anything
+## themselves: a missing tool fails them.
 tools:
-	@./.ci/tools.sh terraform gpg cosign conftest gitea terraform-image act busybox >/dev/null
+	@./.ci/tools.sh terraform gpg cosign conftest gitea postgres terraform-image act busybox >/dev/null
 
 clean:
 	rm -rf bin

@@ -11,6 +11,7 @@
 #   .ci/tools.sh act         # act (runs workflows and the container action in Docker), always the pinned one
 #   .ci/tools.sh busybox     # a static busybox from Debian: the shell of act's job container
 #   .ci/tools.sh terraform-image  # the static terraform the action's image carries (make image)
+#   .ci/tools.sh postgres    # PostgreSQL server binaries (the pg backend's tests), from Debian if missing
 set -euo pipefail
 
 TOOLS_BIN="${NOVA_TOOLS_BIN:-${XDG_CACHE_HOME:-$HOME/.cache}/nova-tools/bin}"
@@ -79,6 +80,21 @@ install_conftest() {
   echo "installing conftest $CONFTEST_VERSION into $TOOLS_BIN (go install; takes a few minutes once)" >&2
   GOBIN="$TOOLS_BIN" GOFLAGS=-mod=mod GOTOOLCHAIN=local \
     go install "github.com/open-policy-agent/conftest@$CONFTEST_VERSION" >&2
+}
+
+# The pg backend and the cross-runner lock are tested against a real
+# server, which .ci/postgres.sh starts per test; only the binaries are
+# needed here.
+install_postgres() {
+  if [ -n "${NOVA_PG_BIN:-}" ] || command -v initdb >/dev/null 2>&1 || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
+    return
+  fi
+  echo "installing the PostgreSQL server from Debian" >&2
+  if [ "$(id -u)" -eq 0 ]; then
+    (apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y postgresql) >&2
+  else
+    (sudo apt-get update && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y postgresql) >&2
+  fi
 }
 
 # Gitea is not `go install`able (its go.mod has replace directives), so its
@@ -207,6 +223,7 @@ for tool in "$@"; do
     act) install_act ;;
     busybox) install_busybox ;;
     terraform-image) install_terraform_image && link_terraform_image ;;
+    postgres) install_postgres ;;
     *) echo "unknown tool: $tool" >&2; exit 2 ;;
   esac
 done

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/nova-platform/nova/runner"
 	"github.com/nova-platform/nova/runner/local"
@@ -32,8 +33,8 @@ type Env struct {
 // line and the environment by readConfig. Nothing else in nova reads flags
 // or environment variables.
 type Config struct {
-	// Command is validate, policy, explain, plan, apply, run, verify or
-	// resolve (the last two are `nova evidence verify|resolve`), version
+	// Command is validate, policy, explain, plan, apply, run, drift, verify
+	// or resolve (the last two are `nova evidence verify|resolve`), version
 	// or help.
 	Command string
 
@@ -57,6 +58,9 @@ type Config struct {
 	// ApproversPath is the approver config, relative to Dir.
 	ApproversPath string
 	Verbose       bool
+	// LockTimeout is how long a run waits for the run lock and terraform's
+	// state lock; TerraformTimeout bounds each terraform command.
+	LockTimeout, TerraformTimeout time.Duration
 	// TrustedKeysFile holds armored OpenPGP keys that verify commits for
 	// the provenance input.
 	TrustedKeysFile string
@@ -132,7 +136,7 @@ type ResolveFlags struct {
 
 // Commands and the groups of flags they take.
 var (
-	pipelineCommands = []string{"validate", "explain", "plan", "apply", "run"}
+	pipelineCommands = []string{"validate", "explain", "plan", "apply", "run", "drift"}
 	approveCommands  = []string{"approve", "reject"}
 	contractCommands = slices.Concat(pipelineCommands, []string{"policy"}, approveCommands)
 	evidenceCommands = slices.Concat(pipelineCommands, []string{"verify", "resolve"}, approveCommands)
@@ -271,6 +275,8 @@ func (cfg *Config) flags(fs *flag.FlagSet, getenv func(string) string) *rawFlags
 		fs.BoolVar(&cfg.Verbose, "verbose", false, "stream terraform output to stderr")
 		fs.StringVar(&cfg.TrustedKeysFile, "trusted-keys", getenv("NOVA_TRUSTED_KEYS"), "armored OpenPGP public keys that verify commit signatures")
 		fs.StringVar(&cfg.Base, "base", getenv("NOVA_BASE"), "trusted base commit or ref the approver config is read from (default: the pull request's base, else the default branch)")
+		fs.DurationVar(&cfg.LockTimeout, "lock-timeout", 0, "how long to wait for another run holding this contract and environment (0: fail at once with STATE_LOCKED)")
+		fs.DurationVar(&cfg.TerraformTimeout, "terraform-timeout", 2*time.Hour, "interrupt a terraform command running longer (0: never); a timed-out apply is an unknown outcome")
 	}
 	if slices.Contains(pipelineCommands, cmd) || slices.Contains(approveCommands, cmd) {
 		fs.StringVar(&cfg.ApproversPath, "approvers", runner.ApproversFile, "approver config, relative to --dir, read from the trusted base")
@@ -348,6 +354,9 @@ func (cfg *Config) complete(f *rawFlags, env Env) error {
 		return runner.Errorf(runner.ConfigInvalid, "--approvers %q: want a path inside --dir", cfg.ApproversPath)
 	}
 	cfg.BackendConfig = f.backendConfig
+	if cfg.LockTimeout < 0 || cfg.TerraformTimeout < 0 {
+		return runner.Errorf(runner.ConfigInvalid, "--lock-timeout and --terraform-timeout may not be negative")
+	}
 	cfg.Verify.KeyFiles, cfg.Verify.CommitKeyFiles = f.keyFiles, f.commitKeys
 	if cfg.Actor == "" {
 		cfg.Actor = firstNonEmpty(getenv("GITHUB_ACTOR"), getenv("USER"), "unknown")

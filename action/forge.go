@@ -56,7 +56,8 @@ func secrets(getenv func(string) string, evidenceRepo string) []string {
 	for _, name := range slices.Concat(secretVariables, secretInputVariables()) {
 		add(getenv(name))
 	}
-	for _, raw := range []string{getenv("NOVA_EVIDENCE_REPO"), evidenceRepo} {
+	// The pg backend's connection URL carries its database password.
+	for _, raw := range []string{getenv("NOVA_EVIDENCE_REPO"), evidenceRepo, getenv("PG_CONN_STR")} {
 		if u, err := url.Parse(raw); err == nil && u.User != nil {
 			if pw, ok := u.User.Password(); ok {
 				add(pw)

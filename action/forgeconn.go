@@ -21,6 +21,7 @@ type forgeAdapters struct {
 	commenter   runner.PullRequestCommenter
 	statuses    runner.StatusSetter
 	deployments runner.Deployments
+	issues      runner.IssueTracker
 }
 
 // connectForge builds the adapters of the forge nova runs in. Outside a
@@ -38,7 +39,7 @@ func connectForge(ctx context.Context, cfg Config) (*forgeAdapters, error) {
 		if err != nil {
 			return nil, err
 		}
-		a.membership, a.statuses, a.deployments = c.Teams(), c.Statuses(), c.Deployments()
+		a.membership, a.statuses, a.deployments, a.issues = c.Teams(), c.Statuses(), c.Deployments(), c.Issues()
 		if fc.RunID != 0 {
 			a.sources = append(a.sources, c.EnvironmentApprovals())
 		}
@@ -51,7 +52,7 @@ func connectForge(ctx context.Context, cfg Config) (*forgeAdapters, error) {
 		if err != nil {
 			return nil, err
 		}
-		a.membership, a.statuses = c.Teams(), c.Statuses()
+		a.membership, a.statuses, a.issues = c.Teams(), c.Statuses(), c.Issues()
 		if fc.PullRequest != 0 {
 			pr := c.PullRequest()
 			a.sources = append(a.sources, c.Reviews(), c.Comments())
@@ -95,9 +96,11 @@ func (r *forgeReport) deployment(ctx context.Context, state runner.DeploymentSta
 	}
 }
 
-// finished publishes the outcome.
+// finished publishes the outcome. A drift check has its own place, the
+// drift issue (drift): its verdict is about what runs, not about the
+// commit, whose status and comment belong to the change's runs.
 func (r *forgeReport) finished(ctx context.Context, v runView) {
-	if v.ContractID == "" {
+	if v.ContractID == "" || r.cfg.Command == "drift" {
 		return
 	}
 	switch {

@@ -30,7 +30,7 @@ type actionInput struct {
 }
 
 // actionCommands are the values of the command input.
-var actionCommands = []string{"validate", "policy", "plan", "apply", "run", "approve", "reject", "verify"}
+var actionCommands = []string{"validate", "policy", "plan", "apply", "run", "drift", "approve", "reject", "verify"}
 
 var actionInputs = []actionInput{
 	{Name: "command", Default: "run", Description: "What nova does: " + strings.Join(actionCommands, ", ") + " (verify is `nova evidence verify`)."},
@@ -43,6 +43,8 @@ var actionInputs = []actionInput{
 	{Name: "backend", Flag: "--backend", Description: "Terraform backend type, overriding the contract's."},
 	{Name: "backend-config", Flag: "--backend-config", Lines: true, Description: "Terraform -backend-config entries, one key=value per line."},
 	{Name: "base", Flag: "--base", Description: "The trusted base commit or ref the approver config is read from (default: the pull request's base, else the default branch)."},
+	{Name: "lock-timeout", Flag: "--lock-timeout", Description: "How long to wait for another run of the same contract and environment, such as 5m (default: fail at once with STATE_LOCKED)."},
+	{Name: "terraform-timeout", Flag: "--terraform-timeout", Description: "Interrupt a terraform command that runs longer, such as 30m (default 2h); a timed-out apply is recorded as an unknown outcome."},
 	{Name: "approvers", Default: runner.ApproversFile, Flag: "--approvers", Description: "The approver config, relative to dir, read from the trusted base."},
 	{Name: "output", Default: "text", Flag: "--output", Description: "Report format on stdout: text or json (policy also sarif and junit)."},
 	{Name: "report-file", Flag: "--out", Description: "For policy: write the report to this file, relative to the workspace (for a SARIF upload)."},

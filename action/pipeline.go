@@ -15,9 +15,11 @@ import (
 	"github.com/nova-platform/nova/runner/evidence/signing"
 	"github.com/nova-platform/nova/runner/infracost"
 	"github.com/nova-platform/nova/runner/local"
+	"github.com/nova-platform/nova/runner/postgres"
 	"github.com/nova-platform/nova/runner/terraform"
 	"github.com/nova-platform/nova/stages/apply"
 	"github.com/nova-platform/nova/stages/confidence"
+	"github.com/nova-platform/nova/stages/drift"
 	"github.com/nova-platform/nova/stages/nfr"
 	"github.com/nova-platform/nova/stages/plan"
 	"github.com/nova-platform/nova/stages/policy"
@@ -55,7 +57,7 @@ func execute(ctx context.Context, cfg Config, env Env) error {
 	if err := store.Drain(ctx); err != nil {
 		fmt.Fprintf(env.Stderr, "nova: evidence repo not reachable, events stay in the outbox: %v\n", err)
 	}
-	w := wiring{cfg: cfg, env: env, evidence: store, keys: keys}
+	w := wiring{cfg: cfg, env: env, evidence: store, keys: keys, runID: runID}
 	w.forge, err = connectForge(ctx, cfg)
 	var stages []runner.Stage
 	if err == nil {
@@ -91,6 +93,7 @@ func execute(ctx context.Context, cfg Config, env Env) error {
 	}
 	v := rep.finish(out, st, events.Path())
 	report.finished(context.WithoutCancel(ctx), v)
+	report.drift(context.WithoutCancel(ctx), st, v)
 	return verdict(out.Verdict, out.Reason)
 }
 
@@ -118,6 +121,7 @@ type wiring struct {
 	evidence *evidence.Store
 	keys     signing.Keys
 	forge    *forgeAdapters
+	runID    string
 }
 
 // stages lists the command's stages, each given its adapters.
@@ -135,12 +139,21 @@ func (w wiring) stages(ctx context.Context) ([]runner.Stage, error) {
 		// The apply job trusts the plan job's evaluation: it re-validates
 		// the contract, proves the bundle is the one planned for it, and
 		// applies only what the gate authorizes.
-		engine, err := terraformEngine(cfg, env, reg)
+		engine, err := w.terraformEngine(reg)
 		if err != nil {
 			return nil, err
 		}
 		bundle := &apply.Bundle{Dir: cfg.Bundle, ExpectDigest: cfg.ExpectDigest, RunsDir: local.RunsDir(cfg.Dir), Evidence: w.evidence, Engine: engine}
 		return slices.Concat([]runner.Stage{validate, bundle}, w.gate(), []runner.Stage{apply.New(engine)}), nil
+	}
+	if cfg.Command == "drift" {
+		// Drift looks at what runs, not at the change: no evaluation, no
+		// gate, nothing applied.
+		engine, err := w.terraformEngine(reg)
+		if err != nil {
+			return nil, err
+		}
+		return []runner.Stage{validate, drift.New(engine, w.evidence)}, nil
 	}
 	policyCfg, err := policy.LoadConfig(cfg.Dir)
 	if err != nil {
@@ -165,7 +178,7 @@ func (w wiring) stages(ctx context.Context) ([]runner.Stage, error) {
 	if cfg.Command == "explain" {
 		return evaluate, nil
 	}
-	engine, err := terraformEngine(cfg, env, reg)
+	engine, err := w.terraformEngine(reg)
 	if err != nil {
 		return nil, err
 	}
@@ -211,8 +224,9 @@ func approverKeyDir(cfg Config) string {
 }
 
 // terraformEngine is the Terraform the plan and apply stages share, so both
-// initialise the same backend.
-func terraformEngine(cfg Config, env Env, reg *registry.Registry) (*terraform.Engine, error) {
+// initialise the same backend and hold the same run locks.
+func (w wiring) terraformEngine(reg *registry.Registry) (*terraform.Engine, error) {
+	cfg, env := w.cfg, w.env
 	tfPath, err := cfg.terraformPath()
 	if err != nil {
 		return nil, err
@@ -221,13 +235,37 @@ func terraformEngine(cfg Config, env Env, reg *registry.Registry) (*terraform.En
 	if cfg.Verbose {
 		tfLog = env.Stderr
 	}
+	host, _ := os.Hostname()
 	return &terraform.Engine{
-		Registry:      reg,
-		Terraform:     terraform.Options{ExecPath: tfPath, Env: cfg.TerraformEnv, Log: tfLog},
+		Registry: reg,
+		Terraform: terraform.Options{ExecPath: tfPath, Env: cfg.TerraformEnv, Log: tfLog,
+			LockTimeout: cfg.LockTimeout, Timeout: cfg.TerraformTimeout},
 		StateDir:      cfg.StateDir,
 		BackendType:   cfg.BackendType,
 		BackendConfig: cfg.BackendConfig,
+		Locks:         runLocks(cfg),
+		Holder:        runner.LockHolder{RunID: w.runID, PID: os.Getpid(), Host: host, Since: time.Now().UTC()},
+		Notify:        env.Stderr,
 	}, nil
+}
+
+// runLocks are the locks a run holds from plan to outcome: always the
+// machine's own (a file per contract and environment under the state
+// dir), and where the state is shared through PostgreSQL, an advisory
+// lock in its database that every runner sees. Other remote backends have
+// only terraform's lock, which covers one command at a time.
+func runLocks(cfg Config) func(string, []string) ([]runner.StateLock, error) {
+	return func(backendType string, backendConfig []string) ([]runner.StateLock, error) {
+		locks := []runner.StateLock{local.StateLock{Dir: filepath.Join(cfg.StateDir, "locks")}}
+		if backendType == "pg" {
+			pg, err := postgres.BackendLock(backendConfig, cfg.TerraformEnv)
+			if err != nil {
+				return nil, err
+			}
+			locks = append(locks, pg)
+		}
+		return locks, nil
+	}
 }
 
 // renderer renders root modules (for a cost estimate before any plan) and

@@ -21,6 +21,7 @@ Usage:
   nova plan     [flags]   evaluate, then plan with Terraform and write a plan bundle
   nova apply    [flags]   apply a plan bundle from 'nova plan' once the gate allows it
   nova run      [flags]   evaluate, plan, gate and apply in one go
+  nova drift    [flags]   compare live infrastructure with what was applied (exit 1: drift)
   nova approve  --env E --as NAME     approve the newest plan for E as NAME (a signed local claim)
   nova reject   --env E --as NAME --reason TEXT   reject it
   nova evidence verify|resolve   check the evidence repo, or resolve an indeterminate apply

@@ -32,6 +32,8 @@ const (
 	EventApplyIndeterminate = "nova.apply.indeterminate"
 	EventApplyResolved      = "nova.apply.resolved"
 	EventRunFailed          = "nova.run.failed"
+	EventDriftDetected      = "nova.drift.detected"
+	EventDriftClear         = "nova.drift.clear"
 )
 
 // Event is a CloudEvents 1.0 envelope in its JSON format.
@@ -109,11 +111,20 @@ func NewEmitter(rec Recorder, source, runID string, now func() time.Time) *Emitt
 	return &Emitter{rec: rec, source: source, runID: runID, now: now, heads: map[string]*chainHead{}}
 }
 
+// MaxEventData is the largest event data Nova writes. Every event is kept
+// forever, pushed as a commit, read back whole by the gate and by verify;
+// one that outgrows this (a plan record of tens of thousands of resources)
+// is refused rather than written, and the run stops saying so.
+const MaxEventData = 4 << 20
+
 // Emit builds, chains and records one event.
 func (em *Emitter) Emit(ctx context.Context, typ, contractID string, env Environment, data any) (Event, error) {
 	raw, err := Canonical(data)
 	if err != nil {
 		return Event{}, Errorf(EventWriteFailed, "encoding %s event data: %w", typ, err)
+	}
+	if len(raw) > MaxEventData {
+		return Event{}, Errorf(EventTooLarge, "the %s event's data is %d bytes, more than the %d an event may hold; it was not written", typ, len(raw), MaxEventData)
 	}
 	em.mu.Lock()
 	head, ok := em.heads[contractID]

@@ -160,3 +160,26 @@ func TestPlanEvaluation(t *testing.T) {
 		t.Errorf("unknown digest: %+v, %+v", pcrs, conf)
 	}
 }
+
+func TestAppliedTarget(t *testing.T) {
+	ev := func(run, env, typ, data string) Event {
+		return Event{RunID: run, Environment: env, Type: typ, Data: json.RawMessage(data)}
+	}
+	validated := func(run, env, digest string) Event {
+		return ev(run, env, EventContractValidated, `{"stage":"schema","verdict":"pass","summary":"","durationMs":0,"result":{"targetDigest":"`+digest+`"}}`)
+	}
+	events := []Event{
+		validated("r1", "dev", "t1"), ev("r1", "dev", EventApplyCompleted, `{}`),
+		validated("r2", "dev", "t2"), // planned, never applied
+		validated("r3", "qa", "t3"), ev("r3", "qa", EventApplyCompleted, `{}`),
+	}
+	if d, run, ok := AppliedTarget(events, Dev); !ok || d != "t1" || run != "r1" {
+		t.Errorf("dev: %q %q %v, want t1 from r1", d, run, ok)
+	}
+	if d, _, ok := AppliedTarget(events, QA); !ok || d != "t3" {
+		t.Errorf("qa: %q %v", d, ok)
+	}
+	if _, _, ok := AppliedTarget(events, Prod); ok {
+		t.Error("prod was never applied")
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -284,5 +285,30 @@ func TestTeeRecordsInOrderAndStopsAtFirstFailure(t *testing.T) {
 	second.fail = errors.New("push rejected")
 	if err := tee.Record(t.Context(), Event{ID: "2"}); err == nil {
 		t.Error("a failing recorder did not fail the tee")
+	}
+}
+
+// TestAnEventTooLargeIsRefusedNotWritten: a stage whose data outgrows an
+// event stops the run with EVENT_TOO_LARGE, recorded by a small failure
+// event; the oversized one never reaches the recorder.
+func TestAnEventTooLargeIsRefusedNotWritten(t *testing.T) {
+	rec := &memRecorder{}
+	huge := fakeStage{"plan", func(context.Context, *State) (Result, error) {
+		return Result{Verdict: Pass, Event: EventPlanCreated, Data: map[string]string{"resources": strings.Repeat("x", MaxEventData)}}, nil
+	}}
+	p := Pipeline{Stages: []Stage{passing("schema"), huge, passing("apply")}, Events: NewEmitter(rec, "urn:test", "r", nil)}
+	out := p.Run(t.Context(), contractState())
+	if out.Verdict != Errored || out.Reason != EventTooLarge {
+		t.Fatalf("outcome = %s/%s, want error/%s", out.Verdict, out.Reason, EventTooLarge)
+	}
+	var types []string
+	for _, e := range rec.events {
+		types = append(types, e.Type)
+		if len(e.Data) > MaxEventData {
+			t.Errorf("an event of %d bytes was written", len(e.Data))
+		}
+	}
+	if diff := cmp.Diff([]string{"nova.test.schema", EventRunFailed}, types); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
 	}
 }

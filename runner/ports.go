@@ -1,6 +1,10 @@
 package runner
 
-import "context"
+import (
+	"context"
+	"fmt"
+	"time"
+)
 
 // The ports below are what stages need from the world outside Nova. Each is
 // declared here, where it is consumed, and kept to the few methods its
@@ -34,6 +38,9 @@ type Workspace interface {
 	Plan(ctx context.Context, planFile string) (*SavedPlan, error)
 	// Show reads a saved plan.
 	Show(ctx context.Context, planFile string) (*SavedPlan, error)
+	// RefreshPlan saves a refresh-only plan to planFile and reads it back:
+	// what changed outside the engine, proposing nothing (SavedPlan.Drift).
+	RefreshPlan(ctx context.Context, planFile string) (*SavedPlan, error)
 	// Apply applies exactly the saved plan in planFile.
 	Apply(ctx context.Context, planFile string) error
 	// Outputs reads the root module's outputs after an apply.
@@ -54,6 +61,10 @@ type SavedPlan struct {
 	HasChanges bool
 	Changes    ChangeSummary
 	Resources  []ResourceChange
+	// Drift lists what the plan's refresh found changed outside the engine
+	// (DriftOutside), and each resource the plan would change to match the
+	// configuration (DriftConfiguration), with attribute names only.
+	Drift []DriftedResource
 }
 
 // Digest is the plan digest binding this plan to the contract and commit.
@@ -86,4 +97,56 @@ type CostReport struct {
 	Priced string
 	// Diff is the monthly difference the change makes, when known.
 	Diff *float64
+}
+
+// StateLock keeps two runs from planning or applying one contract and
+// environment at once. A run takes it before terraform first touches the
+// state and holds it until the run ends, so a second run waits for the
+// first one's whole span — plan, gate, apply and the recorded outcome —
+// rather than for one terraform command: the gate would otherwise find the
+// first run's authorization without an outcome and refuse the second as
+// APPLY_INDETERMINATE, which it is not.
+type StateLock interface {
+	// Lock takes the lock of req.Key for req.Holder and returns the
+	// function that releases it. When another holder has it, Lock waits up
+	// to req.Wait (0: not at all) and then fails with STATE_LOCKED naming
+	// that holder; a lock it cannot take or check at all is
+	// STATE_LOCK_FAILED.
+	Lock(ctx context.Context, req LockRequest) (release func() error, err error)
+}
+
+// LockRequest asks for one state lock.
+type LockRequest struct {
+	// Key names the contract and environment: "<contractId>/<env>".
+	Key    string
+	Holder LockHolder
+	Wait   time.Duration
+	// Waiting, when set, is told who holds the lock before Lock starts to
+	// wait for it, so a run that seems stuck says what it waits for.
+	Waiting func(holder string)
+}
+
+// LockHolder is who holds a state lock: enough to find the run (its id in
+// the evidence, its process on its host) and to decide whether it is
+// still alive.
+type LockHolder struct {
+	RunID string    `json:"runId"`
+	PID   int       `json:"pid"`
+	Host  string    `json:"host"`
+	Since time.Time `json:"since"`
+}
+
+func (h LockHolder) String() string {
+	s := fmt.Sprintf("run %s (pid %d on %s", orUnknown(h.RunID), h.PID, orUnknown(h.Host))
+	if !h.Since.IsZero() {
+		s += ", since " + h.Since.UTC().Format(time.RFC3339)
+	}
+	return s + ")"
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "unknown"
+	}
+	return s
 }

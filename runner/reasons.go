@@ -104,6 +104,10 @@ const (
 	PlanDigestMismatch       Reason = "PLAN_DIGEST_MISMATCH"
 	PlanChangedSinceApproval Reason = "PLAN_CHANGED_SINCE_APPROVAL"
 	PlanNotCleared           Reason = "PLAN_NOT_CLEARED"
+	StateLockFailed          Reason = "STATE_LOCK_FAILED"
+	TerraformTimeout         Reason = "TERRAFORM_TIMEOUT"
+	PlanTooLarge             Reason = "PLAN_TOO_LARGE"
+	DriftDetected            Reason = "DRIFT_DETECTED"
 )
 
 // Confidence signal and its inputs.
@@ -143,6 +147,7 @@ const (
 	ForgeAPIFailed              Reason = "FORGE_API_FAILED"
 	RunCancelled                Reason = "RUN_CANCELLED"
 	EventWriteFailed            Reason = "EVENT_WRITE_FAILED"
+	EventTooLarge               Reason = "EVENT_TOO_LARGE"
 	ConfigInvalid               Reason = "CONFIG_INVALID"
 	CommitMismatch              Reason = "COMMIT_MISMATCH"
 	WorkflowActionUnpinned      Reason = "WORKFLOW_ACTION_UNPINNED"
@@ -243,7 +248,7 @@ var reasonTable = []ReasonInfo{
 	{TerraformShowFailed, "plan", KindError, "`terraform show -json` failed or its JSON could not be read."},
 	{TerraformApplyFailed, "apply", KindError, "`terraform apply` of the saved plan failed."},
 	{TerraformInterrupted, "plan", KindError, "Terraform was interrupted (cancellation); it was sent SIGINT so it could release its state lock."},
-	{StateLocked, "plan", KindError, "Another run holds the Terraform state lock of this contract and environment (after waiting --lock-timeout); the message names the holder from Terraform's lock info."},
+	{StateLocked, "plan", KindError, "Another run holds the lock of this contract and environment (Nova's run lock, or Terraform's state lock) and did not release it within --lock-timeout; the message names the holder: run id, pid and host from Nova's lock, else Terraform's lock info."},
 	{PlanStale, "apply", KindError, "The saved plan no longer matches the state (something was applied since it was made); plan again."},
 	{RenderFailed, "plan", KindError, "The root module could not be rendered from the target stack."},
 	{BackendConfigInvalid, "plan", KindError, "A backend config entry is not `key=value` or the backend type is not a name."},
@@ -251,6 +256,9 @@ var reasonTable = []ReasonInfo{
 	{PlanBundleMismatch, "apply", KindVerdict, "The plan bundle was made for another contract, environment, contract content or commit, or does not carry the plan digest `--digest` expects."},
 	{PlanDigestMismatch, "apply", KindVerdict, "The saved plan no longer hashes to the digest recorded when it was planned (tampering or corruption)."},
 	{PlanChangedSinceApproval, "apply", KindVerdict, "A re-plan differs from the plan that was approved."},
+	{StateLockFailed, "plan", KindError, "The run lock of this contract and environment could not be taken or checked: the lock file under --state-dir cannot be opened, or the pg backend's database cannot be reached for its advisory lock."},
+	{TerraformTimeout, "plan", KindError, "A terraform command ran longer than --terraform-timeout and was interrupted (SIGINT, so it could release its state lock). An apply that timed out is recorded as `APPLY_INDETERMINATE`, never as a failure."},
+	{PlanTooLarge, "plan", KindError, "`terraform show -json` of the saved plan is larger than Nova reads (256 MiB); it was stopped rather than held in memory. Split the contract."},
 	{PlanNotCleared, "apply", KindVerdict, "The evidence holds no passing plan-level policy and confidence for this plan digest: the plan failed (or never finished) its evaluation and cannot be applied."},
 
 	{ConfidenceInputMissing, "confidence", KindVerdict, "A confidence input could not be computed (its stage did not run or errored, or a required test suite is missing or unreadable); the run halts rather than score without it."},
@@ -285,6 +293,7 @@ var reasonTable = []ReasonInfo{
 	{ForgeAPIFailed, "gate", KindError, "The forge's API (GitHub, Gitea) could not be read or written after retries: unreachable, unauthorized, or rate-limited past the wait."},
 	{RunCancelled, "run", KindError, "The run was cancelled (signal or timeout) before it finished."},
 	{EventWriteFailed, "run", KindError, "An event could not be written durably; the run stops rather than act unrecorded."},
+	{EventTooLarge, "run", KindError, "An event's data is larger than an event may be (4 MiB); it was refused rather than written, and the run stops."},
 	{ConfigInvalid, "run", KindError, "A flag, environment variable or setting is invalid."},
 	{PathOutsideCheckout, "run", KindError, "A path Nova was asked to read (a flag, a contract field, a link in the checkout or the bundle) resolves outside the checkout or bundle; nothing outside is read."},
 	{FileNotRegular, "run", KindError, "A file Nova reads from the checkout or a bundle is a FIFO, a device or a directory, not a regular file."},
@@ -321,6 +330,8 @@ var reasonTable = []ReasonInfo{
 	{NFRNotSatisfied, "policy", KindVerdict, "A declared NFR is not met by the values the stack's modules get (the PCR names the instance and input)."},
 	{NFRNotSatisfiable, "policy", KindVerdict, "No module of the stack declares a capability that could meet a declared NFR."},
 	{NFRBudgetExceeded, "policy", KindVerdict, "The cost estimate exceeds the contract's `nfr.monthlyCostCeiling`."},
+
+	{DriftDetected, "drift", KindVerdict, "`nova drift` found resources that no longer match what was applied: changed outside Terraform, or no longer what the applied configuration describes (the event names addresses and attribute names, never values)."},
 }
 
 // Reasons returns the vocabulary in documentation order.

@@ -112,6 +112,8 @@ type State struct {
 	// Receipt is the nova.apply.completed of an earlier run that applied
 	// this very plan: a replay answers with it and applies nothing.
 	Receipt *Event
+	// Drift is what `nova drift` found.
+	Drift *DriftRecord
 }
 
 // Plan is what the plan stage produced and the apply stage consumes.

@@ -24,6 +24,7 @@ const (
 	permMembersRead  = "members: read (an organization permission, which the workflow's GITHUB_TOKEN cannot have: use an app or a token with read:org)"
 	permStatusesW    = "statuses: write"
 	permDeploymentsW = "deployments: write"
+	permIssuesWrite  = "issues: write"
 )
 
 // apiError is GitHub's answer to a failed call, rebuilt from its status and

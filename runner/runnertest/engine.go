@@ -44,6 +44,8 @@ type Workspace struct {
 	ShowFunc    func(ctx context.Context, planFile string) (*runner.SavedPlan, error)
 	ApplyFunc   func(ctx context.Context, planFile string) error
 	OutputsFunc func(ctx context.Context) (map[string]runner.OutputValue, error)
+	// RefreshFunc answers RefreshPlan.
+	RefreshFunc func(ctx context.Context, planFile string) (*runner.SavedPlan, error)
 
 	Calls  []string
 	Closed bool
@@ -67,6 +69,15 @@ func (w *Workspace) Show(ctx context.Context, planFile string) (*runner.SavedPla
 		return nil, errUnexpected
 	}
 	return w.ShowFunc(ctx, planFile)
+}
+
+// RefreshPlan implements runner.Workspace.
+func (w *Workspace) RefreshPlan(ctx context.Context, planFile string) (*runner.SavedPlan, error) {
+	w.Calls = append(w.Calls, "refresh")
+	if w.RefreshFunc == nil {
+		return nil, errUnexpected
+	}
+	return w.RefreshFunc(ctx, planFile)
 }
 
 // Apply implements runner.Workspace.

@@ -2,12 +2,15 @@ package terraform
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/nova-platform/nova/registry"
 	"github.com/nova-platform/nova/runner"
@@ -27,6 +30,23 @@ type Engine struct {
 	// contract's backend.
 	BackendType   string
 	BackendConfig []string
+	// Locks returns the run locks a workspace of the given backend takes,
+	// in order, before terraform first touches its state; the workspace
+	// holds them until it is closed, which is when the run ends. nil: none.
+	Locks func(backendType string, backendConfig []string) ([]runner.StateLock, error)
+	// Holder is who this run is, for the locks to name.
+	Holder runner.LockHolder
+	// Notify, when set, receives a line when the run waits for a lock.
+	Notify io.Writer
+}
+
+// pgCreationWait is the least terraform waits for the pg backend's lock.
+const pgCreationWait = 2 * time.Minute
+
+// initSerializer is a lock that must also keep terraform inits of its
+// backend apart (see postgres.Lock.SerializeInit).
+type initSerializer interface {
+	SerializeInit(ctx context.Context, init func() error) error
 }
 
 var _ runner.Engine = (*Engine)(nil)
@@ -77,34 +97,92 @@ func (e *Engine) Render(dir string, c *runner.Contract, target *runner.TargetSta
 
 // Open implements runner.Engine: terraform init of dir with the contract's
 // backend, terraform's output appended to runDir/terraform.log.
+//
+// Before anything touches the state it takes the run locks of the
+// contract and environment (Locks), waiting up to the lock timeout; the
+// workspace holds them until Close, so the whole run from plan to
+// recorded outcome is one turn.
 func (e *Engine) Open(ctx context.Context, dir, runDir string, c *runner.Contract) (runner.Workspace, error) {
-	_, backendConfig, err := e.Backend(c)
+	backendType, backendConfig, err := e.Backend(c)
 	if err != nil {
 		return nil, err
 	}
 	if err := os.MkdirAll(runDir, 0o755); err != nil {
 		return nil, runner.Errorf(runner.ConfigInvalid, "creating run directory: %w", err)
 	}
-	log, err := os.OpenFile(filepath.Join(runDir, "terraform.log"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	ws := &workspace{}
+	ok := false
+	defer func() {
+		if !ok {
+			_ = ws.Close()
+		}
+	}()
+	locks, err := e.lock(ctx, ws, c, backendType, backendConfig)
+	if err != nil {
+		return nil, err
+	}
+	ws.log, err = os.OpenFile(filepath.Join(runDir, "terraform.log"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
 	if err != nil {
 		return nil, runner.Errorf(runner.ConfigInvalid, "opening terraform log: %w", err)
 	}
 	opts := e.Terraform
+	opts.Backend = backendType
+	if backendType == "pg" {
+		// Nova's run lock has already kept other Nova runs of this
+		// contract out; what terraform's pg lock still meets is its
+		// database-wide lock for creating a workspace, which every
+		// contract's first run takes for a moment. Failing on that at once
+		// would turn the first parallel runs into STATE_LOCKED.
+		opts.LockTimeout = max(opts.LockTimeout, pgCreationWait)
+	}
 	if opts.Log != nil {
-		opts.Log = io.MultiWriter(opts.Log, log)
+		opts.Log = io.MultiWriter(opts.Log, ws.log)
 	} else {
-		opts.Log = log
+		opts.Log = ws.log
 	}
-	tf, err := New(dir, opts)
+	if ws.tf, err = New(dir, opts); err != nil {
+		return nil, err
+	}
+	init := func() error { return ws.tf.Init(ctx, backendConfig) }
+	for _, l := range locks {
+		if s, is := l.(initSerializer); is {
+			inner := init
+			init = func() error { return s.SerializeInit(ctx, inner) }
+		}
+	}
+	if err := init(); err != nil {
+		return nil, err
+	}
+	ok = true
+	return ws, nil
+}
+
+// lock takes the run locks of c's contract and environment into ws.
+func (e *Engine) lock(ctx context.Context, ws *workspace, c *runner.Contract, backendType string, backendConfig []string) ([]runner.StateLock, error) {
+	if e.Locks == nil {
+		return nil, nil
+	}
+	locks, err := e.Locks(backendType, backendConfig)
 	if err != nil {
-		log.Close()
 		return nil, err
 	}
-	if err := tf.Init(ctx, backendConfig); err != nil {
-		log.Close()
-		return nil, err
+	key := c.ID + "/" + string(c.Environment)
+	wait := e.Terraform.LockTimeout
+	for _, l := range locks {
+		release, err := l.Lock(ctx, runner.LockRequest{
+			Key: key, Holder: e.Holder, Wait: wait,
+			Waiting: func(holder string) {
+				if e.Notify != nil {
+					fmt.Fprintf(e.Notify, "nova: %s is locked by %s; waiting up to %s (--lock-timeout)\n", key, holder, wait)
+				}
+			},
+		})
+		if err != nil {
+			return nil, err
+		}
+		ws.releases = append(ws.releases, release)
 	}
-	return &workspace{tf: tf, log: log}, nil
+	return locks, nil
 }
 
 // Backend decides the backend type and its -backend-config entries: flags
@@ -115,13 +193,38 @@ func (e *Engine) Backend(contract *runner.Contract) (string, []string, error) {
 	if err != nil {
 		return "", nil, err
 	}
-	if typ == "local" && !slices.ContainsFunc(entries, func(e string) bool { return strings.HasPrefix(e, "path=") }) {
+	set := func(key string) bool {
+		return slices.ContainsFunc(entries, func(e string) bool { return strings.HasPrefix(e, key+"=") })
+	}
+	switch {
+	case typ == "local" && !set("path"):
 		if e.StateDir == "" {
 			return "", nil, runner.Errorf(runner.ConfigInvalid, "no state directory configured for the local backend")
 		}
 		entries = append(entries, "path="+filepath.Join(e.StateDir, contract.ID, string(contract.Environment), "terraform.tfstate"))
+	case typ == "pg" && !set("schema_name"):
+		// The pg backend keys state by workspace ("default") within one
+		// schema: without a schema of their own, every contract using the
+		// database would share one state.
+		entries = append(entries, "schema_name="+PgSchema(contract))
 	}
 	return typ, entries, nil
+}
+
+// PgSchema is the schema a contract and environment keep their state in
+// with the pg backend, unless configured otherwise: an unquoted
+// PostgreSQL identifier (lowercase, no hyphens, at most 63 bytes).
+func PgSchema(c *runner.Contract) string {
+	id := strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9':
+			return r
+		case r >= 'A' && r <= 'Z':
+			return r + 'a' - 'A'
+		}
+		return -1
+	}, c.ID)
+	return fmt.Sprintf("nova_%.40s_%s", id, c.Environment)
 }
 
 // backend is Backend without the default local state path: rendering
@@ -176,6 +279,8 @@ func redact(e string) string {
 type workspace struct {
 	tf  *Workspace
 	log *os.File
+	// releases give back the run locks, in the order they were taken.
+	releases []func() error
 }
 
 func (w *workspace) Plan(ctx context.Context, planFile string) (*runner.SavedPlan, error) {
@@ -221,4 +326,23 @@ func (w *workspace) Outputs(ctx context.Context) (map[string]runner.OutputValue,
 	return values, nil
 }
 
-func (w *workspace) Close() error { return w.log.Close() }
+// RefreshPlan implements runner.DriftWorkspace.
+func (w *workspace) RefreshPlan(ctx context.Context, planFile string) (*runner.SavedPlan, error) {
+	if _, err := w.tf.RefreshPlan(ctx, planFile); err != nil {
+		return nil, err
+	}
+	return w.Show(ctx, planFile)
+}
+
+// Close releases the run locks last taken first, once terraform is done.
+func (w *workspace) Close() error {
+	var errs []error
+	if w.log != nil {
+		errs = append(errs, w.log.Close())
+	}
+	for i := len(w.releases) - 1; i >= 0; i-- {
+		errs = append(errs, w.releases[i]())
+	}
+	w.releases = nil
+	return errors.Join(errs...)
+}

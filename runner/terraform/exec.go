@@ -2,6 +2,7 @@ package terraform
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -23,6 +24,7 @@ type Workspace struct {
 	dir         string
 	log         io.Writer
 	lockTimeout string
+	opts        Options
 }
 
 // Options configures a Workspace. The zero value is usable except for
@@ -39,7 +41,23 @@ type Options struct {
 	// by another run before failing with STATE_LOCKED (default 0s: fail
 	// at once).
 	LockTimeout time.Duration
+	// Timeout bounds each terraform command (0: unbounded). A command that
+	// runs longer is interrupted as a cancellation is — SIGINT, so it can
+	// release its state lock — and fails with TERRAFORM_TIMEOUT.
+	Timeout time.Duration
+	// MaxPlanJSON bounds `terraform show -json` of a saved plan, in bytes
+	// (0: DefaultMaxPlanJSON). A larger plan fails with PLAN_TOO_LARGE
+	// rather than be held in memory.
+	MaxPlanJSON int64
+	// Backend is the backend type, which decides what terraform's lock
+	// errors can say about the lock's holder.
+	Backend string
 }
+
+// DefaultMaxPlanJSON is the largest plan JSON Nova reads: far beyond any
+// plan a contract should make (a thousand resources make a few MiB), and
+// small enough that reading it cannot exhaust a CI runner.
+const DefaultMaxPlanJSON = 256 << 20
 
 // interruptGrace is how long terraform may take to release its lock and
 // exit after SIGINT before it is killed.
@@ -64,7 +82,10 @@ func New(dir string, opts Options) (*Workspace, error) {
 	if err := tf.SetWaitDelay(interruptGrace); err != nil {
 		return nil, runner.Errorf(runner.InternalError, "configuring terraform interrupt grace: %w", err)
 	}
-	return &Workspace{tf: tf, dir: dir, log: opts.Log, lockTimeout: opts.LockTimeout.String()}, nil
+	if opts.MaxPlanJSON <= 0 {
+		opts.MaxPlanJSON = DefaultMaxPlanJSON
+	}
+	return &Workspace{tf: tf, dir: dir, log: opts.Log, lockTimeout: opts.LockTimeout.String(), opts: opts}, nil
 }
 
 // Environment derives terraform's environment from the caller's. Variables
@@ -97,6 +118,8 @@ func (w *Workspace) Init(ctx context.Context, backendConfig []string) error {
 	for _, bc := range backendConfig {
 		opts = append(opts, tfexec.BackendConfig(bc))
 	}
+	ctx, cancel := w.limit(ctx)
+	defer cancel()
 	if err := w.tf.Init(ctx, opts...); err != nil {
 		return wrap(ctx, runner.TerraformInitFailed, "terraform init", err)
 	}
@@ -105,34 +128,66 @@ func (w *Workspace) Init(ctx context.Context, backendConfig []string) error {
 
 // Plan writes a plan to planFile and reports whether it changes anything.
 func (w *Workspace) Plan(ctx context.Context, planFile string) (bool, error) {
+	return w.plan(ctx, "terraform plan", tfexec.Out(planFile), tfexec.LockTimeout(w.lockTimeout))
+}
+
+// RefreshPlan writes a refresh-only plan to planFile: what terraform finds
+// changed outside it, proposing nothing. It reports whether the refresh
+// changed anything (terraform's -detailed-exitcode).
+func (w *Workspace) RefreshPlan(ctx context.Context, planFile string) (bool, error) {
+	return w.plan(ctx, "terraform plan -refresh-only", tfexec.Out(planFile), tfexec.RefreshOnly(true), tfexec.LockTimeout(w.lockTimeout))
+}
+
+func (w *Workspace) plan(ctx context.Context, what string, opts ...tfexec.PlanOption) (bool, error) {
+	ctx, cancel := w.limit(ctx)
+	defer cancel()
 	u := newUI(w.log)
-	changed, err := w.tf.PlanJSON(ctx, u, tfexec.Out(planFile), tfexec.LockTimeout(w.lockTimeout))
+	changed, err := w.tf.PlanJSON(ctx, u, opts...)
 	w.restore()
 	if err != nil {
-		return false, wrapUI(ctx, runner.TerraformPlanFailed, "terraform plan", err, u)
+		return false, wrapUI(ctx, runner.TerraformPlanFailed, what, err, u, w.opts.Backend)
 	}
 	return changed, nil
 }
 
-// ShowPlan reads a saved plan as JSON.
+// ShowPlan reads a saved plan as JSON, refusing one larger than
+// Options.MaxPlanJSON.
 func (w *Workspace) ShowPlan(ctx context.Context, planFile string) (*tfjson.Plan, error) {
-	defer w.quiet()()
-	p, err := w.tf.ShowPlanFile(ctx, planFile, tfexec.JSONNumber(true))
-	if err != nil {
-		return nil, wrap(ctx, runner.TerraformShowFailed, "terraform show -json", err)
+	ctx, cancel := w.limit(ctx)
+	defer cancel()
+	var p tfjson.Plan
+	p.UseJSONNumber(true)
+	if err := w.showJSON(ctx, planFile, &p); err != nil {
+		return nil, err
 	}
-	return p, nil
+	return &p, nil
 }
 
 // Apply applies exactly the saved plan in planFile.
 func (w *Workspace) Apply(ctx context.Context, planFile string) error {
+	ctx, cancel := w.limit(ctx)
+	defer cancel()
 	u := newUI(w.log)
 	err := w.tf.ApplyJSON(ctx, u, tfexec.DirOrPlan(planFile), tfexec.LockTimeout(w.lockTimeout))
 	w.restore()
 	if err != nil {
-		return wrapUI(ctx, runner.TerraformApplyFailed, "terraform apply", err, u)
+		return wrapUI(ctx, runner.TerraformApplyFailed, "terraform apply", err, u, w.opts.Backend)
 	}
 	return nil
+}
+
+// timedOut is the cause of a command's context when Options.Timeout ended
+// it, so an interruption by timeout is told apart from a cancellation.
+type timedOut struct{ after time.Duration }
+
+func (t *timedOut) Error() string { return "timed out after " + t.after.String() }
+
+// limit bounds one command by Options.Timeout.
+func (w *Workspace) limit(ctx context.Context) (context.Context, context.CancelFunc) {
+	if w.opts.Timeout <= 0 {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeoutCause(ctx, w.opts.Timeout, &timedOut{w.opts.Timeout})
 }
 
 // restore gives terraform's stdout back to the log after a -json command,
@@ -147,12 +202,12 @@ func (w *Workspace) restore() {
 
 // wrapUI is wrap with terraform's own diagnostic: its summary and detail
 // explain a failure, and classify it when Nova knows the kind.
-func wrapUI(ctx context.Context, reason runner.Reason, what string, err error, u *ui) error {
+func wrapUI(ctx context.Context, reason runner.Reason, what string, err error, u *ui, backend string) error {
 	wrapped := wrap(ctx, reason, what, err)
 	if runner.ReasonOf(wrapped) != reason {
 		return wrapped // interrupted: no verdict, whatever was printed
 	}
-	specific, msg, ok := u.classified()
+	specific, msg, ok := u.classified(backend)
 	if !ok {
 		return wrapped
 	}
@@ -164,6 +219,8 @@ func wrapUI(ctx context.Context, reason runner.Reason, what string, err error, u
 
 // Destroy destroys everything in the workspace's state.
 func (w *Workspace) Destroy(ctx context.Context) error {
+	ctx, cancel := w.limit(ctx)
+	defer cancel()
 	if err := w.tf.Destroy(ctx); err != nil {
 		return wrap(ctx, runner.TerraformApplyFailed, "terraform destroy", err)
 	}
@@ -172,6 +229,8 @@ func (w *Workspace) Destroy(ctx context.Context) error {
 
 // ShowState reads a state file as JSON.
 func (w *Workspace) ShowState(ctx context.Context, statePath string) (*tfjson.State, error) {
+	ctx, cancel := w.limit(ctx)
+	defer cancel()
 	defer w.quiet()()
 	st, err := w.tf.ShowStateFile(ctx, statePath, tfexec.JSONNumber(true))
 	if err != nil {
@@ -182,6 +241,8 @@ func (w *Workspace) ShowState(ctx context.Context, statePath string) (*tfjson.St
 
 // Outputs returns the root module's outputs after an apply.
 func (w *Workspace) Outputs(ctx context.Context) (map[string]tfexec.OutputMeta, error) {
+	ctx, cancel := w.limit(ctx)
+	defer cancel()
 	defer w.quiet()()
 	out, err := w.tf.Output(ctx)
 	if err != nil {
@@ -207,6 +268,10 @@ func (w *Workspace) quiet() func() {
 // a signal (an OOM kill, an operator's kill -9) never reported one, whatever
 // it managed to do first.
 func wrap(ctx context.Context, reason runner.Reason, what string, err error) error {
+	var t *timedOut
+	if ctx.Err() != nil && errors.As(context.Cause(ctx), &t) {
+		return runner.Errorf(runner.TerraformTimeout, "%s %s (--terraform-timeout) and was interrupted so it could release its state lock", what, t)
+	}
 	if ctx.Err() != nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return runner.Errorf(runner.TerraformInterrupted, "%s interrupted: %w", what, err)
 	}
@@ -225,4 +290,82 @@ func tail(s string, n int) string {
 		lines = append([]string{fmt.Sprintf("… %d lines omitted", len(lines)-n)}, lines[len(lines)-n:]...)
 	}
 	return strings.Join(lines, "\n")
+}
+
+// showJSON runs `terraform show -json planFile` and decodes its output into
+// v, reading at most Options.MaxPlanJSON bytes. terraform-exec would read
+// the whole output (one line) into memory first, however large it is.
+func (w *Workspace) showJSON(ctx context.Context, planFile string, v any) error {
+	const what = "terraform show -json"
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, w.opts.ExecPath, "show", "-json", "-no-color", planFile)
+	cmd.Dir = w.dir
+	env := Environment(w.opts.Env)
+	cmd.Env = make([]string, 0, len(env))
+	for k, v := range env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	// As terraform-exec does: SIGINT on cancellation so terraform can
+	// clean up, killed if it has not exited within the grace.
+	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+	cmd.WaitDelay = interruptGrace
+	cmd.SysProcAttr = sysProcAttr()
+	var stderr strings.Builder
+	cmd.Stderr = &limitedBuilder{b: &stderr, max: 64 << 10}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return runner.Errorf(runner.TerraformShowFailed, "%s: %w", what, err)
+	}
+	if err := cmd.Start(); err != nil {
+		return wrap(ctx, runner.TerraformShowFailed, what, err)
+	}
+	counted := &countingReader{r: stdout, max: w.opts.MaxPlanJSON}
+	decErr := json.NewDecoder(counted).Decode(v)
+	if counted.exceeded {
+		cancel()
+		_ = cmd.Wait()
+		return runner.Errorf(runner.PlanTooLarge, "%s: the plan's JSON is larger than %d MiB; Nova stopped reading it. A plan that large needs splitting into several contracts", what, w.opts.MaxPlanJSON>>20)
+	}
+	_, _ = io.Copy(io.Discard, stdout)
+	if err := cmd.Wait(); err != nil {
+		return wrap(ctx, runner.TerraformShowFailed, what, fmt.Errorf("%w\n%s", err, stderr.String()))
+	}
+	if decErr != nil {
+		return runner.Errorf(runner.TerraformShowFailed, "%s: reading its JSON: %w", what, decErr)
+	}
+	return nil
+}
+
+// countingReader stops a reader after max bytes, noting that it did.
+type countingReader struct {
+	r        io.Reader
+	n, max   int64
+	exceeded bool
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	if c.n >= c.max {
+		c.exceeded = true
+		return 0, io.ErrUnexpectedEOF
+	}
+	if rest := c.max - c.n; int64(len(p)) > rest {
+		p = p[:rest]
+	}
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// limitedBuilder keeps the first max bytes of what is written to it.
+type limitedBuilder struct {
+	b   *strings.Builder
+	max int
+}
+
+func (l *limitedBuilder) Write(p []byte) (int, error) {
+	if rest := l.max - l.b.Len(); rest > 0 {
+		l.b.Write(p[:min(len(p), rest)])
+	}
+	return len(p), nil
 }

@@ -5,7 +5,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/nova-platform/nova/runner"
 )
@@ -136,5 +138,79 @@ func TestExecExplainsTerraformsDiagnostics(t *testing.T) {
 				t.Errorf("log:\n%s", log.String())
 			}
 		})
+	}
+}
+
+// TestTimeoutInterruptsAHangingTerraform: a terraform that never ends is
+// interrupted after Options.Timeout and reported as timed out — not as
+// cancelled by the user, not as a failure of the configuration.
+func TestTimeoutInterruptsAHangingTerraform(t *testing.T) {
+	// A named pipe nobody writes to: terraform blocks on it until the
+	// interrupt arrives, with no sleep standing in for "a long time".
+	fifo := filepath.Join(t.TempDir(), "never")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ws, err := New(t.TempDir(), Options{ExecPath: scripted(t, "read line < "+fifo+"\n"), Env: map[string]string{"PATH": os.Getenv("PATH")}, Timeout: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, run := range map[string]func() error{
+		"apply": func() error { return ws.Apply(t.Context(), "tfplan") },
+		"plan":  func() error { _, err := ws.Plan(t.Context(), "tfplan"); return err },
+		"init":  func() error { return ws.Init(t.Context(), nil) },
+		"show":  func() error { _, err := ws.ShowPlan(t.Context(), "tfplan"); return err },
+	} {
+		err := run()
+		if runner.ReasonOf(err) != runner.TerraformTimeout || !strings.Contains(err.Error(), "timed out after 50ms") {
+			t.Errorf("%s: %v (%s), want %s", name, err, runner.ReasonOf(err), runner.TerraformTimeout)
+		}
+	}
+	// The caller's own cancellation stays an interruption.
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if err := ws.Apply(ctx, "tfplan"); runner.ReasonOf(err) != runner.TerraformInterrupted {
+		t.Errorf("cancelled apply: %v", err)
+	}
+}
+
+// TestShowRefusesAPlanTooLargeToRead: the plan JSON is read up to a bound
+// and refused past it, without holding the rest in memory.
+func TestShowRefusesAPlanTooLargeToRead(t *testing.T) {
+	// 64 KiB of plan JSON, read with a bound of 4 KiB.
+	body := `printf '{"format_version":"1.2","terraform_version":"1.11.4","resource_changes":['
+i=0; while [ $i -lt 1000 ]; do printf '{"address":"terraform_data.r%04d","type":"terraform_data","name":"r","change":{"actions":["create"]}},' $i; i=$((i+1)); done
+printf '{"address":"last","change":{"actions":["create"]}}]}\n'
+`
+	ws, err := New(t.TempDir(), Options{ExecPath: scripted(t, body), Env: map[string]string{"PATH": os.Getenv("PATH")}, MaxPlanJSON: 4 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ws.ShowPlan(t.Context(), "tfplan"); runner.ReasonOf(err) != runner.PlanTooLarge {
+		t.Fatalf("show of a large plan: %v (%s), want %s", err, runner.ReasonOf(err), runner.PlanTooLarge)
+	}
+	ws, err = New(t.TempDir(), Options{ExecPath: scripted(t, body), Env: map[string]string{"PATH": os.Getenv("PATH")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := ws.ShowPlan(t.Context(), "tfplan")
+	if err != nil || len(p.ResourceChanges) != 1001 {
+		t.Fatalf("show within the default bound: %v, %d changes", err, len(p.ResourceChanges))
+	}
+}
+
+// TestPgLockErrorNamesNoFalseHolder: the pg backend's lock info describes
+// the run that asked; repeating it as the holder would send the operator
+// after their own run.
+func TestPgLockErrorNamesNoFalseHolder(t *testing.T) {
+	line := `{"@level":"error","@message":"Error: Error acquiring the state lock","type":"diagnostic","diagnostic":{"severity":"error","summary":"Error acquiring the state lock","detail":"Error message: Workspace is already locked: default\nLock Info:\n  ID:        fa6393a3-2405-e3cd-7fc4-8e9d72fdf749\n  Path:      \n  Operation: OperationTypePlan\n  Who:       me@this-runner\n  Version:   1.11.4\n  Created:   2026-11-30 11:06:27 +0000 UTC\n  Info:      \n"}}`
+	body := "cat <<'EOF'\n" + line + "\nEOF\nexit 1\n"
+	ws, err := New(t.TempDir(), Options{ExecPath: scripted(t, body), Env: map[string]string{"PATH": os.Getenv("PATH")}, Backend: "pg"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = ws.Plan(t.Context(), "tfplan")
+	if runner.ReasonOf(err) != runner.StateLocked || strings.Contains(err.Error(), "me@this-runner") || !strings.Contains(err.Error(), "Workspace is already locked") {
+		t.Errorf("plan: %v (%s)", err, runner.ReasonOf(err))
 	}
 }

@@ -3,6 +3,9 @@ package terraform
 import (
 	"bytes"
 	"encoding/json"
+	"maps"
+	"reflect"
+	"slices"
 
 	tfjson "github.com/hashicorp/terraform-json"
 
@@ -29,7 +32,59 @@ func savedPlan(p *tfjson.Plan) (*runner.SavedPlan, error) {
 		HasChanges: HasChanges(p),
 		Changes:    changes,
 		Resources:  resources,
+		Drift:      Drift(p),
 	}, nil
+}
+
+// Drift lists what a plan says about drift, by address and attribute name:
+// resource_drift (what its refresh found changed outside terraform) and
+// resource_changes that are not no-ops (what it would change to match the
+// configuration). Values never leave the plan.
+func Drift(p *tfjson.Plan) []runner.DriftedResource {
+	var out []runner.DriftedResource
+	add := func(kind string, rcs []*tfjson.ResourceChange) {
+		for _, rc := range rcs {
+			if rc.Change == nil || rc.Change.Actions.NoOp() || rc.Change.Actions.Read() {
+				continue
+			}
+			actions := make([]string, len(rc.Change.Actions))
+			for i, a := range rc.Change.Actions {
+				actions[i] = string(a)
+			}
+			out = append(out, runner.DriftedResource{Address: rc.Address, Kind: kind, Actions: actions, Attributes: changedAttributes(rc.Change)})
+		}
+	}
+	add(runner.DriftOutside, p.ResourceDrift)
+	add(runner.DriftConfiguration, p.ResourceChanges)
+	return out
+}
+
+// changedAttributes names the top-level attributes whose values differ
+// between before and after, or that become known only after apply.
+func changedAttributes(c *tfjson.Change) []string {
+	before, _ := c.Before.(map[string]any)
+	after, _ := c.After.(map[string]any)
+	unknown, _ := c.AfterUnknown.(map[string]any)
+	names := map[string]bool{}
+	for k, v := range before {
+		if w, ok := after[k]; !ok || !reflect.DeepEqual(v, w) {
+			names[k] = true
+		}
+	}
+	for k, v := range after {
+		if w, ok := before[k]; !ok || !reflect.DeepEqual(v, w) {
+			names[k] = true
+		}
+	}
+	for k, v := range unknown {
+		if v != false {
+			names[k] = true
+		}
+	}
+	if after == nil && before != nil {
+		return nil // deleted: every attribute went, naming them says nothing
+	}
+	return slices.Sorted(maps.Keys(names))
 }
 
 // HasChanges reads from the saved plan itself whether applying it changes

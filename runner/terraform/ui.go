@@ -77,7 +77,7 @@ func (u *ui) line(b []byte) {
 
 // classified is the reason and explanation of the first error diagnostic
 // terraform reported, or ok false when it reported none.
-func (u *ui) classified() (runner.Reason, string, bool) {
+func (u *ui) classified(backend string) (runner.Reason, string, bool) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	if len(u.errors) == 0 {
@@ -91,7 +91,7 @@ func (u *ui) classified() (runner.Reason, string, bool) {
 	for _, c := range diagnosticReasons {
 		if strings.Contains(d.Summary, c.summary) {
 			if c.reason == runner.StateLocked {
-				msg = lockMessage(d)
+				msg = lockMessage(d, backend)
 			}
 			return c.reason, msg, true
 		}
@@ -113,11 +113,27 @@ var diagnosticReasons = []struct {
 	{"Backend configuration changed", runner.BackendConfigInvalid},
 }
 
-var lockField = regexp.MustCompile(`(?m)^\s*(ID|Who|Operation|Created):\s*(.+)$`)
+var (
+	lockField     = regexp.MustCompile(`(?m)^\s*(ID|Who|Operation|Created):\s*(.+)$`)
+	lockErrorLine = regexp.MustCompile(`(?m)^Error message:\s*(.+)$`)
+)
 
 // lockMessage names who holds the state lock, from the lock info terraform
-// prints in the diagnostic's detail.
-func lockMessage(d diagnostic) string {
+// prints in the diagnostic's detail. The pg backend's lock info is the
+// asking run's own (advisory locks carry no data), so for it only the
+// error is repeated: Nova's run lock names Nova holders before terraform
+// is asked, and anyone else is a terraform run outside Nova.
+func lockMessage(d diagnostic, backend string) string {
+	if backend == "pg" {
+		reason := "the state is locked"
+		if m := lockErrorLine.FindStringSubmatch(d.Detail); m != nil {
+			reason = strings.TrimSpace(m[1])
+		}
+		if strings.Contains(reason, "workspace creation") {
+			return "another run is creating its state in this database and did not finish within the lock timeout (" + reason + "); the pg backend creates one workspace at a time, database-wide"
+		}
+		return "the state is locked by a terraform run outside Nova (" + reason + "); the pg backend does not record who holds its lock: look for terraform sessions in the database's pg_stat_activity"
+	}
 	info := map[string]string{}
 	for _, m := range lockField.FindAllStringSubmatch(d.Detail, -1) {
 		info[m[1]] = strings.TrimSpace(m[2])

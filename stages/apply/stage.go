@@ -65,7 +65,9 @@ func (s *Stage) Run(ctx context.Context, st *runner.State) (runner.Result, error
 		}, nil
 	}
 	if err := ws.Apply(ctx, planFile); err != nil {
-		if runner.ReasonOf(err) == runner.TerraformInterrupted {
+		// A timeout interrupts terraform like a cancellation does: how far
+		// it got is unknown, whatever the clock says.
+		if r := runner.ReasonOf(err); r == runner.TerraformInterrupted || r == runner.TerraformTimeout {
 			return indeterminate(digest, err)
 		}
 		return runner.Result{}, err
@@ -136,13 +138,14 @@ func (s *Stage) verified(ctx context.Context, st *runner.State, planFile, author
 }
 
 // indeterminate records that the apply's outcome is unknown: terraform was
-// interrupted mid-apply or its result could not be read. It is never
+// interrupted (cancelled, or timed out) mid-apply or its result could not
+// be read; the event names the cause's reason code. It is never
 // reported as completed or failed by guess, and the gate refuses further
 // applies of the contract until an operator resolves it.
 func indeterminate(digest string, cause error) (runner.Result, error) {
 	return runner.Result{Also: []runner.EventSpec{{
 			Type: runner.EventApplyIndeterminate,
-			Data: map[string]string{"digest": digest, "cause": cause.Error()},
+			Data: map[string]string{"digest": digest, "cause": cause.Error(), "reason": string(runner.ReasonOf(cause))},
 		}}},
 		runner.Errorf(runner.ApplyIndeterminate, "the outcome of applying plan %s is unknown: %w", runner.ShortDigest(digest), cause)
 }

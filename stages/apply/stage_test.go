@@ -154,6 +154,15 @@ func TestApply(t *testing.T) {
 			wantAlso:  []string{runner.EventApplyIndeterminate},
 		},
 		{
+			name: "apply timed out: indeterminate, never a failure",
+			ws: runnertest.Workspace{ShowFunc: showing(authorizedPlan, true), ApplyFunc: func(context.Context, string) error {
+				return runner.Errorf(runner.TerraformTimeout, "terraform apply timed out after 1h0m0s")
+			}},
+			wantVerdict: runner.Errored, wantReason: runner.ApplyIndeterminate,
+			wantCalls: []string{"show", "apply"},
+			wantAlso:  []string{runner.EventApplyIndeterminate},
+		},
+		{
 			name: "outputs unreadable after apply: indeterminate",
 			ws: runnertest.Workspace{ShowFunc: showing(authorizedPlan, true), ApplyFunc: func(context.Context, string) error { return nil },
 				OutputsFunc: func(context.Context) (map[string]runner.OutputValue, error) {
