@@ -128,6 +128,12 @@ func TestActionInputsBecomeFlags(t *testing.T) {
 	if strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Errorf("actionArgs = %q, want %q", got, want)
 	}
+	many := map[string]string{"INPUT_COMMAND": "plan", "INPUT_SELECT": "changed", "INPUT_PARALLEL": "4", "INPUT_HEAD": "abc"}
+	got = actionArgs(func(k string) string { return many[k] })
+	want = []string{"plan", "--parallel", "4", "--head", "abc", "--changed"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("actionArgs = %q, want %q", got, want)
+	}
 	if got := actionArgs(func(string) string { return "" }); len(got) != 1 || got[0] != "run" {
 		t.Errorf("without inputs actionArgs = %q, want [run]", got)
 	}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 
@@ -67,6 +68,8 @@ type Config struct {
 	Verify  VerifyFlags
 	Resolve ResolveFlags
 	Approve ApproveFlags
+	// Select runs many contracts under Dir instead of one (many.go).
+	Select SelectFlags
 
 	// Source is the CloudEvents source of this run's events; ForgeRun the
 	// forge's workflow run id.
@@ -126,6 +129,9 @@ var (
 	approveCommands  = []string{"approve", "reject"}
 	contractCommands = slices.Concat(pipelineCommands, []string{"policy"}, approveCommands)
 	evidenceCommands = slices.Concat(pipelineCommands, []string{"verify", "resolve"}, approveCommands)
+	// manyCommands can run every contract under --dir (--all) or those a
+	// change touches (--changed); matrix only lists them.
+	manyCommands = []string{"validate", "explain", "plan", "run", "matrix"}
 )
 
 type listFlag []string
@@ -163,7 +169,7 @@ func readConfig(env Env) (Config, error) {
 		}
 		cfg.Command, args = args[0], args[1:]
 	default:
-		if !slices.Contains(contractCommands, cfg.Command) {
+		if !slices.Contains(contractCommands, cfg.Command) && cfg.Command != "matrix" {
 			return cfg, fmt.Errorf("%w %q", errUnknownCommand, cfg.Command)
 		}
 	}
@@ -233,6 +239,12 @@ func (cfg *Config) flags(fs *flag.FlagSet, getenv func(string) string) *rawFlags
 		fs.StringVar(&cfg.Policy.Infracost, "infracost", "", "infracost binary (default: infracost on PATH; needs INFRACOST_API_KEY)")
 	case cmd == "verify":
 		fs.StringVar(&cfg.Output, "output", "text", "text or json")
+	case cmd == "matrix":
+		// Always JSON: the matrix a workflow reads.
+		cfg.Output = "json"
+		fs.StringVar(&cfg.Dir, "dir", ".", "the repository root to look for contracts under")
+		fs.StringVar(&cfg.RegistryDir, "registry", getenv("NOVA_REGISTRY"), "registry directory (default: the registry built into nova)")
+		fs.StringVar(&cfg.Base, "base", getenv("NOVA_BASE"), "base commit or ref of the change --changed looks at (default: the pull request's base)")
 	default:
 		fs.StringVar(&cfg.Output, "output", "text", "output format: text or json")
 	}
@@ -245,6 +257,12 @@ func (cfg *Config) flags(fs *flag.FlagSet, getenv func(string) string) *rawFlags
 		fs.BoolVar(&cfg.Verbose, "verbose", false, "stream terraform output to stderr")
 		fs.StringVar(&cfg.TrustedKeysFile, "trusted-keys", getenv("NOVA_TRUSTED_KEYS"), "armored OpenPGP public keys that verify commit signatures")
 		fs.StringVar(&cfg.Base, "base", getenv("NOVA_BASE"), "trusted base commit or ref the approver config is read from (default: the pull request's base, else the default branch)")
+	}
+	if slices.Contains(manyCommands, cmd) {
+		fs.BoolVar(&cfg.Select.All, "all", false, "run every contract under --dir (.nova/contract.yml, .nova/*.contract.yml)")
+		fs.BoolVar(&cfg.Select.Changed, "changed", false, "run the contracts under --dir that the change from --base to --head touches")
+		fs.StringVar(&cfg.Select.Head, "head", getenv("NOVA_HEAD"), "head commit or ref of the change --changed looks at (default: the pull request's head, else HEAD)")
+		fs.IntVar(&cfg.Select.Parallel, "parallel", runtime.NumCPU(), "with --all or --changed, how many contracts run at once")
 	}
 	if cmd == "apply" {
 		fs.StringVar(&cfg.Bundle, "bundle", "", "plan bundle from `nova plan` (default: the newest for this contract)")
@@ -295,7 +313,10 @@ func (cfg *Config) complete(f *rawFlags, env Env) error {
 			return runner.Errorf(runner.ConfigInvalid, "--output %q: want text or json", cfg.Output)
 		}
 	}
-	if slices.Contains(contractCommands, cfg.Command) {
+	if err := cfg.Select.check(cfg.Command); err != nil {
+		return err
+	}
+	if slices.Contains(contractCommands, cfg.Command) || cfg.Command == "matrix" {
 		if cfg.Dir, err = filepath.Abs(cfg.Dir); err != nil {
 			return runner.Errorf(runner.ConfigInvalid, "--dir: %w", err)
 		}

@@ -23,10 +23,17 @@ func actionArgs(getenv func(string) string) []string {
 		{"output", "--output"},
 		{"backend", "--backend"},
 		{"bundle", "--bundle"},
+		{"parallel", "--parallel"},
+		{"head", "--head"},
 	} {
 		if v := gha.GetInput(in.input); v != "" {
 			args = append(args, in.flag, v)
 		}
+	}
+	// select runs many contracts: "all", or those the change "changed";
+	// any other word becomes a flag nova does not know, and is refused.
+	if sel := gha.GetInput("select"); sel != "" {
+		args = append(args, "--"+sel)
 	}
 	// backend-config takes one key=value per line, as multi-line inputs do.
 	for _, line := range strings.Split(gha.GetInput("backend-config"), "\n") {

@@ -21,13 +21,18 @@ Usage:
   nova plan     [flags]   evaluate, then plan with Terraform and write a plan bundle
   nova apply    [flags]   apply a plan bundle from 'nova plan' once the gate allows it
   nova run      [flags]   evaluate, plan, gate and apply in one go
+  nova validate|explain|plan|run --all|--changed [--parallel N]
+                          the same for every contract under --dir, or those
+                          the change from --base to --head touches, at once
+  nova matrix   --all|--changed   the selected contracts as a JSON matrix
   nova approve  --env E --as NAME     approve the newest plan for E as NAME (a signed local claim)
   nova reject   --env E --as NAME --reason TEXT   reject it
   nova evidence verify|resolve   check the evidence repo, or resolve an indeterminate apply
   nova version            print the version
 
 Run 'nova <command> -h' for the flags. Exit codes: 0 pass, 1 verdict fail,
-2 tool or configuration error, 3 awaiting approval.
+2 tool or configuration error, 3 awaiting approval; over many contracts, the
+worst of theirs (2 before 1 before 3 before 0).
 `
 
 // run is nova's whole life short of os.Exit: it reads the configuration
@@ -73,6 +78,8 @@ func run(ctx context.Context, env Env) error {
 		return evidenceResolve(ctx, cfg, env)
 	case "approve", "reject":
 		return approveCommand(ctx, cfg, env)
+	case "matrix":
+		return matrixCommand(ctx, cfg, env)
 	}
 	return execute(ctx, cfg, env)
 }
