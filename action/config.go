@@ -256,7 +256,7 @@ func (cfg *Config) flags(fs *flag.FlagSet, getenv func(string) string) *rawFlags
 		fs.StringVar(&cfg.Commit, "commit", "", "commit being deployed (default: $NOVA_COMMIT, $GITHUB_SHA, or HEAD of --dir)")
 		fs.BoolVar(&cfg.Verbose, "verbose", false, "stream terraform output to stderr")
 		fs.StringVar(&cfg.TrustedKeysFile, "trusted-keys", getenv("NOVA_TRUSTED_KEYS"), "armored OpenPGP public keys that verify commit signatures")
-		fs.StringVar(&cfg.Base, "base", getenv("NOVA_BASE"), "trusted base commit or ref the approver config is read from (default: the pull request's base, else the default branch)")
+		fs.StringVar(&cfg.Base, "base", getenv("NOVA_BASE"), "trusted base commit or ref the approver config is read from, and the base of the change --changed looks at (default: the pull request's base, else the default branch)")
 	}
 	if slices.Contains(manyCommands, cmd) {
 		fs.BoolVar(&cfg.Select.All, "all", false, "run every contract under --dir (.nova/contract.yml, .nova/*.contract.yml)")
