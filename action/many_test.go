@@ -2,7 +2,9 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -281,5 +283,45 @@ func TestWorstExit(t *testing.T) {
 		if tt.codes != nil && verdictOf(exitCodes[verdictOf(tt.want)]) != verdictOf(tt.want) {
 			t.Errorf("verdictOf(%d) does not round-trip", tt.want)
 		}
+	}
+}
+
+// A bug that panics inside one contract's run is that contract's error:
+// the others' goroutines, and the process, carry on. The evidence store
+// left nil panics at the first event, standing in for any such bug.
+func TestAPanickingRunIsThatContractsError(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, ".nova", "contract.yml"), helloContract("world", "dev"))
+	reg, err := loadRegistry("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{Command: "validate", Dir: dir, ContractPath: ".nova/contract.yml", Source: "urn:nova:test"}
+	w := wiring{cfg: cfg, env: Env{Stdout: io.Discard, Stderr: io.Discard}, reg: reg}
+	var progress bytes.Buffer
+	r := runContract(t.Context(), w, &reporter{cfg: cfg, progress: &progress, stdout: io.Discard})
+	if r.out.Verdict != runner.Errored || r.out.Reason != runner.InternalError || !strings.Contains(progress.String(), "panicked") {
+		t.Fatalf("outcome %s %s, progress %q; want an internal error saying it panicked", r.out.Verdict, r.out.Reason, progress.String())
+	}
+	if v := r.finish(t.Context()); v.ExitCode != ExitError {
+		t.Errorf("reported exit %d, want %d", v.ExitCode, ExitError)
+	}
+}
+
+// A contract not started when the command is interrupted is reported as
+// such, and runs nothing.
+func TestContractsNotStartedWhenInterrupted(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, ".nova", "contract.yml"), helloContract("world", "dev"))
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	cfg := Config{Command: "validate", Dir: dir, ContractPath: ".nova/contract.yml"}
+	var progress bytes.Buffer
+	r := runContract(ctx, wiring{cfg: cfg, env: Env{Stderr: io.Discard}}, &reporter{cfg: cfg, progress: &progress, stdout: io.Discard})
+	if r.out.Verdict != runner.Errored || r.out.Reason != runner.RunCancelled {
+		t.Fatalf("outcome %s %s, want error %s", r.out.Verdict, r.out.Reason, runner.RunCancelled)
+	}
+	if _, err := os.Stat(filepath.Join(dir, ".nova", "runs")); err == nil {
+		t.Error("a contract that never started left a run behind")
 	}
 }
