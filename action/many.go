@@ -111,6 +111,11 @@ func executeMany(ctx context.Context, cfg Config, env Env) error {
 		progress = env.Stderr
 	}
 	fmt.Fprintf(progress, "nova %s · %s · %d contract(s) selected (%s) · %d at a time\n", cfg.Command, cfg.Dir, len(sel.Contracts), selectionLine(cfg, sel), cfg.Select.Parallel)
+	keysVerifier, err := commitVerifier(cfg)
+	if err != nil {
+		return manyAbort(cfg, env, err)
+	}
+	verifier := &onceVerifier{inner: keysVerifier, known: map[string]runner.CommitSignature{}}
 	drainBefore(ctx, store, env)
 	forge, forgeErr := connectForge(ctx, cfg)
 	runs := make([]*contractRun, len(sel.Contracts))
@@ -119,7 +124,7 @@ func executeMany(ctx context.Context, cfg Config, env Env) error {
 		var buf bytes.Buffer
 		ccfg := cfg.forContract(c)
 		rep := &reporter{cfg: ccfg, progress: &buf, stdout: io.Discard}
-		w := wiring{cfg: ccfg, env: env, evidence: store, keys: keys, forge: forge, setupErr: forgeErr, reg: reg}
+		w := wiring{cfg: ccfg, env: env, evidence: store, keys: keys, forge: forge, setupErr: forgeErr, reg: reg, verifier: verifier}
 		runs[i] = runContract(ctx, w, rep)
 		// Each contract's lines go out together, as it finishes.
 		_, _ = progress.Write(buf.Bytes())
@@ -160,6 +165,38 @@ func abandoned(st *runner.State, rep *reporter, w wiring, err error) *contractRu
 		out: runner.Outcome{Results: []runner.Result{res}, Verdict: runner.Errored, Reason: runner.ReasonOf(err)},
 		st:  st, rep: rep, report: &forgeReport{cfg: w.cfg, forge: &forgeAdapters{}, warn: w.env.Stderr},
 	}
+}
+
+// onceVerifier checks each commit's signature once per process: the
+// contracts of one repository are all at one commit. A commit's id fixes
+// its content, signature included, so one answer serves every contract;
+// except "unknown", which means the commit is not in that contract's
+// repository, and is asked again.
+type onceVerifier struct {
+	inner runner.CommitVerifier
+	mu    sync.Mutex
+	known map[string]runner.CommitSignature
+}
+
+var _ runner.CommitVerifier = (*onceVerifier)(nil)
+
+func (v *onceVerifier) VerifyCommit(ctx context.Context, dir, commit string) (runner.CommitSignature, error) {
+	v.mu.Lock()
+	sig, ok := v.known[commit]
+	v.mu.Unlock()
+	if ok {
+		return sig, nil
+	}
+	// Two contracts may both verify the commit the first time; either
+	// answer is the same, and holding the lock across git reads would
+	// serialise every run behind the first.
+	sig, err := v.inner.VerifyCommit(ctx, dir, commit)
+	if err == nil && sig != runner.CommitUnknown {
+		v.mu.Lock()
+		v.known[commit] = sig
+		v.mu.Unlock()
+	}
+	return sig, err
 }
 
 // parallel calls do(0..n-1) on at most limit goroutines and returns when

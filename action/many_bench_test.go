@@ -25,8 +25,8 @@ const monorepoSize = 1000
 // of 1 000 contracts of the hello stack (terraform_data modules, no
 // provider), committed to git so provenance reads a real commit: discovery,
 // then schema, policy, NFR and confidence for every contract on every CPU,
-// wired exactly as executeMany wires them (shared registry and platform
-// rules, per-directory policy engines). Plan is excluded, and so is
+// wired exactly as executeMany wires them (shared registry, platform rules
+// and commit verification, per-directory policy engines). Plan is excluded, and so is
 // recording events: the evidence repo's cost per event is
 // BenchmarkEvidenceAppend's, and not what this measures.
 //
@@ -40,6 +40,10 @@ func BenchmarkMonorepo1000(b *testing.B) {
 	}
 	env := Env{Getenv: func(string) string { return "" }, Environ: os.Environ(), Stdout: io.Discard, Stderr: io.Discard}
 	ctx := b.Context()
+	keysVerifier, err := commitVerifier(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
 	// CPU time is reported beside wall time: on a shared machine the wall
 	// time says as much about the neighbours as about Nova.
 	cpu0 := cpuTime(b)
@@ -49,6 +53,7 @@ func BenchmarkMonorepo1000(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
+		verifier := &onceVerifier{inner: keysVerifier, known: map[string]runner.CommitSignature{}}
 		sel, err := selectContracts(ctx, cfg, reg)
 		if err != nil {
 			b.Fatal(err)
@@ -59,7 +64,7 @@ func BenchmarkMonorepo1000(b *testing.B) {
 		var failed atomic.Value
 		parallel(len(sel.Contracts), cfg.Select.Parallel, func(i int) {
 			c := sel.Contracts[i].Contract
-			w := wiring{cfg: cfg.forContract(c), env: env, reg: reg}
+			w := wiring{cfg: cfg.forContract(c), env: env, reg: reg, verifier: verifier}
 			stages, err := w.stages(ctx)
 			if err != nil {
 				failed.Store(fmt.Sprintf("%s: %v", c.Path(), err))

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -323,5 +324,43 @@ func TestContractsNotStartedWhenInterrupted(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, ".nova", "runs")); err == nil {
 		t.Error("a contract that never started left a run behind")
+	}
+}
+
+// countingVerifier answers from a table and counts the questions.
+type countingVerifier struct {
+	mu      sync.Mutex
+	answers map[string]runner.CommitSignature
+	asked   int
+}
+
+func (c *countingVerifier) VerifyCommit(_ context.Context, _, commit string) (runner.CommitSignature, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.asked++
+	return c.answers[commit], nil
+}
+
+func TestOnceVerifierAsksOncePerCommit(t *testing.T) {
+	inner := &countingVerifier{answers: map[string]runner.CommitSignature{"c1": runner.CommitVerified, "c2": runner.CommitUnknown}}
+	v := &onceVerifier{inner: inner, known: map[string]runner.CommitSignature{}}
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			if sig, err := v.VerifyCommit(t.Context(), "svc/x", "c1"); err != nil || sig != runner.CommitVerified {
+				t.Errorf("c1: %s, %v", sig, err)
+			}
+		})
+	}
+	wg.Wait()
+	first := inner.asked
+	for range 3 {
+		_, _ = v.VerifyCommit(t.Context(), "svc/y", "c1")
+		_, _ = v.VerifyCommit(t.Context(), "svc/y", "c2")
+	}
+	// c1 is known after the first answers; "unknown" is never kept, since
+	// another contract's repository may hold the commit.
+	if inner.asked != first+3 {
+		t.Errorf("asked %d times after the first %d, want %d (c2 each time, c1 never)", inner.asked-first, first, 3)
 	}
 }

@@ -156,9 +156,10 @@ type wiring struct {
 	// setupErr is why the forge could not be reached; the run records it
 	// as its only stage.
 	setupErr error
-	// reg is the registry runs share when many run in one process; nil
-	// loads the one cfg names.
-	reg *registry.Registry
+	// reg and verifier are what runs share when many run in one process;
+	// nil loads the registry cfg names and makes a verifier of its keys.
+	reg      *registry.Registry
+	verifier runner.CommitVerifier
 }
 
 // stages lists the command's stages, each given its adapters.
@@ -190,15 +191,18 @@ func (w wiring) stages(ctx context.Context) ([]runner.Stage, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Rego is compiled here, once per run, and shared by the pre-plan and
-	// plan-level stages.
+	// The consumer's Rego is compiled here, once per run (the platform
+	// rules once per process), and shared by the pre-plan and plan-level
+	// stages.
 	engines, err := policy.Engines(ctx, cfg.Dir, policyCfg, env.Environ)
 	if err != nil {
 		return nil, err
 	}
-	verifier, err := commitVerifier(cfg)
-	if err != nil {
-		return nil, err
+	verifier := w.verifier
+	if verifier == nil {
+		if verifier, err = commitVerifier(cfg); err != nil {
+			return nil, err
+		}
 	}
 	evaluate := []runner.Stage{
 		validate,
