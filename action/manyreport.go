@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"path"
@@ -115,4 +116,161 @@ func reportDeleted(ctx context.Context, cfg Config, forge *forgeAdapters, delete
 			fmt.Fprintf(warn, "nova: could not report the deleted contract %s on the pull request: %v\n", d.ID, err)
 		}
 	}
+}
+
+// manyAbort reports an error that stopped the command before any contract
+// ran. A reason that is a verdict on the repository (two contracts with
+// one id) exits as a failed verdict; anything else as "could not decide".
+func manyAbort(cfg Config, env Env, err error) error {
+	reason := runner.ReasonOf(err)
+	out := err
+	if info, ok := runner.Lookup(reason); ok && info.Kind == runner.KindVerdict {
+		out = verdict(runner.Fail, reason)
+	}
+	if cfg.Output == "json" && cfg.Command != "matrix" {
+		writeJSON(env.Stdout, manyView{
+			Command: cfg.Command, Selection: cfg.Select.name(), Verdict: string(verdictOf(exitCode(out))), ExitCode: exitCode(out),
+			Reason: string(reason), Message: err.Error(), Contracts: []contractView{},
+		})
+	}
+	fmt.Fprintf(env.Stderr, "nova %s: %s: %v\n", cfg.displayName(), reason, err)
+	return out
+}
+
+// selectionLine says what was selected from.
+func selectionLine(cfg Config, sel monorepo.Selection) string {
+	if !cfg.Select.Changed {
+		return "all"
+	}
+	return fmt.Sprintf("changed %s..%s", shortHash(sel.Base), shortHash(sel.Head))
+}
+
+func shortHash(h string) string {
+	if len(h) > 12 {
+		return h[:12]
+	}
+	return h
+}
+
+// manyView is the JSON document of a run over many contracts.
+type manyView struct {
+	Command   string `json:"command"`
+	Selection string `json:"selection"`
+	Base      string `json:"base,omitempty"`
+	Head      string `json:"head,omitempty"`
+	Verdict   string `json:"verdict"`
+	ExitCode  int    `json:"exitCode"`
+	// Reason is the reason of the first contract (by path) whose exit code
+	// is the command's.
+	Reason  string `json:"reason,omitempty"`
+	Message string `json:"message,omitempty"`
+	// Counts are the contracts by verdict.
+	Counts    map[string]int `json:"counts,omitempty"`
+	Contracts []contractView `json:"contracts"`
+	Deleted   []deletedView  `json:"deleted,omitempty"`
+}
+
+// contractView is one contract's run: where it is, why it was selected,
+// and its run as `nova <command> --output json` reports it alone.
+type contractView struct {
+	Dir      string   `json:"dir"`
+	Contract string   `json:"contract"`
+	Why      []string `json:"why,omitempty"`
+	runView
+}
+
+// deletedView is a contract the change deleted.
+type deletedView struct {
+	Dir         string `json:"dir"`
+	Contract    string `json:"contract"`
+	ID          string `json:"id"`
+	Environment string `json:"environment,omitempty"`
+	Reason      string `json:"reason"`
+	Message     string `json:"message"`
+}
+
+func deletedViews(deleted []monorepo.Contract) []deletedView {
+	out := make([]deletedView, 0, len(deleted))
+	for _, d := range deleted {
+		out = append(out, deletedView{Dir: d.Dir, Contract: d.File, ID: d.ID, Environment: d.Environment,
+			Reason: string(runner.ContractDeleted), Message: deletedMessage(d)})
+	}
+	return out
+}
+
+func deletedMessage(d monorepo.Contract) string {
+	who := "a contract"
+	if d.ID != "" {
+		who = "contract " + d.ID
+		if d.Environment != "" {
+			who += " (" + d.Environment + ")"
+		}
+	}
+	return fmt.Sprintf("%s: %s is no longer declared at the head; Nova destroys nothing for it — what it deployed, and its state, stay until someone removes them", d.Path(), who)
+}
+
+// manyReport prints the summary of every run and returns the worst
+// outcome for the exit code.
+func manyReport(cfg Config, env Env, sel monorepo.Selection, runs []*contractRun, views []runView) error {
+	mv := manyView{
+		Command: cfg.Command, Selection: cfg.Select.name(), Base: sel.Base, Head: sel.Head,
+		Counts: map[string]int{}, Contracts: make([]contractView, 0, len(runs)), Deleted: deletedViews(sel.Deleted),
+	}
+	codes := make([]int, len(views))
+	for i, v := range views {
+		codes[i] = v.ExitCode
+		mv.Counts[v.Verdict]++
+		c := sel.Contracts[i]
+		mv.Contracts = append(mv.Contracts, contractView{Dir: c.Dir, Contract: c.File, Why: c.Why, runView: v})
+	}
+	mv.ExitCode = worstExit(codes...)
+	mv.Verdict = string(verdictOf(mv.ExitCode))
+	for _, v := range views {
+		if v.ExitCode == mv.ExitCode && v.Reason != "" {
+			mv.Reason = v.Reason
+			break
+		}
+	}
+	manyOutputs(cfg, env, mv, runs)
+	if cfg.Output == "json" {
+		writeJSON(env.Stdout, mv)
+	} else {
+		manyText(env.Stdout, cfg, mv)
+	}
+	return verdict(verdictOf(mv.ExitCode), runner.Reason(mv.Reason))
+}
+
+// manyText is the summary for people: a line per contract, then the
+// deleted ones, then the one result.
+func manyText(w io.Writer, cfg Config, mv manyView) {
+	fmt.Fprintf(w, "\nsummary: %d contract(s)", len(mv.Contracts))
+	for _, v := range []runner.Verdict{runner.Pass, runner.Fail, runner.Errored, runner.AwaitingApproval} {
+		if n := mv.Counts[string(v)]; n > 0 {
+			fmt.Fprintf(w, " · %d %s", n, v)
+		}
+	}
+	fmt.Fprintln(w)
+	for _, c := range mv.Contracts {
+		detail := c.Reason
+		if c.PlanDigest != "" {
+			detail = "plan " + shortHash(c.PlanDigest) + " " + detail
+		}
+		fmt.Fprintf(w, "  %-17s exit %d  %-40s %-36s %-4s %s\n", c.Verdict, c.ExitCode, path.Join(c.Dir, c.Contract), c.ContractID, c.Environment, detail)
+	}
+	if len(mv.Contracts) == 0 {
+		fmt.Fprintln(w, "  no contract selected")
+	}
+	if len(mv.Deleted) > 0 {
+		fmt.Fprintln(w, "deleted (reported only; nothing is destroyed):")
+		for _, d := range mv.Deleted {
+			fmt.Fprintf(w, "  %s %s\n", d.Reason, d.Message)
+		}
+	}
+	fmt.Fprintf(w, "%s (exit %d)\n", verdictLine(runner.Verdict(mv.Verdict)), mv.ExitCode)
+}
+
+func writeJSON(w io.Writer, v any) {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
 }
