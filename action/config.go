@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"time"
@@ -79,6 +80,8 @@ type Config struct {
 	// Init and Pin hold `nova init`'s and `nova pin`'s flags.
 	Init InitFlags
 	Pin  PinFlags
+	// Select runs many contracts under Dir instead of one (many.go).
+	Select SelectFlags
 
 	// Source is the CloudEvents source of this run's events; ForgeRun the
 	// forge's workflow run id.
@@ -140,6 +143,9 @@ var (
 	approveCommands  = []string{"approve", "reject"}
 	contractCommands = slices.Concat(pipelineCommands, []string{"policy"}, approveCommands)
 	evidenceCommands = slices.Concat(pipelineCommands, []string{"verify", "resolve"}, approveCommands)
+	// manyCommands can run every contract under --dir (--all) or those a
+	// change touches (--changed); matrix only lists them.
+	manyCommands = []string{"validate", "explain", "plan", "run", "matrix"}
 )
 
 type listFlag []string
@@ -186,7 +192,7 @@ func readConfig(env Env) (Config, error) {
 		cfg.Command, args = args[0], args[1:]
 	case "init", "pin":
 	default:
-		if !slices.Contains(contractCommands, cfg.Command) {
+		if !slices.Contains(contractCommands, cfg.Command) && cfg.Command != "matrix" {
 			return cfg, fmt.Errorf("%w %q", errUnknownCommand, cfg.Command)
 		}
 	}
@@ -263,6 +269,12 @@ func (cfg *Config) flags(fs *flag.FlagSet, getenv func(string) string) *rawFlags
 		fs.StringVar(&cfg.Policy.Infracost, "infracost", "", "infracost binary (default: infracost on PATH; needs INFRACOST_API_KEY)")
 	case cmd == "verify":
 		fs.StringVar(&cfg.Output, "output", "text", "text or json")
+	case cmd == "matrix":
+		// Always JSON: the matrix a workflow reads.
+		cfg.Output = "json"
+		fs.StringVar(&cfg.Dir, "dir", ".", "the repository root to look for contracts under")
+		fs.StringVar(&cfg.RegistryDir, "registry", getenv("NOVA_REGISTRY"), "registry directory (default: the registry built into nova)")
+		fs.StringVar(&cfg.Base, "base", getenv("NOVA_BASE"), "base commit or ref of the change --changed looks at (default: the pull request's base)")
 	default:
 		fs.StringVar(&cfg.Output, "output", "text", "output format: text or json")
 	}
@@ -274,12 +286,18 @@ func (cfg *Config) flags(fs *flag.FlagSet, getenv func(string) string) *rawFlags
 		fs.StringVar(&cfg.Commit, "commit", "", "commit being deployed (default: $NOVA_COMMIT, $GITHUB_SHA, or HEAD of --dir)")
 		fs.BoolVar(&cfg.Verbose, "verbose", false, "stream terraform output to stderr")
 		fs.StringVar(&cfg.TrustedKeysFile, "trusted-keys", getenv("NOVA_TRUSTED_KEYS"), "armored OpenPGP public keys that verify commit signatures")
-		fs.StringVar(&cfg.Base, "base", getenv("NOVA_BASE"), "trusted base commit or ref the approver config is read from (default: the pull request's base, else the default branch)")
+		fs.StringVar(&cfg.Base, "base", getenv("NOVA_BASE"), "trusted base commit or ref the approver config is read from, and the base of the change --changed looks at (default: the pull request's base, else the default branch)")
 		fs.DurationVar(&cfg.LockTimeout, "lock-timeout", 0, "how long to wait for another run holding this contract and environment (0: fail at once with STATE_LOCKED)")
 		fs.DurationVar(&cfg.TerraformTimeout, "terraform-timeout", 2*time.Hour, "interrupt a terraform command running longer (0: never); a timed-out apply is an unknown outcome")
 	}
 	if slices.Contains(pipelineCommands, cmd) || slices.Contains(approveCommands, cmd) {
 		fs.StringVar(&cfg.ApproversPath, "approvers", runner.ApproversFile, "approver config, relative to --dir, read from the trusted base")
+	}
+	if slices.Contains(manyCommands, cmd) {
+		fs.BoolVar(&cfg.Select.All, "all", false, "run every contract under --dir (.nova/contract.yml, .nova/*.contract.yml)")
+		fs.BoolVar(&cfg.Select.Changed, "changed", false, "run the contracts under --dir that the change from --base to --head touches")
+		fs.StringVar(&cfg.Select.Head, "head", getenv("NOVA_HEAD"), "head commit or ref of the change --changed looks at (default: the pull request's head, else HEAD)")
+		fs.IntVar(&cfg.Select.Parallel, "parallel", runtime.NumCPU(), "with --all or --changed, how many contracts run at once")
 	}
 	if cmd == "apply" {
 		fs.StringVar(&cfg.Bundle, "bundle", "", "plan bundle from `nova plan` (default: the newest for this contract)")
@@ -345,7 +363,10 @@ func (cfg *Config) complete(f *rawFlags, env Env) error {
 			return runner.Errorf(runner.ConfigInvalid, "--output %q: want text or json", cfg.Output)
 		}
 	}
-	if slices.Contains(contractCommands, cfg.Command) || cfg.Command == "init" || cfg.Command == "pin" {
+	if err := cfg.Select.check(cfg.Command); err != nil {
+		return err
+	}
+	if slices.Contains(contractCommands, cfg.Command) || cfg.Command == "matrix" || cfg.Command == "init" || cfg.Command == "pin" {
 		if cfg.Dir, err = filepath.Abs(cfg.Dir); err != nil {
 			return runner.Errorf(runner.ConfigInvalid, "--dir: %w", err)
 		}

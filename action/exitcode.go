@@ -68,3 +68,36 @@ func exitCode(err error) int {
 	}
 	return ExitError
 }
+
+// exitSeverity orders exit codes for a command over many contracts, which
+// exits with its worst contract's code: error (2) > fail (1) > awaiting
+// approval (3) > pass (0). An error comes first because it means Nova
+// could not decide about a contract, which might hide a failure; a failure
+// is a decided "no"; awaiting approval is a decided "not yet" that nothing
+// is wrong with.
+var exitSeverity = map[int]int{ExitPass: 0, ExitAwaitingApproval: 1, ExitFail: 2, ExitError: 3}
+
+// worstExit is the exit code of many outcomes: the most severe of codes,
+// ExitPass for none. An unknown code counts as an error.
+func worstExit(codes ...int) int {
+	worst := ExitPass
+	for _, c := range codes {
+		if _, known := exitSeverity[c]; !known {
+			c = ExitError
+		}
+		if exitSeverity[c] > exitSeverity[worst] {
+			worst = c
+		}
+	}
+	return worst
+}
+
+// verdictOf is the verdict an exit code stands for.
+func verdictOf(code int) runner.Verdict {
+	for v, c := range exitCodes {
+		if c == code {
+			return v
+		}
+	}
+	return runner.Errored
+}

@@ -22,6 +22,9 @@ type actionInput struct {
 	// that have it; Lines makes one flag per non-empty line.
 	Flag  string
 	Lines bool
+	// Choices are the values of an input that names its flag: value v
+	// becomes --v.
+	Choices []string
 	// Env is the variable the input stands in for when the input is set.
 	Env string
 	// Secret inputs are masked before anything is printed and never
@@ -30,7 +33,7 @@ type actionInput struct {
 }
 
 // actionCommands are the values of the command input.
-var actionCommands = []string{"validate", "policy", "plan", "apply", "run", "drift", "approve", "reject", "verify"}
+var actionCommands = []string{"validate", "policy", "explain", "plan", "apply", "run", "drift", "matrix", "approve", "reject", "verify"}
 
 var actionInputs = []actionInput{
 	{Name: "command", Default: "run", Description: "What nova does: " + strings.Join(actionCommands, ", ") + " (verify is `nova evidence verify`)."},
@@ -45,6 +48,9 @@ var actionInputs = []actionInput{
 	{Name: "base", Flag: "--base", Description: "The trusted base commit or ref the approver config is read from (default: the pull request's base, else the default branch)."},
 	{Name: "lock-timeout", Flag: "--lock-timeout", Description: "How long to wait for another run of the same contract and environment, such as 5m (default: fail at once with STATE_LOCKED)."},
 	{Name: "terraform-timeout", Flag: "--terraform-timeout", Description: "Interrupt a terraform command that runs longer, such as 30m (default 2h); a timed-out apply is recorded as an unknown outcome."},
+	{Name: "select", Choices: []string{"all", "changed"}, Description: "Run many contracts under dir instead of one: all, or changed (those the pull request's change touches). Empty runs the one contract."},
+	{Name: "parallel", Flag: "--parallel", Description: "With select, how many contracts run at once (default: the runner's CPUs)."},
+	{Name: "head", Flag: "--head", Description: "With select changed, the head of the change (default: the pull request's head)."},
 	{Name: "approvers", Default: runner.ApproversFile, Flag: "--approvers", Description: "The approver config, relative to dir, read from the trusted base."},
 	{Name: "output", Default: "text", Flag: "--output", Description: "Report format on stdout: text or json (policy also sarif and junit)."},
 	{Name: "report-file", Flag: "--out", Description: "For policy: write the report to this file, relative to the workspace (for a SARIF upload)."},
@@ -72,6 +78,8 @@ var actionOutputDocs = []struct{ Name, Description string }{
 	{"plan-digest", "sha256 binding the plan to the contract and commit; approvals name it."},
 	{"confidence", "The last confidence score (three decimals), when one was computed."},
 	{"bundle-dir", "The plan bundle to hand to the apply job, relative to the workspace."},
+	{"contracts", "With select, how many contracts ran (verdict and exit-code are then the worst of them)."},
+	{"matrix", `For command matrix, the JSON matrix ({"include":[{"dir","contract","id","environment"}]}) for strategy.matrix.`},
 }
 
 // inputVariable is the variable the runner passes an input in.
@@ -132,10 +140,20 @@ func actionCommand(getenv func(string) string) ([]string, error) {
 func actionFlags(fs *flag.FlagSet, command string, getenv func(string) string) ([]string, error) {
 	var args []string
 	for _, in := range actionInputs {
+		v := strings.TrimSpace(getenv(inputVariable(in.Name)))
+		if len(in.Choices) > 0 && v != "" {
+			if !slices.Contains(in.Choices, v) {
+				return nil, runner.Errorf(runner.ConfigInvalid, "input %s %q: want one of %s", in.Name, v, strings.Join(in.Choices, ", "))
+			}
+			if fs.Lookup(v) == nil {
+				return nil, runner.Errorf(runner.ConfigInvalid, "input %s does not apply to command %s", in.Name, command)
+			}
+			args = append(args, "--"+v)
+			continue
+		}
 		if in.Flag == "" {
 			continue
 		}
-		v := strings.TrimSpace(getenv(inputVariable(in.Name)))
 		if v == "" || (v == in.Default && fs.Lookup(in.Flag[2:]) == nil) {
 			continue
 		}
@@ -192,6 +210,9 @@ func actionMarkdown() string {
 	b.WriteString("## Inputs\n\n| input | default | secret | becomes | description |\n|---|---|---|---|---|\n")
 	for _, in := range actionInputs {
 		becomes := "`" + in.Flag + "`"
+		if len(in.Choices) > 0 {
+			becomes = "`--" + strings.Join(in.Choices, "` or `--") + "`"
+		}
 		if in.Env != "" {
 			becomes = "`$" + in.Env + "`"
 		}

@@ -88,8 +88,11 @@ func TestActionInputsTheCommandDoesNotTake(t *testing.T) {
 	// left out.
 	for _, cmd := range actionCommands {
 		inputs := map[string]string{"command": cmd, "dir": t.TempDir(), "environment": "qa"}
-		if cmd == "verify" {
+		switch cmd {
+		case "verify":
 			inputs = map[string]string{"command": cmd}
+		case "matrix":
+			delete(inputs, "environment")
 		}
 		if _, err := readActionConfig(t, actionEnv(t, inputs)); err != nil && strings.Contains(err.Error(), "does not apply") {
 			t.Errorf("command %s with default inputs: %v", cmd, err)
@@ -106,7 +109,14 @@ func TestActionInputsTheCommandDoesNotTake(t *testing.T) {
 			t.Errorf("command %s with input %s set: err = %v, want CONFIG_INVALID naming the input", tc.command, tc.input, err)
 		}
 	}
-	_, err := readActionConfig(t, actionEnv(t, map[string]string{"command": "destroy"}))
+	cfg, err := readActionConfig(t, actionEnv(t, map[string]string{"command": "plan", "dir": t.TempDir(), "select": "changed", "parallel": "4", "head": "abc"}))
+	if err != nil || !cfg.Select.Changed || cfg.Select.Parallel != 4 || cfg.Select.Head != "abc" {
+		t.Errorf("select changed: %+v, %v", cfg.Select, err)
+	}
+	if _, err := readActionConfig(t, actionEnv(t, map[string]string{"command": "plan", "dir": t.TempDir(), "select": "everything"})); runner.ReasonOf(err) != runner.ConfigInvalid {
+		t.Errorf("select everything: err = %v, want CONFIG_INVALID", err)
+	}
+	_, err = readActionConfig(t, actionEnv(t, map[string]string{"command": "destroy"}))
 	if runner.ReasonOf(err) != runner.ConfigInvalid {
 		t.Errorf("unknown command input: err = %v, want CONFIG_INVALID", err)
 	}

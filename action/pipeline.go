@@ -27,9 +27,75 @@ import (
 )
 
 // execute wires the stages for the command, runs them and reports the
-// outcome; the error carries the verdict for the exit code.
+// outcome; the error carries the verdict for the exit code. With --all or
+// --changed it runs many contracts (many.go), each the way one runs here.
 func execute(ctx context.Context, cfg Config, env Env) error {
+	if cfg.Select.Many() {
+		return executeMany(ctx, cfg, env)
+	}
 	rep := newReporter(cfg, env)
+	warnLocalEvidence(cfg, env)
+	store, keys, err := openEvidenceStore(ctx, cfg.Evidence, env)
+	if err != nil {
+		return rep.abort(err)
+	}
+	defer store.Close()
+	drainBefore(ctx, store, env)
+	w := wiring{cfg: cfg, env: env, evidence: store, keys: keys}
+	w.forge, w.setupErr = connectForge(ctx, cfg)
+	r := w.run(ctx, rep)
+	drainAfter(ctx, store, env, &r.out)
+	r.finish(ctx)
+	return verdict(r.out.Verdict, r.out.Reason)
+}
+
+// warnLocalEvidence says when a forge's run writes its events to a local
+// repository: a runner's home lives as long as its job, so the events, and
+// the keys made to sign them, would be gone before anyone checks them.
+func warnLocalEvidence(cfg Config, env Env) {
+	if cfg.Forge != NoForge && cfg.Evidence.Local {
+		fmt.Fprintf(env.Stderr, "nova: no evidence-repo is set, so this run's events go to %s inside this job and are lost with it\n", cfg.Evidence.Repo)
+	}
+}
+
+// drainBefore pushes events an earlier run could not push, so this run's
+// chain continues from them; failing that, they wait in the outbox and the
+// run goes on (apply still refuses to start unless its authorization is
+// pushed).
+func drainBefore(ctx context.Context, store *evidence.Store, env Env) {
+	if err := store.Drain(ctx); err != nil {
+		fmt.Fprintf(env.Stderr, "nova: evidence repo not reachable, events stay in the outbox: %v\n", err)
+	}
+}
+
+// drainAfter pushes what the runs left in the outbox. On an ephemeral
+// runner the outbox dies with the job: a run whose evidence did not reach
+// the repo must not look like a clean pass.
+func drainAfter(ctx context.Context, store *evidence.Store, env Env, outs ...*runner.Outcome) {
+	err := store.Drain(context.WithoutCancel(ctx))
+	if err == nil {
+		return
+	}
+	fmt.Fprintf(env.Stderr, "nova: %s: %d event(s) wait in the evidence outbox for the next run: %v\n", runner.EvidencePushFailed, pendingCount(store), err)
+	for _, out := range outs {
+		if out.Verdict == runner.Pass {
+			out.Verdict, out.Reason = runner.Errored, runner.EvidencePushFailed
+		}
+	}
+}
+
+// contractRun is one contract's run: its outcome and what reports it.
+type contractRun struct {
+	out    runner.Outcome
+	st     *runner.State
+	events string
+	rep    *reporter
+	report *forgeReport
+}
+
+// run wires the command's stages for w's contract and runs them.
+func (w wiring) run(ctx context.Context, rep *reporter) *contractRun {
+	cfg := w.cfg
 	runID := local.NewRunID(time.Now())
 	st := &runner.State{
 		RunID:        runID,
@@ -40,25 +106,8 @@ func execute(ctx context.Context, cfg Config, env Env) error {
 		RunDir:       filepath.Join(local.RunsDir(cfg.Dir), runID),
 		ForgeRun:     cfg.ForgeRun,
 	}
-	if cfg.Forge != NoForge && cfg.Evidence.Local {
-		// A runner's home lives as long as its job: the events, and the
-		// keys made to sign them, would be gone before anyone checks them.
-		fmt.Fprintf(env.Stderr, "nova: no evidence-repo is set, so this run's events go to %s inside this job and are lost with it\n", cfg.Evidence.Repo)
-	}
-	store, keys, err := openEvidenceStore(ctx, cfg.Evidence, env)
-	if err != nil {
-		return rep.abort(err)
-	}
-	defer store.Close()
-	// Events an earlier run could not push go first, so this run's chain
-	// continues from them; failing that, they wait in the outbox and the
-	// run goes on (apply still refuses to start unless its authorization
-	// is pushed).
-	if err := store.Drain(ctx); err != nil {
-		fmt.Fprintf(env.Stderr, "nova: evidence repo not reachable, events stay in the outbox: %v\n", err)
-	}
-	w := wiring{cfg: cfg, env: env, evidence: store, keys: keys, runID: runID}
-	w.forge, err = connectForge(ctx, cfg)
+	w.runID = runID
+	err := w.setupErr
 	var stages []runner.Stage
 	if err == nil {
 		stages, err = w.stages(ctx)
@@ -69,11 +118,11 @@ func execute(ctx context.Context, cfg Config, env Env) error {
 		stages = []runner.Stage{setupFailed{err}}
 		w.forge = &forgeAdapters{}
 	}
-	report := &forgeReport{cfg: cfg, forge: w.forge, warn: env.Stderr}
+	report := &forgeReport{cfg: cfg, forge: w.forge, warn: w.env.Stderr}
 	events := local.NewEventLog(filepath.Join(st.RunDir, "events.jsonl"))
 	p := runner.Pipeline{
 		Stages: stages,
-		Events: runner.NewEmitter(runner.Tee{events, store}, cfg.Source, runID, nil),
+		Events: runner.NewEmitter(runner.Tee{events, w.evidence}, cfg.Source, runID, nil),
 		OnResult: func(res runner.Result) {
 			rep.stage(res)
 			if res.Stage == "gate" && res.Verdict == runner.Pass {
@@ -83,18 +132,15 @@ func execute(ctx context.Context, cfg Config, env Env) error {
 	}
 	rep.start(st)
 	out := p.Run(ctx, st)
-	if err := store.Drain(context.WithoutCancel(ctx)); err != nil {
-		fmt.Fprintf(env.Stderr, "nova: %s: %d event(s) wait in the evidence outbox for the next run: %v\n", runner.EvidencePushFailed, pendingCount(store), err)
-		// On an ephemeral runner the outbox dies with the job: a run whose
-		// evidence did not reach the repo must not look like a clean pass.
-		if out.Verdict == runner.Pass {
-			out.Verdict, out.Reason = runner.Errored, runner.EvidencePushFailed
-		}
-	}
-	v := rep.finish(out, st, events.Path())
-	report.finished(context.WithoutCancel(ctx), v)
-	report.drift(context.WithoutCancel(ctx), st, v)
-	return verdict(out.Verdict, out.Reason)
+	return &contractRun{out: out, st: st, events: events.Path(), rep: rep, report: report}
+}
+
+// finish reports the run: to the user, and on the forge.
+func (r *contractRun) finish(ctx context.Context) runView {
+	v := r.rep.finish(r.out, r.st, r.events)
+	r.report.finished(context.WithoutCancel(ctx), v)
+	r.report.drift(context.WithoutCancel(ctx), r.st, v)
+	return v
 }
 
 // setupFailed stands in for the pipeline when its stages could not be
@@ -122,14 +168,24 @@ type wiring struct {
 	keys     signing.Keys
 	forge    *forgeAdapters
 	runID    string
+	// setupErr is why the forge could not be reached; the run records it
+	// as its only stage.
+	setupErr error
+	// reg and verifier are what runs share when many run in one process;
+	// nil loads the registry cfg names and makes a verifier of its keys.
+	reg      *registry.Registry
+	verifier runner.CommitVerifier
 }
 
 // stages lists the command's stages, each given its adapters.
 func (w wiring) stages(ctx context.Context) ([]runner.Stage, error) {
 	cfg, env := w.cfg, w.env
-	reg, err := loadRegistry(cfg.RegistryDir)
-	if err != nil {
-		return nil, err
+	reg := w.reg
+	if reg == nil {
+		var err error
+		if reg, err = loadRegistry(cfg.RegistryDir); err != nil {
+			return nil, err
+		}
 	}
 	validate := schema.New(reg)
 	if cfg.Command == "validate" {
@@ -159,15 +215,18 @@ func (w wiring) stages(ctx context.Context) ([]runner.Stage, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Rego is compiled here, once per run, and shared by the pre-plan and
-	// plan-level stages.
+	// The consumer's Rego is compiled here, once per run (the platform
+	// rules once per process), and shared by the pre-plan and plan-level
+	// stages.
 	engines, err := policy.Engines(ctx, cfg.Dir, policyCfg, env.Environ)
 	if err != nil {
 		return nil, err
 	}
-	verifier, err := commitVerifier(cfg)
-	if err != nil {
-		return nil, err
+	verifier := w.verifier
+	if verifier == nil {
+		if verifier, err = commitVerifier(cfg); err != nil {
+			return nil, err
+		}
 	}
 	evaluate := []runner.Stage{
 		validate,

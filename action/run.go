@@ -22,6 +22,10 @@ Usage:
   nova apply    [flags]   apply a plan bundle from 'nova plan' once the gate allows it
   nova run      [flags]   evaluate, plan, gate and apply in one go
   nova drift    [flags]   compare live infrastructure with what was applied (exit 1: drift)
+  nova validate|explain|plan|run --all|--changed [--parallel N]
+                          the same for every contract under --dir, or those
+                          the change from --base to --head touches, at once
+  nova matrix   --all|--changed   the selected contracts as a JSON matrix
   nova approve  --env E --as NAME     approve the newest plan for E as NAME (a signed local claim)
   nova reject   --env E --as NAME --reason TEXT   reject it
   nova evidence verify|resolve   check the evidence repo, or resolve an indeterminate apply
@@ -30,7 +34,8 @@ Usage:
   nova version            print the version
 
 Run 'nova <command> -h' for the flags. Exit codes: 0 pass, 1 verdict fail,
-2 tool or configuration error, 3 awaiting approval.
+2 tool or configuration error, 3 awaiting approval; over many contracts, the
+worst of theirs (2 before 1 before 3 before 0).
 `
 
 // run is nova's whole life short of os.Exit: it reads the configuration
@@ -85,6 +90,8 @@ func run(ctx context.Context, env Env) error {
 			return failed(env, cfg, err)
 		}
 		return nil
+	case "matrix":
+		return matrixCommand(ctx, cfg, env)
 	}
 	return execute(ctx, cfg, env)
 }

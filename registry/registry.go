@@ -215,6 +215,25 @@ func (r *Registry) Stacks() []*Stack {
 	return out
 }
 
+// StackModules names the L1 modules a contract whose stack is name
+// deploys, in instance order without repeats: the stack's modules, or the
+// module itself when name is an L1 module. It needs no contract, since a
+// stack's instances are fixed, so a change to a module can be traced to
+// every contract it reaches without resolving any of them. ok is false when
+// the registry has no such stack or module.
+func (r *Registry) StackModules(name string) (modules []string, ok bool) {
+	s, ok := r.stackFor(name)
+	if !ok {
+		return nil, false
+	}
+	for _, inst := range s.Instances {
+		if !slices.Contains(modules, inst.Module) {
+			modules = append(modules, inst.Module)
+		}
+	}
+	return modules, true
+}
+
 // TerraformFS returns the module's Terraform directory, which adapters copy
 // next to the root module they render.
 func (r *Registry) TerraformFS(m *Module) (fs.FS, error) {

@@ -2,6 +2,7 @@ package registry
 
 import (
 	"encoding/json"
+	"slices"
 	"testing"
 
 	"github.com/nova-platform/nova/runner"
@@ -44,4 +45,29 @@ func sampleInputs(s *Stack) map[string]any {
 		}
 	}
 	return in
+}
+
+func TestStackModules(t *testing.T) {
+	reg, err := Load(Embedded())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		want []string
+		ok   bool
+	}{
+		{"hello", []string{"hello-message", "hello-echo"}, true},
+		{"microservice", []string{"ecs-service", "s3-bucket", "dynamodb-table"}, true},
+		{"hello-echo", []string{"hello-echo"}, true}, // a module named directly
+		{"nothing", nil, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, ok := reg.StackModules(tt.name)
+			if ok != tt.ok || !slices.Equal(got, tt.want) {
+				t.Errorf("StackModules(%q) = %v, %v; want %v, %v", tt.name, got, ok, tt.want, tt.ok)
+			}
+		})
+	}
 }

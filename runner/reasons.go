@@ -57,6 +57,15 @@ const (
 	ContractSchemaViolation    Reason = "CONTRACT_SCHEMA_VIOLATION"
 )
 
+// Many contracts in one repository: finding them, and choosing those a
+// change touches.
+const (
+	ContractIDDuplicate     Reason = "CONTRACT_ID_DUPLICATE"
+	ContractDeleted         Reason = "CONTRACT_DELETED"
+	ContractDiscoveryFailed Reason = "CONTRACT_DISCOVERY_FAILED"
+	ChangeRangeInvalid      Reason = "CHANGE_RANGE_INVALID"
+)
+
 // Registry loading: a broken registry is the platform's fault, not the
 // consumer's, so these are errors rather than verdicts.
 const (
@@ -218,6 +227,11 @@ var reasonTable = []ReasonInfo{
 	{ContractAgenticField, "contract", KindVerdict, "An agentic field is set without `profile: agentic`."},
 	{ContractEnvOverrideLowers, "contract", KindVerdict, "`--env` names a less guarded environment than the contract's own (a prod contract run as dev would skip its approval and reach its state)."},
 	{ContractSchemaViolation, "contract", KindVerdict, "The contract violates a schema rule not covered by a more specific code."},
+
+	{ContractIDDuplicate, "monorepo", KindVerdict, "Two contract files under the root declare the same `id` (both files are named); they would share one state and one evidence chain, so nothing runs until one is changed."},
+	{ContractDeleted, "monorepo", KindVerdict, "A contract present at the base is gone at the head (no contract declares its `id` any more). A warning, reported in the summary and the pull request and never acted on: it does not change the exit code (deleting a contract is a legitimate change), and Nova destroys nothing for it; its state and resources stay until someone removes them."},
+	{ContractDiscoveryFailed, "monorepo", KindError, "The directory tree under the root could not be walked for contracts (a directory that cannot be read)."},
+	{ChangeRangeInvalid, "monorepo", KindError, "`--changed` could not diff base and head: no base given (`--base`, or a pull request event), a commit that is not in the repository (a shallow clone: fetch with depth 0), or a root outside a git repository."},
 
 	{RegistryInvalid, "registry", KindError, "A registry entry (module.yaml or stack.yaml) cannot be parsed or is incomplete."},
 	{RegistryModuleMismatch, "registry", KindError, "A module's module.yaml disagrees with its terraform/ variables or outputs."},

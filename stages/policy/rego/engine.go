@@ -15,6 +15,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
+	"sync"
 	"time"
 
 	"github.com/nova-platform/nova/runner"
@@ -67,16 +68,29 @@ var (
 	DefaultContractNamespaces = []string{"contract"}
 )
 
-// New compiles the platform rules and, when given, the consumer's policies.
-// It fails only if the platform rules do not compile, which the tests rule
-// out; a consumer policy that does not compile is reported by Evaluate as
-// an error record, and the platform rules still run.
+// sharedPlatform is the platform rules compiled once per process. They are
+// part of the binary, so every Engine evaluates the same ones; a run over a
+// thousand contracts builds a thousand Engines (one per contract directory's
+// policies) and must not compile the rules a thousand times. Sharing is safe:
+// OPA treats a compiler and a prepared query as read-only once prepared, and
+// documents prepared queries as safe to evaluate from many goroutines.
+var sharedPlatform = sync.OnceValues(func() (*platform, error) {
+	// Compiling reads nothing from outside the binary, so no caller's
+	// context needs to bound it.
+	return compilePlatform(context.Background())
+})
+
+// New returns an engine over the platform rules (compiled on first use in
+// the process) and, when given, the consumer's policies. It fails only if
+// the platform rules do not compile, which the tests rule out; a consumer
+// policy that does not compile is reported by Evaluate as an error record,
+// and the platform rules still run.
 func New(ctx context.Context, opts ...Option) (*Engine, error) {
 	o := options{namespaces: DefaultNamespaces, contractNamespaces: DefaultContractNamespaces}
 	for _, opt := range opts {
 		opt(&o)
 	}
-	p, err := compilePlatform(ctx)
+	p, err := sharedPlatform()
 	if err != nil {
 		return nil, runner.Errorf(runner.InternalError, "%w", err)
 	}

@@ -1,0 +1,236 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"path/filepath"
+	"sync"
+
+	"github.com/nova-platform/nova/registry"
+	"github.com/nova-platform/nova/runner"
+	"github.com/nova-platform/nova/runner/monorepo"
+)
+
+// SelectFlags choose many contracts under --dir instead of the one
+// --contract names, and how many run at once.
+type SelectFlags struct {
+	// All selects every contract; Changed those the change between the
+	// base (--base, else the pull request's) and Head touches.
+	All, Changed bool
+	// Head is the change's head: --head, else the pull request's, else
+	// HEAD of --dir.
+	Head string
+	// Parallel is how many contracts run at once (default: the CPUs).
+	Parallel int
+}
+
+// Many reports whether the command runs the contracts a selection finds.
+func (s SelectFlags) Many() bool { return s.All || s.Changed }
+
+// check refuses selections that cannot mean anything.
+func (s SelectFlags) check(command string) error {
+	switch {
+	case s.All && s.Changed:
+		return runner.Errorf(runner.ConfigInvalid, "--all and --changed exclude each other")
+	case command == "matrix" && !s.Many():
+		return runner.Errorf(runner.ConfigInvalid, "nova matrix needs --all or --changed")
+	case s.Many() && s.Parallel < 1:
+		return runner.Errorf(runner.ConfigInvalid, "--parallel %d: want at least 1", s.Parallel)
+	}
+	return nil
+}
+
+// name is how the selection is shown.
+func (s SelectFlags) name() string {
+	if s.Changed {
+		return "changed"
+	}
+	return "all"
+}
+
+// selectContracts finds the contracts under --dir and keeps those the
+// selection asks for.
+func selectContracts(ctx context.Context, cfg Config, reg *registry.Registry) (monorepo.Selection, error) {
+	found, err := monorepo.Discover(cfg.Dir)
+	if err != nil {
+		return monorepo.Selection{}, err
+	}
+	if !cfg.Select.Changed {
+		return monorepo.All(found), nil
+	}
+	return monorepo.Changed(ctx, monorepo.Change{
+		Root:        cfg.Dir,
+		Contracts:   found,
+		Base:        cfg.Base,
+		Head:        firstNonEmpty(cfg.Select.Head, cfg.ForgeAPI.HeadSHA, "HEAD"),
+		RegistryDir: cfg.RegistryDir,
+		Registry:    reg,
+	})
+}
+
+// forContract is the configuration of one selected contract's run: its
+// directory is its checkout. Step outputs and the job summary are the
+// whole command's, written once from every run (manyOutputs), so no run
+// writes its own.
+func (cfg Config) forContract(c monorepo.Contract) Config {
+	cfg.Dir = filepath.Join(cfg.Dir, filepath.FromSlash(c.Dir))
+	cfg.ContractPath = filepath.FromSlash(c.File)
+	cfg.OutputFile, cfg.SummaryFile = "", ""
+	return cfg
+}
+
+// executeMany runs the selected contracts concurrently in this process,
+// at most --parallel at a time, and reports them together: one summary,
+// one exit code (the worst, see worstExit), and each contract's own
+// report on the forge. Runs share what is safe to share — the evidence
+// store, the registry, the forge's clients, the compiled platform rules —
+// and each has its own State, Emitter, event log, run directory and
+// Terraform workspace. One contract failing, erroring or even panicking
+// does not stop or hide the others.
+func executeMany(ctx context.Context, cfg Config, env Env) error {
+	env = env.serialized()
+	reg, err := loadRegistry(cfg.RegistryDir)
+	if err != nil {
+		return manyAbort(cfg, env, err)
+	}
+	sel, err := selectContracts(ctx, cfg, reg)
+	if err != nil {
+		return manyAbort(cfg, env, err)
+	}
+	warnLocalEvidence(cfg, env)
+	store, keys, err := openEvidenceStore(ctx, cfg.Evidence, env)
+	if err != nil {
+		return manyAbort(cfg, env, err)
+	}
+	defer store.Close()
+	progress := env.Stdout
+	if cfg.Output == "json" {
+		progress = env.Stderr
+	}
+	fmt.Fprintf(progress, "nova %s · %s · %d contract(s) selected (%s) · %d at a time\n", cfg.Command, cfg.Dir, len(sel.Contracts), selectionLine(cfg, sel), cfg.Select.Parallel)
+	keysVerifier, err := commitVerifier(cfg)
+	if err != nil {
+		return manyAbort(cfg, env, err)
+	}
+	verifier := &onceVerifier{inner: keysVerifier, known: map[string]runner.CommitSignature{}}
+	drainBefore(ctx, store, env)
+	forge, forgeErr := connectForge(ctx, cfg)
+	runs := make([]*contractRun, len(sel.Contracts))
+	parallel(len(runs), cfg.Select.Parallel, func(i int) {
+		c := sel.Contracts[i].Contract
+		var buf bytes.Buffer
+		ccfg := cfg.forContract(c)
+		rep := &reporter{cfg: ccfg, progress: &buf, stdout: io.Discard}
+		w := wiring{cfg: ccfg, env: env, evidence: store, keys: keys, forge: forge, setupErr: forgeErr, reg: reg, verifier: verifier}
+		runs[i] = runContract(ctx, w, rep)
+		// Each contract's lines go out together, as it finishes.
+		_, _ = progress.Write(buf.Bytes())
+	})
+	outs := make([]*runner.Outcome, len(runs))
+	for i, r := range runs {
+		outs[i] = &r.out
+	}
+	drainAfter(ctx, store, env, outs...)
+	views := make([]runView, len(runs))
+	parallel(len(runs), cfg.Select.Parallel, func(i int) { views[i] = runs[i].finish(ctx) })
+	reportDeleted(ctx, cfg, forge, sel.Deleted, env.Stderr)
+	return manyReport(cfg, env, sel, runs, views)
+}
+
+// runContract runs one contract of many. A panic in it is that contract's
+// error, not the end of the others: the process carries on and reports it.
+func runContract(ctx context.Context, w wiring, rep *reporter) (r *contractRun) {
+	st := &runner.State{Dir: w.cfg.Dir, ContractPath: w.cfg.ContractPath}
+	if err := ctx.Err(); err != nil {
+		// Interrupted before this contract started: nothing ran, nothing
+		// is recorded, and the summary says so.
+		return abandoned(st, rep, w, runner.Errorf(runner.RunCancelled, "not started: %w", err))
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			r = abandoned(st, rep, w, runner.Errorf(runner.InternalError, "the run of %s panicked: %v", filepath.Join(w.cfg.Dir, w.cfg.ContractPath), p))
+		}
+	}()
+	return w.run(ctx, rep)
+}
+
+// abandoned is the outcome of a contract whose run did not complete.
+func abandoned(st *runner.State, rep *reporter, w wiring, err error) *contractRun {
+	res := runner.Result{Stage: "setup", Verdict: runner.Errored, Summary: err.Error(), Findings: []runner.Finding{{Reason: runner.ReasonOf(err), Message: err.Error()}}}
+	rep.stage(res)
+	return &contractRun{
+		out: runner.Outcome{Results: []runner.Result{res}, Verdict: runner.Errored, Reason: runner.ReasonOf(err)},
+		st:  st, rep: rep, report: &forgeReport{cfg: w.cfg, forge: &forgeAdapters{}, warn: w.env.Stderr},
+	}
+}
+
+// onceVerifier checks each commit's signature once per process: the
+// contracts of one repository are all at one commit. A commit's id fixes
+// its content, signature included, so one answer serves every contract;
+// except "unknown", which means the commit is not in that contract's
+// repository, and is asked again.
+type onceVerifier struct {
+	inner runner.CommitVerifier
+	mu    sync.Mutex
+	known map[string]runner.CommitSignature
+}
+
+var _ runner.CommitVerifier = (*onceVerifier)(nil)
+
+func (v *onceVerifier) VerifyCommit(ctx context.Context, dir, commit string) (runner.CommitSignature, error) {
+	v.mu.Lock()
+	sig, ok := v.known[commit]
+	v.mu.Unlock()
+	if ok {
+		return sig, nil
+	}
+	// Two contracts may both verify the commit the first time; either
+	// answer is the same, and holding the lock across git reads would
+	// serialise every run behind the first.
+	sig, err := v.inner.VerifyCommit(ctx, dir, commit)
+	if err == nil && sig != runner.CommitUnknown {
+		v.mu.Lock()
+		v.known[commit] = sig
+		v.mu.Unlock()
+	}
+	return sig, err
+}
+
+// parallel calls do(0..n-1) on at most limit goroutines and returns when
+// all have returned.
+func parallel(n, limit int, do func(i int)) {
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(n, limit) {
+		wg.Go(func() {
+			for i := range next {
+				do(i)
+			}
+		})
+	}
+	for i := range n {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+}
+
+// serialized returns env with its output streams safe for the concurrent
+// runs to share: each write goes out whole.
+func (env Env) serialized() Env {
+	env.Stdout, env.Stderr = &lockedWriter{w: env.Stdout}, &lockedWriter{w: env.Stderr}
+	return env
+}
+
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}

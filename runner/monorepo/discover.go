@@ -1,0 +1,172 @@
+// Package monorepo finds every contract in a repository and chooses the
+// ones a change touches: the first step of running many contracts at once,
+// in one process or fanned out across a forge's runners.
+//
+// A contract is a file `.nova/contract.yml`, or `.nova/<name>.contract.yml`
+// where one directory holds several; the directory above `.nova` is the
+// contract's directory, which its run treats as its checkout (policies,
+// config, test reports and approvers are read there). Discovery reads each
+// contract only far enough to know its id, environment and stack; judging
+// it is the run's job, so a contract that cannot be read is still listed
+// and its own run reports why.
+package monorepo
+
+import (
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"sort"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/nova-platform/nova/runner"
+	"github.com/nova-platform/nova/runner/checkout"
+)
+
+// Names that make a file a contract.
+const (
+	novaDir        = ".nova"
+	contractFile   = "contract.yml"
+	contractSuffix = ".contract.yml"
+	// runsDir holds a checkout's run artefacts (runner/local.RunsDir):
+	// bundles may contain copies of anything, never a contract to run.
+	runsDir = ".nova/runs"
+)
+
+// maxContractBytes bounds what discovery reads of one contract, as the
+// schema stage bounds the contract it loads.
+const maxContractBytes = 1 << 20
+
+// Contract is one contract file found under a root.
+type Contract struct {
+	// Dir is the contract's directory, slash-separated and relative to
+	// the root ("." for the root itself).
+	Dir string `json:"dir"`
+	// File is the contract file relative to Dir: ".nova/contract.yml" or
+	// ".nova/<name>.contract.yml".
+	File string `json:"contract"`
+	// ID, Environment and Stack are as the file declares them, unchecked.
+	ID          string `json:"id"`
+	Environment string `json:"environment"`
+	Stack       string `json:"stack,omitempty"`
+	// Err is why the file could not be read far enough to know its id;
+	// the contract is run anyway, and the run says what is wrong.
+	Err error `json:"-"`
+}
+
+// Path is the contract file relative to the root, slash-separated.
+func (c Contract) Path() string { return path.Join(c.Dir, c.File) }
+
+// IsContractFile reports whether a slash-separated path relative to a root
+// names a contract file.
+func IsContractFile(p string) bool {
+	dir, name := path.Split(p)
+	if path.Base(strings.TrimSuffix(dir, "/")) != novaDir || dir == "" {
+		return false
+	}
+	return name == contractFile || (strings.HasSuffix(name, contractSuffix) && len(name) > len(contractSuffix))
+}
+
+// split turns a contract file's root-relative path into its directory and
+// its path below that directory.
+func split(p string) (dir, file string) {
+	nova := path.Dir(p)
+	return path.Dir(nova), path.Join(novaDir, path.Base(p))
+}
+
+// skipDir reports whether a directory is never searched: git's own data,
+// and the runs a checkout keeps.
+func skipDir(p string) bool {
+	return path.Base(p) == ".git" || p == runsDir || strings.HasSuffix(p, "/"+runsDir)
+}
+
+// Discover lists every contract under root, ordered by path. It follows the
+// checkout rule (runner/checkout): a symbolic link to a directory is never
+// descended, so discovery cannot leave the root or loop, and a contract
+// file that is a link is read only if it resolves inside the root. Two
+// contracts declaring the same id are an error naming both files.
+func Discover(root string) ([]Contract, error) {
+	r, err := os.OpenRoot(root)
+	if err != nil {
+		return nil, runner.Errorf(runner.ContractDiscoveryFailed, "opening %s to look for contracts: %w", root, err)
+	}
+	defer r.Close()
+	var found []Contract
+	err = fs.WalkDir(r.FS(), ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if p != "." && skipDir(p) {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		if !IsContractFile(p) {
+			return nil
+		}
+		data, err := checkout.ReadFile(root, p, maxContractBytes)
+		found = append(found, identify(p, data, err))
+		return nil
+	})
+	if err != nil {
+		return nil, runner.Errorf(runner.ContractDiscoveryFailed, "looking for contracts under %s: %w", root, err)
+	}
+	sort.Slice(found, func(i, j int) bool { return found[i].Path() < found[j].Path() })
+	if err := checkDuplicates(found); err != nil {
+		return nil, err
+	}
+	return found, nil
+}
+
+// identity is the part of a contract discovery reads; anything else,
+// valid or not, is the schema stage's to judge.
+type identity struct {
+	ID          string `yaml:"id"`
+	Environment string `yaml:"environment"`
+	Stack       string `yaml:"stack"`
+}
+
+// identify builds the Contract for the file at p from its contents, or
+// from why they could not be read.
+func identify(p string, data []byte, readErr error) Contract {
+	dir, file := split(p)
+	c := Contract{Dir: dir, File: file}
+	if readErr != nil {
+		c.Err = readErr
+		return c
+	}
+	var id identity
+	if err := yaml.Unmarshal(data, &id); err != nil {
+		c.Err = fmt.Errorf("reading the id of %s: %w", p, err)
+		return c
+	}
+	c.ID, c.Environment, c.Stack = strings.TrimSpace(id.ID), id.Environment, id.Stack
+	if c.ID == "" {
+		c.Err = fmt.Errorf("%s declares no id", p)
+	}
+	return c
+}
+
+// checkDuplicates refuses two contracts with one id: they would plan
+// against one state and write one evidence chain, each undoing the other.
+func checkDuplicates(cs []Contract) error {
+	first := map[string]string{}
+	var dups []string
+	for _, c := range cs {
+		if c.ID == "" {
+			continue
+		}
+		if prev, seen := first[c.ID]; seen {
+			dups = append(dups, fmt.Sprintf("contract id %s is declared by both %s and %s", c.ID, prev, c.Path()))
+			continue
+		}
+		first[c.ID] = c.Path()
+	}
+	if len(dups) == 0 {
+		return nil
+	}
+	return runner.Errorf(runner.ContractIDDuplicate, "%s; give each contract its own id", strings.Join(dups, "; "))
+}
