@@ -103,12 +103,12 @@ var ErrSignatureMismatch = errors.New("signature does not verify with any allowe
 // Verify checks a .sig file's content against msg. Like cosign it accepts
 // the base64 text (surrounding whitespace ignored) and, failing that, raw DER.
 func (k *KeySet) Verify(msg, sigFile []byte) error {
-	sig := bytes.TrimSpace(sigFile)
-	der := make([]byte, base64.StdEncoding.DecodedLen(len(sig)))
-	if n, err := base64.StdEncoding.Decode(der, sig); err == nil {
-		der = der[:n]
-	} else {
-		der = sig
+	// A .sig file is base64 with maybe a newline; anything else is taken
+	// as raw DER, untrimmed: a DER signature may end in a byte that reads
+	// as whitespace.
+	der := sigFile
+	if b, err := base64.StdEncoding.DecodeString(string(bytes.TrimSpace(sigFile))); err == nil {
+		der = b
 	}
 	for _, v := range k.verifiers {
 		if v.VerifySignature(bytes.NewReader(der), bytes.NewReader(msg)) == nil {
