@@ -285,6 +285,7 @@ func evidenceResolve(ctx context.Context, cfg Config, env Env) error {
 	if err != nil {
 		return failed(env, cfg, err)
 	}
+	backfillOutcomes(ctx, store, em, r.Contract, env)
 	// Record keeps ordinary events in the outbox on a failed push; a
 	// resolution unblocks applies, so it must be in the repo before we
 	// say it is done.

@@ -76,6 +76,9 @@ func execute(ctx context.Context, cfg Config, env Env) error {
 	}
 	rep.start(st)
 	out := p.Run(ctx, st)
+	if st.Contract != nil {
+		backfillOutcomes(context.WithoutCancel(ctx), store, p.Events, st.Contract.ID, env)
+	}
 	if err := store.Drain(context.WithoutCancel(ctx)); err != nil {
 		fmt.Fprintf(env.Stderr, "nova: %s: %d event(s) wait in the evidence outbox for the next run: %v\n", runner.EvidencePushFailed, pendingCount(store), err)
 		// On an ephemeral runner the outbox dies with the job: a run whose
@@ -96,6 +99,16 @@ type setupFailed struct{ err error }
 func (setupFailed) Name() string { return "setup" }
 func (s setupFailed) Run(context.Context, *runner.State) (runner.Result, error) {
 	return runner.Result{}, s.err
+}
+
+// backfillOutcomes records the outcomes of decisions that the contract's
+// chain now settles (this run's apply, a rejection, a resolution). They are
+// derived from the chain, so a failure here only leaves them for the next
+// command to record: it is reported, and the command's verdict stands.
+func backfillOutcomes(ctx context.Context, store *evidence.Store, em *runner.Emitter, contractID string, env Env) {
+	if _, err := runner.RecordDecisionOutcomes(ctx, store, em, contractID); err != nil {
+		fmt.Fprintf(env.Stderr, "nova: decision outcomes of contract %s left for the next run: %v\n", contractID, err)
+	}
 }
 
 func pendingCount(store *evidence.Store) int {
