@@ -88,12 +88,12 @@ func DecisionOutcomes(events []Event) []OutcomeRecord {
 		}
 		return r
 	}
-	var decisions []*Event
+	var decisions []int
 	for i := range events {
 		e := &events[i]
 		switch e.Type {
 		case EventDecisionMade:
-			decisions = append(decisions, e)
+			decisions = append(decisions, i)
 		case EventDecisionOutcome:
 			var o OutcomeRecord
 			if json.Unmarshal(e.Data, &o) == nil && o.Decision != "" {
@@ -116,9 +116,10 @@ func DecisionOutcomes(events []Event) []OutcomeRecord {
 		}
 	}
 	var out []OutcomeRecord
-	for _, d := range decisions {
+	for _, i := range decisions {
+		d := &events[i]
 		r := run(d.RunID)
-		o, ok := decisionOutcome(events, d, r)
+		o, ok := decisionOutcome(events[i+1:], d, r)
 		if !ok {
 			continue
 		}
@@ -145,7 +146,10 @@ type runFacts struct {
 	failedReason  Reason
 }
 
-func decisionOutcome(events []Event, d *Event, r *runFacts) (OutcomeRecord, bool) {
+// decisionOutcome reads the outcome of decision d, made in run r, from the
+// events after it: the same plan may be planned again in a later run, and
+// only an authorization that follows the decision is about its change.
+func decisionOutcome(after []Event, d *Event, r *runFacts) (OutcomeRecord, bool) {
 	if r.failed != nil && stagesBeforeGate[r.failedStage] {
 		o := OutcomeRecord{Outcome: OutcomeRejected, SettledBy: r.failed.ID, Reason: r.failedReason, PlanDigest: r.digest}
 		if r.failedVerdict != Fail {
@@ -156,7 +160,7 @@ func decisionOutcome(events []Event, d *Event, r *runFacts) (OutcomeRecord, bool
 	if r.digest == "" {
 		return OutcomeRecord{}, false
 	}
-	return planOutcome(events, Environment(d.Environment), r.digest)
+	return planOutcome(after, Environment(d.Environment), r.digest)
 }
 
 // planOutcome follows plan digest through env: the first rejection or

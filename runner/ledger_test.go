@@ -71,6 +71,10 @@ func TestDecisionOutcomes(t *testing.T) {
 		{"resolved as applied", []Event{decision("d1", "dev", "r1"), plan("p", "dev", "r1", "D"), auth("a", "dev", "r1", "D"), indeterminate("i", "dev", "r1"), resolved("s", "dev", ResolvedApplied, "i")},
 			[]OutcomeRecord{want("d1", "r1", OutcomeApplied, "D", "s", "")}},
 		{"recorded once", []Event{decision("d1", "dev", "r1"), plan("p", "dev", "r1", "D"), auth("a", "dev", "r1", "D"), done("c", "dev", "r1"), outcome("o", "dev", "d1", OutcomeApplied)}, nil},
+		{"the same plan again: each decision follows its own run's apply", []Event{
+			decision("d1", "dev", "r1"), plan("p1", "dev", "r1", "D"), auth("a1", "dev", "r1", "D"), failed("f1", "dev", "r1", "apply", Errored, TerraformApplyFailed),
+			decision("d2", "dev", "r2"), plan("p2", "dev", "r2", "D"), auth("a2", "dev", "r2", "D"), done("c2", "dev", "r2")},
+			[]OutcomeRecord{want("d1", "r1", OutcomeFailed, "D", "f1", TerraformApplyFailed), want("d2", "r2", OutcomeApplied, "D", "c2", "")}},
 		{"a final outcome is never replaced", []Event{decision("d1", "qa", "r1"), plan("p", "qa", "r1", "D"), rejected("x", "qa", "D"), outcome("o", "qa", "d1", OutcomeRejected), auth("a", "qa", "r2", "D"), done("c", "qa", "r2")}, nil},
 	}
 	for _, tt := range tests {
