@@ -1,5 +1,6 @@
-// Package templates embeds the text templates Nova renders: the Terraform
-// root module, the pull request comment, and (later) consumer workflows.
+// Package templates embeds the templates Nova renders: the Terraform root
+// module, the pull request comment, the audit report, and (later)
+// consumer workflows.
 // Templates only lay out structure; every value placed into them is escaped
 // by the adapter that renders it.
 package templates
@@ -19,3 +20,10 @@ var TerraformRoot = template.Must(template.New("root.tf.tmpl").ParseFS(files, "t
 // PRComment is the template of the comment Nova keeps on a pull request,
 // one per contract and environment.
 var PRComment = template.Must(template.New("pr.md.tmpl").ParseFS(files, "comment/pr.md.tmpl"))
+
+// ReportHTML is the source of the audit report page, an html/template
+// that runner/audit/report parses on first use (so commands that never
+// render it do not pay for parsing it).
+//
+//go:embed report/report.html.tmpl
+var ReportHTML string
