@@ -24,6 +24,8 @@ Usage:
   nova approve  --env E --as NAME     approve the newest plan for E as NAME (a signed local claim)
   nova reject   --env E --as NAME --reason TEXT   reject it
   nova evidence verify|resolve   check the evidence repo, or resolve an indeterminate apply
+  nova evidence query|export     ask the verified evidence, or export its fact tables
+  nova report   --out FILE       an HTML report of promotions, approvals, failures, confidence
   nova version            print the version
 
 Run 'nova <command> -h' for the flags. Exit codes: 0 pass, 1 verdict fail,
@@ -71,6 +73,12 @@ func run(ctx context.Context, env Env) error {
 		return evidenceVerify(ctx, cfg, env)
 	case "resolve":
 		return evidenceResolve(ctx, cfg, env)
+	case "query":
+		return evidenceQuery(ctx, cfg, env)
+	case "export":
+		return evidenceExport(ctx, cfg, env)
+	case "report":
+		return reportCommand(ctx, cfg, env)
 	case "approve", "reject":
 		return approveCommand(ctx, cfg, env)
 	}
