@@ -58,11 +58,11 @@ workflows:
 	done
 
 ## tools: what the tests run for real: terraform, gpg (git verify-commit),
-## cosign (verify-blob), conftest (policy parity and benchmark) and gitea
-## (the Gitea adapter's server). Tests never install anything themselves: a
-## missing tool fails them.
+## cosign (verify-blob), conftest (policy parity and benchmark), gitea
+## (the Gitea adapter's server) and chromium (opens the audit report).
+## Tests never install anything themselves: a missing tool fails them.
 tools:
-	@./.ci/tools.sh terraform gpg cosign conftest gitea >/dev/null
+	@./.ci/tools.sh terraform gpg cosign conftest gitea chromium >/dev/null
 
 clean:
 	rm -rf bin

@@ -8,6 +8,7 @@
 #   .ci/tools.sh gpg         # gpg (git verify-commit interop), from Debian if missing
 #   .ci/tools.sh conftest    # conftest (policy benchmark and conftest parity test), unless on PATH
 #   .ci/tools.sh gitea       # gitea (a real forge for the Gitea adapter's tests), always the pinned one
+#   .ci/tools.sh chromium    # chromium (opens the audit report headless), from Debian if missing
 set -euo pipefail
 
 TOOLS_BIN="${NOVA_TOOLS_BIN:-${XDG_CACHE_HOME:-$HOME/.cache}/nova-tools/bin}"
@@ -57,6 +58,20 @@ install_gpg() {
     (apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y gnupg) >&2
   else
     (sudo apt-get update && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y gnupg) >&2
+  fi
+}
+
+# The audit report is checked in a real browser: Debian's chromium, run
+# headless by the report test (no network, no sandbox as root).
+install_chromium() {
+  if command -v chromium >/dev/null 2>&1; then
+    return
+  fi
+  echo "installing chromium from Debian" >&2
+  if [ "$(id -u)" -eq 0 ]; then
+    (apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium fonts-dejavu-core) >&2
+  else
+    (sudo apt-get update && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium fonts-dejavu-core) >&2
   fi
 }
 
@@ -112,6 +127,7 @@ for tool in "$@"; do
     gpg) install_gpg ;;
     conftest) install_conftest ;;
     gitea) install_gitea ;;
+    chromium) install_chromium ;;
     *) echo "unknown tool: $tool" >&2; exit 2 ;;
   esac
 done
