@@ -55,8 +55,10 @@ var (
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if auditRoot != "" {
-		os.RemoveAll(auditRoot)
+	for _, dir := range []string{auditRoot, benchRoot} {
+		if dir != "" {
+			os.RemoveAll(dir)
+		}
 	}
 	os.Exit(code)
 }
@@ -308,10 +310,14 @@ func TestQueryOutputs(t *testing.T) {
 		t.Errorf("table: exit %d\n%s%s", code, stdout, stderr)
 	}
 
-	for _, bad := range [][]string{{"--output", "xml"}, {"--env", "staging"}, {"--reason", "NOT_A_CODE"}, {"--since", "yesterday"}, {"--type", "[nova"}} {
-		code, _, stderr := r.nova(t, append([]string{"evidence", "query"}, bad...)...)
+	for _, bad := range [][]string{
+		{"evidence", "query", "--output", "xml"}, {"evidence", "query", "--env", "staging"}, {"evidence", "query", "--reason", "NOT_A_CODE"},
+		{"evidence", "query", "--since", "yesterday"}, {"evidence", "query", "--type", "[nova"},
+		{"evidence", "export"}, {"evidence", "export", "--out", t.TempDir(), "--format", "xml"}, {"report", "--out", ""},
+	} {
+		code, _, stderr := r.nova(t, bad...)
 		if code != ExitError || !strings.Contains(stderr, string(runner.ConfigInvalid)) {
-			t.Errorf("query %v: exit %d, %s", bad, code, stderr)
+			t.Errorf("nova %v: exit %d, %s", bad, code, stderr)
 		}
 	}
 }
