@@ -47,9 +47,12 @@ vet:
 bench: tools
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
-## docs: regenerate generated documentation.
+## docs: regenerate generated documentation: the reason codes, the export
+## tables' schemas, and the sample report (from real runs of examples/hello).
 docs:
 	$(GO) test ./runner -run TestReasonCodesDocIsCurrent -update
+	$(GO) test ./runner/audit -run TestExportSchemasAreCurrent -update
+	$(GO) test ./action -run TestReportSample -update
 
 ## workflows: copy workflows-src/ to .github/workflows and .gitea/workflows.
 workflows:
