@@ -227,6 +227,44 @@ func (t *Tables) List() []Table {
 	}
 }
 
+// ByContract splits the tables into one set per contract, in one pass:
+// measuring each contract over the whole tables would grow with contracts
+// times rows.
+func (t *Tables) ByContract() map[string]*Tables {
+	out := map[string]*Tables{}
+	of := func(c string) *Tables {
+		if out[c] == nil {
+			out[c] = &Tables{}
+		}
+		return out[c]
+	}
+	for _, r := range t.Runs {
+		of(r.ContractID).Runs = append(of(r.ContractID).Runs, r)
+	}
+	for _, r := range t.StageResults {
+		of(contractOrNone(r.ContractID)).StageResults = append(of(contractOrNone(r.ContractID)).StageResults, r)
+	}
+	for _, r := range t.PCRs {
+		of(contractOrNone(r.ContractID)).PCRs = append(of(contractOrNone(r.ContractID)).PCRs, r)
+	}
+	for _, r := range t.Confidence {
+		of(contractOrNone(r.ContractID)).Confidence = append(of(contractOrNone(r.ContractID)).Confidence, r)
+	}
+	for _, r := range t.Decisions {
+		of(contractOrNone(r.ContractID)).Decisions = append(of(contractOrNone(r.ContractID)).Decisions, r)
+	}
+	for _, r := range t.Approvals {
+		of(contractOrNone(r.ContractID)).Approvals = append(of(contractOrNone(r.ContractID)).Approvals, r)
+	}
+	for _, r := range t.Applies {
+		of(contractOrNone(r.ContractID)).Applies = append(of(contractOrNone(r.ContractID)).Applies, r)
+	}
+	for _, r := range t.Drift {
+		of(contractOrNone(r.ContractID)).Drift = append(of(contractOrNone(r.ContractID)).Drift, r)
+	}
+	return out
+}
+
 // Build derives the fact tables from verified records, each contract's
 // events in chain order (as the evidence index holds them).
 func Build(records []Record) *Tables {

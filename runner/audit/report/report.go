@@ -47,11 +47,10 @@ func Render(in Input) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("parsing the report template: %w", err)
 	}
-	var contracts []string
-	for _, r := range in.Tables.Runs {
-		if !slices.Contains(contracts, r.ContractID) {
-			contracts = append(contracts, r.ContractID)
-		}
+	byContract := in.Tables.ByContract()
+	contracts := make([]string, 0, len(byContract))
+	for c := range byContract {
+		contracts = append(contracts, c)
 	}
 	slices.Sort(contracts)
 	p := pageModel{Repo: in.Repo, Head: in.Head, Events: in.Events, Generated: fmtTime(in.Generated), Version: in.Version}
@@ -59,7 +58,9 @@ func Render(in Input) ([]byte, error) {
 		p.Sections = append(p.Sections, newSection(audit.Measure(in.Tables, ""), "all", "All contracts"))
 	}
 	for _, c := range contracts {
-		p.Sections = append(p.Sections, newSection(audit.Measure(in.Tables, c), "c-"+c, "Contract "+c))
+		m := audit.Measure(byContract[c], "")
+		m.ContractID = c
+		p.Sections = append(p.Sections, newSection(m, "c-"+c, "Contract "+c))
 	}
 	var b bytes.Buffer
 	if err := t.Execute(&b, p); err != nil {
