@@ -58,10 +58,13 @@ image:
 	VERSION=$(VERSION) ./.ci/image-context.sh $(IMAGE_CONTEXT)
 	docker build $$(sed 's/^/--build-arg /' $(IMAGE_CONTEXT)/build-args) -t $(IMAGE) $(IMAGE_CONTEXT)
 
-## docs: regenerate generated documentation.
+## docs: regenerate generated documentation: the reason codes, the export
+## tables' schemas, and the sample report (from real runs of examples/hello).
 docs:
 	$(GO) test ./action -run TestActionMetadataIsGenerated -update
 	$(GO) test ./runner -run TestReasonCodesDocIsCurrent -update
+	$(GO) test ./runner/audit -run TestExportSchemasAreCurrent -update
+	$(GO) test ./action -run TestReportSample -update
 
 ## workflows: render workflows-src/deploy.yml from templates/workflows, then
 ## copy workflows-src/ to .github/workflows and .gitea/workflows.
@@ -75,11 +78,11 @@ workflows:
 ## cosign (verify-blob), conftest (policy parity and benchmark), gitea
 ## (the Gitea adapter's server), the PostgreSQL server (the pg backend and
 ## the cross-runner lock; tests start their own through .ci/postgres.sh),
-## and for the container action's tests the image's terraform, act and a
-## static busybox (act's job container). Tests never install anything
-## themselves: a missing tool fails them.
+## chromium (opens the audit report), and for the container action's tests
+## the image's terraform, act and a static busybox (act's job container).
+## Tests never install anything themselves: a missing tool fails them.
 tools:
-	@./.ci/tools.sh terraform gpg cosign conftest gitea postgres terraform-image act busybox >/dev/null
+	@./.ci/tools.sh terraform gpg cosign conftest gitea postgres chromium terraform-image act busybox >/dev/null
 
 clean:
 	rm -rf bin

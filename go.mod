@@ -21,6 +21,7 @@ require (
 	github.com/sethvargo/go-githubactions v1.3.0
 	github.com/sigstore/sigstore v1.10.4
 	github.com/zclconf/go-cty v1.19.0
+	golang.org/x/net v0.60.0
 	golang.org/x/text v0.43.0
 	gopkg.in/yaml.v3 v3.0.1
 )
@@ -85,7 +86,6 @@ require (
 	golang.org/x/crypto v0.57.0 // indirect
 	golang.org/x/exp v0.0.0-20260908205506-85c1c2202aba // indirect
 	golang.org/x/mod v0.41.0 // indirect
-	golang.org/x/net v0.60.0 // indirect
 	golang.org/x/sync v0.24.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect
 	golang.org/x/term v0.47.0 // indirect

@@ -12,6 +12,7 @@
 #   .ci/tools.sh busybox     # a static busybox from Debian: the shell of act's job container
 #   .ci/tools.sh terraform-image  # the static terraform the action's image carries (make image)
 #   .ci/tools.sh postgres    # PostgreSQL server binaries (the pg backend's tests), from Debian if missing
+#   .ci/tools.sh chromium    # chromium (opens the audit report headless), from Debian if missing
 set -euo pipefail
 
 TOOLS_BIN="${NOVA_TOOLS_BIN:-${XDG_CACHE_HOME:-$HOME/.cache}/nova-tools/bin}"
@@ -70,6 +71,20 @@ install_gpg() {
     (apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y gnupg) >&2
   else
     (sudo apt-get update && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y gnupg) >&2
+  fi
+}
+
+# The audit report is checked in a real browser: Debian's chromium, run
+# headless by the report test (no network, no sandbox as root).
+install_chromium() {
+  if command -v chromium >/dev/null 2>&1; then
+    return
+  fi
+  echo "installing chromium from Debian" >&2
+  if [ "$(id -u)" -eq 0 ]; then
+    (apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium fonts-dejavu-core) >&2
+  else
+    (sudo apt-get update && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium fonts-dejavu-core) >&2
   fi
 }
 
@@ -224,6 +239,7 @@ for tool in "$@"; do
     busybox) install_busybox ;;
     terraform-image) install_terraform_image && link_terraform_image ;;
     postgres) install_postgres ;;
+    chromium) install_chromium ;;
     *) echo "unknown tool: $tool" >&2; exit 2 ;;
   esac
 done

@@ -83,6 +83,8 @@ func approveCommand(ctx context.Context, cfg Config, env Env) error {
 		fmt.Fprintf(env.Stderr, "nova %s: %s: %s\n", cfg.Command, reason, why)
 		return verdict(runner.Fail, reason)
 	}
+	// A rejection settles the decisions that led to the plan.
+	backfillOutcomes(ctx, store, p.Events, contract.ID, env)
 	// An approval unblocks an apply: it must be in the repo, not only in
 	// the outbox, before we say it is recorded.
 	if err := store.Drain(ctx); err != nil {

@@ -34,9 +34,9 @@ type Env struct {
 // line and the environment by readConfig. Nothing else in nova reads flags
 // or environment variables.
 type Config struct {
-	// Command is validate, policy, explain, plan, apply, run, drift, verify
-	// or resolve (the last two are `nova evidence verify|resolve`), version
-	// or help.
+	// Command is validate, policy, explain, plan, apply, run, drift,
+	// matrix, init, pin, verify, resolve, query or export (the last four
+	// are `nova evidence …`), report, version or help.
 	Command string
 
 	Dir          string
@@ -82,6 +82,9 @@ type Config struct {
 	Pin  PinFlags
 	// Select runs many contracts under Dir instead of one (many.go).
 	Select SelectFlags
+	// Audit holds the flags of `nova evidence query|export` and `nova
+	// report`; they verify as Verify says.
+	Audit AuditFlags
 
 	// Source is the CloudEvents source of this run's events; ForgeRun the
 	// forge's workflow run id.
@@ -129,6 +132,19 @@ type ApproveFlags struct {
 	Reason string
 }
 
+// AuditFlags are the flags of the commands that answer from verified
+// evidence: `nova evidence query`, `nova evidence export`, `nova report`.
+type AuditFlags struct {
+	// The query's filters; each may be given several times.
+	Contracts, Environments, Types, Approvers, Reasons []string
+	Since, Until                                       string
+	// Format is export's file format; Out export's directory or report's
+	// file.
+	Format, Out string
+	// Reindex rebuilds the index from a full verification.
+	Reindex bool
+}
+
 // ResolveFlags are `nova evidence resolve`'s flags.
 type ResolveFlags struct {
 	Contract string
@@ -142,10 +158,13 @@ var (
 	pipelineCommands = []string{"validate", "explain", "plan", "apply", "run", "drift"}
 	approveCommands  = []string{"approve", "reject"}
 	contractCommands = slices.Concat(pipelineCommands, []string{"policy"}, approveCommands)
-	evidenceCommands = slices.Concat(pipelineCommands, []string{"verify", "resolve"}, approveCommands)
 	// manyCommands can run every contract under --dir (--all) or those a
 	// change touches (--changed); matrix only lists them.
-	manyCommands = []string{"validate", "explain", "plan", "run", "matrix"}
+	manyCommands     = []string{"validate", "explain", "plan", "run", "matrix"}
+	auditCommands    = []string{"query", "export", "report"}
+	evidenceCommands = slices.Concat(pipelineCommands, []string{"verify", "resolve"}, approveCommands, auditCommands)
+	// repoCommands read an evidence repo named by their one argument.
+	repoCommands = slices.Concat([]string{"verify"}, auditCommands)
 )
 
 type listFlag []string
@@ -186,11 +205,11 @@ func readConfig(env Env) (Config, error) {
 		if len(args) == 0 || slices.Contains([]string{"help", "-h", "--help"}, args[0]) {
 			return Config{Command: "evidence-help"}, nil
 		}
-		if args[0] != "verify" && args[0] != "resolve" {
+		if !slices.Contains([]string{"verify", "resolve", "query", "export"}, args[0]) {
 			return cfg, fmt.Errorf("%w %q", errUnknownCommand, args[0])
 		}
 		cfg.Command, args = args[0], args[1:]
-	case "init", "pin":
+	case "init", "pin", "report":
 	default:
 		if !slices.Contains(contractCommands, cfg.Command) && cfg.Command != "matrix" {
 			return cfg, fmt.Errorf("%w %q", errUnknownCommand, cfg.Command)
@@ -212,7 +231,7 @@ func readConfig(env Env) (Config, error) {
 		}
 		args = append(args, extra...)
 	}
-	if cfg.Command == "verify" {
+	if slices.Contains(repoCommands, cfg.Command) {
 		// The repo may come before the flags (`verify ./repo --contract X`),
 		// where flag would stop reading.
 		args = reorderArgs(fs, args)
@@ -224,7 +243,7 @@ func readConfig(env Env) (Config, error) {
 		return cfg, errUsage
 	}
 	positional := fs.Args()
-	if cfg.Command == "verify" && len(positional) > 0 {
+	if slices.Contains(repoCommands, cfg.Command) && len(positional) > 0 {
 		f.evidenceRepo, positional = firstNonEmpty(positional[0], f.evidenceRepo), positional[1:]
 	}
 	cfg.Secrets = secrets(env.Getenv, f.evidenceRepo)
@@ -243,6 +262,19 @@ func readConfig(env Env) (Config, error) {
 type rawFlags struct {
 	env, evidenceRepo, branch, resolveEnv, forge string
 	backendConfig, keyFiles, commitKeys          listFlag
+}
+
+// listVar registers a repeatable flag whose values may also be given
+// comma-separated (--env qa,prod).
+func listVar(fs *flag.FlagSet, dst *[]string, name, usage string) {
+	fs.Func(name, usage, func(v string) error {
+		for _, part := range strings.Split(v, ",") {
+			if part = strings.TrimSpace(part); part != "" {
+				*dst = append(*dst, part)
+			}
+		}
+		return nil
+	})
 }
 
 // flags declares the flags of cfg.Command on fs: one table of every flag
@@ -275,6 +307,10 @@ func (cfg *Config) flags(fs *flag.FlagSet, getenv func(string) string) *rawFlags
 		fs.StringVar(&cfg.Dir, "dir", ".", "the repository root to look for contracts under")
 		fs.StringVar(&cfg.RegistryDir, "registry", getenv("NOVA_REGISTRY"), "registry directory (default: the registry built into nova)")
 		fs.StringVar(&cfg.Base, "base", getenv("NOVA_BASE"), "base commit or ref of the change --changed looks at (default: the pull request's base)")
+	case cmd == "query":
+		fs.StringVar(&cfg.Output, "output", "table", "table, jsonl or csv")
+	case cmd == "export" || cmd == "report":
+		// They write files: --format and --out say which.
 	default:
 		fs.StringVar(&cfg.Output, "output", "text", "output format: text or json")
 	}
@@ -306,6 +342,30 @@ func (cfg *Config) flags(fs *flag.FlagSet, getenv func(string) string) *rawFlags
 	if slices.Contains(evidenceCommands, cmd) {
 		fs.StringVar(&f.evidenceRepo, "evidence-repo", "", "evidence repo path or URL (default: $NOVA_EVIDENCE_REPO, else a local bare repo)")
 	}
+	if slices.Contains(repoCommands, cmd) {
+		fs.StringVar(&f.branch, "branch", "", "evidence branch (default: $NOVA_EVIDENCE_BRANCH or main)")
+		fs.Var(&f.keyFiles, "key", "event public key, cosign.pub format (repeatable; default: $NOVA_EVIDENCE_PUBLIC_KEY, else the local key)")
+		fs.Var(&f.commitKeys, "commit-key", "allowed OpenPGP public key for commits, armored (repeatable; default: $NOVA_COMMIT_PUBLIC_KEY, else the local key)")
+		fs.StringVar(&cfg.Verify.Witness, "witness", "", "file of heads this machine pushed, to detect force-pushes (default: the local store's witness, when present)")
+	}
+	if slices.Contains(auditCommands, cmd) {
+		listVar(fs, &cfg.Audit.Contracts, "contract", "only this contract (repeatable)")
+		fs.BoolVar(&cfg.Audit.Reindex, "reindex", false, "rebuild the index by verifying every event (after accepting a rewritten history)")
+	}
+	switch cmd {
+	case "query":
+		listVar(fs, &cfg.Audit.Environments, "env", "only events of this environment (repeatable)")
+		listVar(fs, &cfg.Audit.Types, "type", "only events of this type, patterns allowed: nova.apply.* (repeatable)")
+		listVar(fs, &cfg.Audit.Approvers, "approver", "only events naming this approver: approvals, rejections, refusals, authorizations, resolutions (repeatable)")
+		listVar(fs, &cfg.Audit.Reasons, "reason", "only events carrying this reason code (repeatable)")
+		fs.StringVar(&cfg.Audit.Since, "since", "", "only events at or after: RFC 3339, YYYY-MM-DD, or an age such as 90d")
+		fs.StringVar(&cfg.Audit.Until, "until", "", "only events before: RFC 3339, YYYY-MM-DD, or an age")
+	case "export":
+		fs.StringVar(&cfg.Audit.Format, "format", "jsonl", "jsonl or csv")
+		fs.StringVar(&cfg.Audit.Out, "out", "", "directory to write one file per table into (required)")
+	case "report":
+		fs.StringVar(&cfg.Audit.Out, "out", "report.html", "the HTML file to write")
+	}
 	switch cmd {
 	case "init":
 		fs.StringVar(&cfg.Dir, "dir", ".", "the directory the contract is for (the workflow goes to its repository's root)")
@@ -322,11 +382,7 @@ func (cfg *Config) flags(fs *flag.FlagSet, getenv func(string) string) *rawFlags
 		fs.StringVar(&cfg.Dir, "dir", ".", "a directory of the repository whose workflows are pinned")
 		fs.StringVar(&cfg.Pin.Source, "source", novaSource, "git remote the tags are resolved at")
 	case "verify":
-		fs.StringVar(&f.branch, "branch", "", "evidence branch (default: $NOVA_EVIDENCE_BRANCH or main)")
 		fs.StringVar(&cfg.Verify.Contract, "contract", "", "check only this contract's events (commits are always all checked)")
-		fs.Var(&f.keyFiles, "key", "event public key, cosign.pub format (repeatable; default: $NOVA_EVIDENCE_PUBLIC_KEY, else the local key)")
-		fs.Var(&f.commitKeys, "commit-key", "allowed OpenPGP public key for commits, armored (repeatable; default: $NOVA_COMMIT_PUBLIC_KEY, else the local key)")
-		fs.StringVar(&cfg.Verify.Witness, "witness", "", "file of heads this machine pushed, to detect force-pushes (default: the local store's witness, when present)")
 	case "approve", "reject":
 		fs.StringVar(&cfg.Actor, "as", "", "who decides: a member of the environment's approver group (default: $USER)")
 		fs.StringVar(&cfg.Approve.Digest, "digest", "", "a prefix of the plan digest decided on (default: the newest plan of the environment)")
@@ -357,6 +413,10 @@ func (cfg *Config) complete(f *rawFlags, env Env) error {
 	case "policy":
 		if _, err := report.ParseFormat(cfg.Output); err != nil {
 			return runner.Errorf(runner.ConfigInvalid, "--output: %w", err)
+		}
+	case "query", "export", "report":
+		if err := cfg.checkAudit(); err != nil {
+			return err
 		}
 	default:
 		if cfg.Output != "text" && cfg.Output != "json" {
@@ -503,7 +563,7 @@ func checkCommit(dir, commit, head string, named []string) error {
 
 // displayName is the command as the user typed it.
 func (cfg Config) displayName() string {
-	if cfg.Command == "verify" || cfg.Command == "resolve" {
+	if slices.Contains([]string{"verify", "resolve", "query", "export"}, cfg.Command) {
 		return "evidence " + cfg.Command
 	}
 	return cfg.Command

@@ -181,7 +181,7 @@ func TestEndToEndPlanApplyChangeDestroy(t *testing.T) {
 	if code != ExitPass || !slices.Equal(verdicts(v), []string{"schema=pass", "policy=pass", "nfr=pass", "confidence=pass", "plan=pass", "plan-policy=pass", "plan-confidence=pass", "approvals=pass", "gate=pass", "apply=pass"}) {
 		t.Fatalf("first run: exit %d, stages %v\n%s", code, verdicts(v), stderr)
 	}
-	checkChain(t, readEvents(t, v.EventsFile), slices.Concat(evaluated, planned, checked, []string{runner.EventApplyAuthorized, runner.EventAttestation, runner.EventApplyCompleted}))
+	checkChain(t, readEvents(t, v.EventsFile), slices.Concat(evaluated, planned, checked, []string{runner.EventApplyAuthorized, runner.EventAttestation, runner.EventApplyCompleted}, settled))
 	if got := outputValue(t, c.state(ctx, "dev"), "message__text"); got != "Hello, world!" {
 		t.Errorf("after first apply message__text = %q", got)
 	}
@@ -222,7 +222,9 @@ func TestEndToEndPlanApplyChangeDestroy(t *testing.T) {
 		t.Errorf("after apply message__text = %q, want the changed greeting", got)
 	}
 	applied := readEvents(t, v.EventsFile)
-	receipt := applied[len(applied)-1]
+	// The receipt is the apply's event; the decision outcomes the run's
+	// end recorded follow it.
+	receipt := applied[len(applied)-1-len(settled)]
 	// Output values stay in the state: the event has their digests only.
 	for _, e := range applied {
 		if strings.Contains(string(e.Data), "Hello, changed!") {
@@ -316,6 +318,9 @@ var (
 	evaluated = []string{runner.EventContractValidated, "nova.policy.evaluated", "nova.nfr.evaluated", "nova.confidence.computed", "nova.ai.decision.made"}
 	planned   = []string{runner.EventPlanCreated, "nova.policy.evaluated", "nova.confidence.computed", "nova.ai.decision.made"}
 	checked   = []string{runner.EventApprovalChecked}
+	// settled are what the run's end records once the apply settled the
+	// pre-plan and the post-plan decision.
+	settled = []string{runner.EventDecisionOutcome, runner.EventDecisionOutcome}
 )
 
 // testApprovers is the consumers' approver config: the groups a promotion
@@ -478,7 +483,7 @@ inputs:
 	}
 	// An interrupted apply is recorded as indeterminate, never as failed or
 	// completed by guess.
-	checkChain(t, readEvents(t, v.EventsFile), slices.Concat(evaluated, planned, checked, []string{runner.EventApplyAuthorized, runner.EventAttestation, runner.EventRunFailed, runner.EventApplyIndeterminate}))
+	checkChain(t, readEvents(t, v.EventsFile), slices.Concat(evaluated, planned, checked, []string{runner.EventApplyAuthorized, runner.EventAttestation, runner.EventRunFailed, runner.EventApplyIndeterminate}, settled))
 }
 
 // TestApplyFailsClosedWhenEvidenceCannotBePushed makes the evidence repo

@@ -17,6 +17,9 @@ import (
 const evidenceUsage = `Usage:
   nova evidence verify [<path-or-url>] [flags]   check every signature, chain and commit
   nova evidence resolve --contract ID --env E --outcome applied|not-applied --note TEXT
+  nova evidence query  [<path-or-url>] [--contract ID] [--env E] [--type T] [--approver A]
+                       [--reason CODE] [--since T] [--until T] [--output table|jsonl|csv]
+  nova evidence export [<path-or-url>] --out DIR [--format jsonl|csv] [--contract ID]
 
 The evidence repo is <path-or-url>, --evidence-repo, $NOVA_EVIDENCE_REPO, or in
 local mode $XDG_DATA_HOME/nova/evidence.git. Exit codes: 0 verified, 1 findings,
@@ -146,25 +149,9 @@ func trustedEvidenceKeys(s EvidenceConfig) ([]crypto.PublicKey, *signing.CommitK
 
 func evidenceVerify(ctx context.Context, cfg Config, env Env) error {
 	s := cfg.Evidence
-	opts := evidence.VerifyOptions{Contract: cfg.Verify.Contract}
-	var err error
-	if opts.EventKeys, err = loadEventKeys(cfg.Verify.KeyFiles, s); err != nil {
+	opts, err := verifyOptions(cfg)
+	if err != nil {
 		return failed(env, cfg, err)
-	}
-	if opts.CommitKeys, err = loadCommitKeys(cfg.Verify.CommitKeyFiles, s); err != nil {
-		return failed(env, cfg, err)
-	}
-	witnessPath := cfg.Verify.Witness
-	if witnessPath == "" {
-		candidate := evidence.WitnessFile(evidence.StateDirFor(s.Paths.StateBase, s.Repo))
-		if _, err := os.Stat(candidate); err == nil {
-			witnessPath = candidate
-		}
-	}
-	if witnessPath != "" {
-		if opts.Witness, err = evidence.ReadWitness(witnessPath); err != nil {
-			return failed(env, cfg, runner.Errorf(runner.ConfigInvalid, "--witness: %w", err))
-		}
 	}
 	repo, err := evidence.OpenRepo(ctx, s.Repo, s.Branch, s.Creds)
 	if err != nil {
@@ -188,6 +175,34 @@ func evidenceVerify(ctx context.Context, cfg Config, env Env) error {
 		return verdict(runner.Fail, report.Findings[0].Reason)
 	}
 	return nil
+}
+
+// verifyOptions reads what a verification trusts from the verify flags:
+// the keys, and the witness (--witness, else the local store's when there
+// is one).
+func verifyOptions(cfg Config) (evidence.VerifyOptions, error) {
+	s := cfg.Evidence
+	opts := evidence.VerifyOptions{Contract: cfg.Verify.Contract}
+	var err error
+	if opts.EventKeys, err = loadEventKeys(cfg.Verify.KeyFiles, s); err != nil {
+		return opts, err
+	}
+	if opts.CommitKeys, err = loadCommitKeys(cfg.Verify.CommitKeyFiles, s); err != nil {
+		return opts, err
+	}
+	witnessPath := cfg.Verify.Witness
+	if witnessPath == "" {
+		candidate := evidence.WitnessFile(evidence.StateDirFor(s.Paths.StateBase, s.Repo))
+		if _, err := os.Stat(candidate); err == nil {
+			witnessPath = candidate
+		}
+	}
+	if witnessPath != "" {
+		if opts.Witness, err = evidence.ReadWitness(witnessPath); err != nil {
+			return opts, runner.Errorf(runner.ConfigInvalid, "--witness: %w", err)
+		}
+	}
+	return opts, nil
 }
 
 // loadEventKeys reads --key files, else $NOVA_EVIDENCE_PUBLIC_KEY (PEM), else
@@ -285,6 +300,7 @@ func evidenceResolve(ctx context.Context, cfg Config, env Env) error {
 	if err != nil {
 		return failed(env, cfg, err)
 	}
+	backfillOutcomes(ctx, store, em, r.Contract, env)
 	// Record keeps ordinary events in the outbox on a failed push; a
 	// resolution unblocks applies, so it must be in the repo before we
 	// say it is done.

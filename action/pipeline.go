@@ -132,6 +132,9 @@ func (w wiring) run(ctx context.Context, rep *reporter) *contractRun {
 	}
 	rep.start(st)
 	out := p.Run(ctx, st)
+	if st.Contract != nil {
+		backfillOutcomes(context.WithoutCancel(ctx), w.evidence, p.Events, st.Contract.ID, w.env)
+	}
 	return &contractRun{out: out, st: st, events: events.Path(), rep: rep, report: report}
 }
 
@@ -150,6 +153,16 @@ type setupFailed struct{ err error }
 func (setupFailed) Name() string { return "setup" }
 func (s setupFailed) Run(context.Context, *runner.State) (runner.Result, error) {
 	return runner.Result{}, s.err
+}
+
+// backfillOutcomes records the outcomes of decisions that the contract's
+// chain now settles (this run's apply, a rejection, a resolution). They are
+// derived from the chain, so a failure here only leaves them for the next
+// command to record: it is reported, and the command's verdict stands.
+func backfillOutcomes(ctx context.Context, store *evidence.Store, em *runner.Emitter, contractID string, env Env) {
+	if _, err := runner.RecordDecisionOutcomes(ctx, store, em, contractID); err != nil {
+		fmt.Fprintf(env.Stderr, "nova: decision outcomes of contract %s left for the next run: %v\n", contractID, err)
+	}
 }
 
 func pendingCount(store *evidence.Store) int {

@@ -31,6 +31,8 @@ Usage:
   nova evidence verify|resolve   check the evidence repo, or resolve an indeterminate apply
   nova init     --forge github|gitea [--dir D] [--stack S]   scaffold a contract, approvers and the workflow
   nova pin      [--dir D]   pin Nova by commit in the workflows' prod and dr jobs
+  nova evidence query|export     ask the verified evidence, or export its fact tables
+  nova report   --out FILE       an HTML report of promotions, approvals, failures, confidence
   nova version            print the version
 
 Run 'nova <command> -h' for the flags. Exit codes: 0 pass, 1 verdict fail,
@@ -79,6 +81,12 @@ func run(ctx context.Context, env Env) error {
 		return evidenceVerify(ctx, cfg, env)
 	case "resolve":
 		return evidenceResolve(ctx, cfg, env)
+	case "query":
+		return evidenceQuery(ctx, cfg, env)
+	case "export":
+		return evidenceExport(ctx, cfg, env)
+	case "report":
+		return reportCommand(ctx, cfg, env)
 	case "approve", "reject":
 		return approveCommand(ctx, cfg, env)
 	case "init", "pin":

@@ -87,6 +87,9 @@ type PlanRecord struct {
 	Changes    ChangeSummary    `json:"changes"`
 	Resources  []ResourceChange `json:"resources,omitempty"`
 	BundleDir  string           `json:"bundleDir"`
+	// Commit is the consumer commit the plan is bound to (empty outside a
+	// git checkout): what follows one change from dev to dr in an audit.
+	Commit string `json:"commit,omitempty"`
 }
 
 // ResourceChange is one planned change, without its values.

@@ -1,8 +1,8 @@
-// Package templates embeds the text templates Nova renders: the Terraform
-// root module, the pull request comment, and the workflows consumers run.
-// Templates only lay out structure; every value placed into them is
-// escaped, by the adapter that renders it or by the quoting functions the
-// workflow templates call.
+// Package templates embeds the templates Nova renders: the Terraform root
+// module, the pull request comment, the audit report, and the workflows
+// consumers run. Templates only lay out structure; every value placed into
+// them is escaped, by the adapter that renders it or by the quoting
+// functions the workflow templates call.
 package templates
 
 import (
@@ -161,3 +161,10 @@ func RenderWorkflow(kind string, w Workflow) ([]byte, error) {
 	}
 	return buf.Bytes(), nil
 }
+
+// ReportHTML is the source of the audit report page, an html/template
+// that runner/audit/report parses on first use (so commands that never
+// render it do not pay for parsing it).
+//
+//go:embed report/report.html.tmpl
+var ReportHTML string

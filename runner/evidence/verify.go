@@ -63,6 +63,16 @@ func (r *Report) OK() bool { return len(r.Findings) == 0 }
 // the repo (go-git's file storage is not safe for concurrent use): the two
 // signature checks per event are most of the cost.
 func Verify(ctx context.Context, repo *Repo, opts VerifyOptions) (*Report, error) {
+	v, err := runVerify(ctx, repo, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &v.report, nil
+}
+
+// runVerify is Verify, returning the verifier with what it read (the
+// chains, which commit added each event) for the index to keep.
+func runVerify(ctx context.Context, repo *Repo, opts VerifyOptions) (*verifier, error) {
 	if opts.EventKeys == nil || opts.CommitKeys == nil {
 		return nil, runner.Errorf(runner.EvidenceKeyInvalid, "verify needs the event public key(s) and the allowed commit key(s)")
 	}
@@ -71,7 +81,8 @@ func Verify(ctx context.Context, repo *Repo, opts VerifyOptions) (*Report, error
 			return nil, runner.Errorf(runner.ConfigInvalid, "witnessed head %q is not a commit hash", h)
 		}
 	}
-	v := &verifier{opts: opts, readers: []*gitrepo.Reader{gitrepo.NewReader(repo.st)}, addedBy: map[string]plumbing.Hash{}}
+	v := &verifier{opts: opts, readers: []*gitrepo.Reader{gitrepo.NewReader(repo.st)}, addedBy: map[string]plumbing.Hash{},
+		chains: map[string][]*eventFile{}, dirTrees: map[string]plumbing.Hash{}}
 	v.report.Head = repo.Head()
 	for i := 1; i < runtime.GOMAXPROCS(0) && repo.fork != nil; i++ {
 		st, closeFn, err := repo.fork()
@@ -102,14 +113,20 @@ func Verify(ctx context.Context, repo *Repo, opts VerifyOptions) (*Report, error
 			v.report.Findings[i].Commit = h.String()
 		}
 	}
-	sort.SliceStable(v.report.Findings, func(i, j int) bool {
-		a, b := v.report.Findings[i], v.report.Findings[j]
+	sortFindings(v.report.Findings)
+	return v, nil
+}
+
+// sortFindings orders findings by path, then reason, so a report reads the
+// same whichever worker found what first.
+func sortFindings(findings []Finding) {
+	sort.SliceStable(findings, func(i, j int) bool {
+		a, b := findings[i], findings[j]
 		if a.Path != b.Path {
 			return a.Path < b.Path
 		}
 		return a.Reason < b.Reason
 	})
-	return &v.report, nil
 }
 
 type verifier struct {
@@ -121,6 +138,10 @@ type verifier struct {
 	reachable map[plumbing.Hash]bool
 	// addedBy maps an event file to the commit that added it.
 	addedBy map[string]plumbing.Hash
+	// chains holds each contract directory's files as checkTree read
+	// them, and dirTrees its tree at the head.
+	chains   map[string][]*eventFile
+	dirTrees map[string]plumbing.Hash
 }
 
 func (v *verifier) add(f ...Finding) {
@@ -172,6 +193,19 @@ func (v *verifier) checkCommits(ctx context.Context, commits []*object.Commit) e
 	trees := make(map[plumbing.Hash]plumbing.Hash, len(commits))
 	for _, c := range commits {
 		trees[c.Hash] = c.TreeHash
+	}
+	// Commits new since an index was built have a parent outside the set:
+	// each is diffed against its real parent, not an empty tree.
+	for _, c := range commits {
+		if p := firstParent(c); !p.IsZero() {
+			if _, ok := trees[p]; !ok {
+				pc, err := v.readers[0].Commit(p)
+				if err != nil {
+					return err
+				}
+				trees[p] = pc.TreeHash
+			}
+		}
 	}
 	adds := make([][]addition, len(v.readers))
 	err := forEachChunk(len(v.readers), len(commits), func(w, lo, hi int) error {

@@ -46,6 +46,7 @@ func (v *verifier) checkTree(ctx context.Context, head plumbing.Hash) error {
 			continue
 		}
 		v.report.Contracts++
+		v.dirTrees[d.Name] = d.Hash
 		if v.opts.Contract != "" && d.Name != contractDir(v.opts.Contract) {
 			continue
 		}
@@ -56,6 +57,7 @@ func (v *verifier) checkTree(ctx context.Context, head plumbing.Hash) error {
 		files, findings := listChain(d.Name, entries)
 		v.add(findings...)
 		chains = append(chains, files)
+		v.chains[d.Name] = files
 		all = append(all, files...)
 	}
 	v.report.Events = len(all)

@@ -95,7 +95,7 @@ func (s *Stage) Run(ctx context.Context, st *runner.State) (runner.Result, error
 		Verdict: runner.Pass,
 		Summary: summary,
 		Event:   runner.EventPlanCreated,
-		Data:    runner.PlanRecord{Digest: digest, HasChanges: sp.HasChanges, Changes: sp.Changes, Resources: sp.Resources, BundleDir: dir},
+		Data:    runner.PlanRecord{Digest: digest, HasChanges: sp.HasChanges, Changes: sp.Changes, Resources: sp.Resources, BundleDir: dir, Commit: st.Commit},
 	}, nil
 }
 

@@ -59,7 +59,7 @@ func TestPlanWritesTheBundleAndRecordsTheDigest(t *testing.T) {
 		t.Error("the plan file's hash was not taken")
 	}
 	digest, _ := runner.PlanDigest(content, "cd", "commit")
-	want := runner.PlanRecord{Digest: digest, HasChanges: true, Changes: runner.ChangeSummary{Add: 1}, Resources: saved.Resources, BundleDir: dir}
+	want := runner.PlanRecord{Digest: digest, HasChanges: true, Changes: runner.ChangeSummary{Add: 1}, Resources: saved.Resources, BundleDir: dir, Commit: "commit"}
 	if diff := cmp.Diff(want, res.Data); diff != "" {
 		t.Errorf("event data (-want +got):\n%s", diff)
 	}

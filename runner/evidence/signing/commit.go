@@ -171,6 +171,19 @@ func (k *CommitKeyRing) With(others ...*CommitKeyRing) *CommitKeyRing {
 	return out
 }
 
+// Fingerprint names the allowed keys (each primary key and subkey),
+// whatever their order.
+func (k *CommitKeyRing) Fingerprint() string {
+	var parts [][]byte
+	for _, e := range k.keys {
+		parts = append(parts, e.PrimaryKey.Fingerprint)
+		for _, sub := range e.Subkeys {
+			parts = append(parts, sub.PublicKey.Fingerprint)
+		}
+	}
+	return fingerprint(parts)
+}
+
 // CheckCommit returns "" when commit carries a valid signature by an
 // allowed key, otherwise the reason it does not.
 func (k *CommitKeyRing) CheckCommit(commit *object.Commit) (runner.Reason, error) {

@@ -10,9 +10,14 @@ import (
 	"crypto"
 	"crypto/ecdsa"
 	"crypto/elliptic"
+	"crypto/sha256"
+	"crypto/x509"
 	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
 	"github.com/sigstore/sigstore/pkg/signature"
@@ -74,6 +79,8 @@ func (s *Signer) PublicKeyPEM() ([]byte, error) {
 // (a key rotation leaves old events signed by the old key).
 type KeySet struct {
 	verifiers []signature.Verifier
+	// der holds each key's PKIX encoding, for Fingerprint.
+	der [][]byte
 }
 
 // NewKeySet accepts ECDSA public keys; anything else is a configuration
@@ -92,9 +99,33 @@ func NewKeySet(keys ...crypto.PublicKey) (*KeySet, error) {
 		if err != nil {
 			return nil, fmt.Errorf("loading event public key %d: %w", i+1, err)
 		}
+		der, err := x509.MarshalPKIXPublicKey(pub)
+		if err != nil {
+			return nil, fmt.Errorf("encoding event public key %d: %w", i+1, err)
+		}
 		ks.verifiers = append(ks.verifiers, v)
+		ks.der = append(ks.der, der)
 	}
 	return ks, nil
+}
+
+// Fingerprint names the set of keys, whatever their order: what was
+// verified with one set must be verified again under another.
+func (k *KeySet) Fingerprint() string {
+	return fingerprint(k.der)
+}
+
+// fingerprint is the sha256 of the sorted, deduplicated parts.
+func fingerprint(parts [][]byte) string {
+	sums := make([]string, 0, len(parts))
+	for _, p := range parts {
+		s := sha256.Sum256(p)
+		sums = append(sums, hex.EncodeToString(s[:]))
+	}
+	slices.Sort(sums)
+	sums = slices.Compact(sums)
+	all := sha256.Sum256([]byte(strings.Join(sums, "\n")))
+	return hex.EncodeToString(all[:])
 }
 
 // ErrSignatureMismatch is returned when no allowed key verifies a signature.
