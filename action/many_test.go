@@ -146,7 +146,7 @@ func TestRunManyContractsInParallel(t *testing.T) {
 			if got := verdicts(c.runView); got[len(got)-1] != "apply=pass" {
 				t.Errorf("%s: stages %v, want an apply", c.ContractID, got)
 			}
-			checkChain(t, events, slices.Concat(evaluated, planned, checked, []string{runner.EventApplyAuthorized, runner.EventAttestation, runner.EventApplyCompleted}))
+			checkChain(t, events, slices.Concat(evaluated, planned, checked, []string{runner.EventApplyAuthorized, runner.EventAttestation, runner.EventApplyCompleted}, settled))
 			if got := outputValue(t, m.state(c.ContractID), "message__text"); !strings.HasPrefix(got, "Hello, ") {
 				t.Errorf("%s: applied message__text = %q", c.ContractID, got)
 			}

@@ -325,12 +325,19 @@ func TestAHangingApplyTimesOut(t *testing.T) {
 	if code != ExitError || v.Reason != string(runner.ApplyIndeterminate) {
 		t.Fatalf("exit %d reason %s, want %d %s\n%s", code, v.Reason, ExitError, runner.ApplyIndeterminate, stderr)
 	}
+	// After the apply's own events come only the decision outcomes the
+	// run's end records.
 	events := readEvents(t, v.EventsFile)
-	last := events[len(events)-1]
+	i := slices.IndexFunc(events, func(e runner.Event) bool { return e.Type == runner.EventApplyIndeterminate })
 	var data map[string]string
-	if err := json.Unmarshal(last.Data, &data); err != nil || last.Type != runner.EventApplyIndeterminate ||
+	if i < 0 || json.Unmarshal(events[i].Data, &data) != nil ||
 		data["reason"] != string(runner.TerraformTimeout) || !strings.Contains(data["cause"], "timed out after 15s") {
-		t.Errorf("last event %s %s, want %s with reason %s", last.Type, last.Data, runner.EventApplyIndeterminate, runner.TerraformTimeout)
+		t.Errorf("events %v: want %s with reason %s", eventTypes(events), runner.EventApplyIndeterminate, runner.TerraformTimeout)
+	}
+	for _, e := range events[i+1:] {
+		if e.Type != runner.EventDecisionOutcome {
+			t.Errorf("%s after the indeterminate apply", e.Type)
+		}
 	}
 	lockInfo := filepath.Join(c.stateDir, "0c0ffee0-4444-4555-8666-777788889999", "dev", ".terraform.tfstate.lock.info")
 	if _, err := os.Stat(lockInfo); err == nil {
@@ -340,4 +347,12 @@ func TestAHangingApplyTimesOut(t *testing.T) {
 	if code == ExitPass || v.Reason != string(runner.ApplyIndeterminate) || stage(v, "gate").Verdict == "" {
 		t.Errorf("next run: exit %d reason %s stages %v, want the gate to refuse it as %s\n%s", code, v.Reason, verdicts(v), runner.ApplyIndeterminate, stderr)
 	}
+}
+
+func eventTypes(events []runner.Event) []string {
+	out := make([]string, len(events))
+	for i, e := range events {
+		out[i] = e.Type
+	}
+	return out
 }
