@@ -43,7 +43,7 @@ var (
 )
 
 // novaBinary builds nova once for the tests that run it as a process.
-func novaBinary(t *testing.T) string {
+func novaBinary(t testing.TB) string {
 	t.Helper()
 	buildOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "nova-crash-bin-")
