@@ -254,6 +254,10 @@ func (w wiring) stages(ctx context.Context) ([]runner.Stage, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Terraform's version is asked while the pre-plan stages run, not
+	// between them and the init. Never for apply: a replayed bundle runs
+	// no terraform at all.
+	engine.ProbeVersion()
 	planned := slices.Concat(evaluate, []runner.Stage{
 		plan.New(engine),
 		policy.New(engines, runner.PostPlan),

@@ -240,7 +240,6 @@ func terraformEnviron() []string {
 		}
 	}
 	env = terraform.Environment(env)
-	env["TF_IN_AUTOMATION"] = "1"
 	out := make([]string, 0, len(env))
 	for _, k := range slices.Sorted(maps.Keys(env)) {
 		out = append(out, k+"="+env[k])

@@ -51,6 +51,12 @@ type initSerializer interface {
 
 var _ runner.Engine = (*Engine)(nil)
 
+// ProbeVersion starts asking terraform its version in the background
+// (see ProbeVersion), for a command that will plan: the answer is then
+// ready when the plan stage opens its workspace, instead of costing one
+// more terraform process between the pre-plan stages and the init.
+func (e *Engine) ProbeVersion() { ProbeVersion(e.Terraform.ExecPath, e.Terraform.Env) }
+
 // Render implements runner.Engine: main.tf with the contract's backend,
 // and a copy of every registry module the stack uses.
 func (e *Engine) Render(dir string, c *runner.Contract, target *runner.TargetStack) error {
@@ -311,19 +317,7 @@ func (w *workspace) Apply(ctx context.Context, planFile string) error {
 }
 
 func (w *workspace) Outputs(ctx context.Context) (map[string]runner.OutputValue, error) {
-	out, err := w.tf.Outputs(ctx)
-	if err != nil {
-		return nil, err
-	}
-	values := make(map[string]runner.OutputValue, len(out))
-	for name, o := range out {
-		var v any
-		if err := jsonNumberDecode(o.Value, &v); err != nil {
-			return nil, runner.Errorf(runner.TerraformShowFailed, "reading output %s: %w", name, err)
-		}
-		values[name] = runner.OutputValue{Value: v, Sensitive: o.Sensitive}
-	}
-	return values, nil
+	return w.tf.Outputs(ctx)
 }
 
 // RefreshPlan implements runner.DriftWorkspace.

@@ -9,22 +9,26 @@ import (
 	"maps"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"time"
 
-	"github.com/hashicorp/terraform-exec/tfexec"
 	tfjson "github.com/hashicorp/terraform-json"
 
 	"github.com/nova-platform/nova/runner"
 )
 
-// Workspace runs terraform in one root module directory.
+// Workspace runs terraform in one root module directory. It starts the
+// terraform processes itself: terraform-exec, which it used to go through,
+// asks `terraform version` before the first command of every workspace
+// and has no way to share the answer, so a process running many contracts
+// paid one probe per contract (see version.go).
 type Workspace struct {
-	tf          *tfexec.Terraform
-	dir         string
-	log         io.Writer
-	lockTimeout string
-	opts        Options
+	dir string
+	// log receives terraform's output; never nil.
+	log  io.Writer
+	env  []string
+	opts Options
 }
 
 // Options configures a Workspace. The zero value is usable except for
@@ -68,35 +72,41 @@ func New(dir string, opts Options) (*Workspace, error) {
 	if opts.ExecPath == "" {
 		return nil, runner.Errorf(runner.TerraformNotFound, "no terraform binary configured")
 	}
-	tf, err := tfexec.NewTerraform(dir, opts.ExecPath)
-	if err != nil {
+	if _, err := os.Stat(dir); err != nil {
 		return nil, runner.Errorf(runner.TerraformNotFound, "preparing terraform in %s: %w", dir, err)
-	}
-	if err := tf.SetEnv(Environment(opts.Env)); err != nil {
-		return nil, runner.Errorf(runner.ConfigInvalid, "terraform environment: %w", err)
-	}
-	if opts.Log != nil {
-		tf.SetStdout(opts.Log)
-		tf.SetStderr(opts.Log)
-	}
-	if err := tf.SetWaitDelay(interruptGrace); err != nil {
-		return nil, runner.Errorf(runner.InternalError, "configuring terraform interrupt grace: %w", err)
 	}
 	if opts.MaxPlanJSON <= 0 {
 		opts.MaxPlanJSON = DefaultMaxPlanJSON
 	}
-	return &Workspace{tf: tf, dir: dir, log: opts.Log, lockTimeout: opts.LockTimeout.String(), opts: opts}, nil
+	var log io.Writer = io.Discard
+	if opts.Log != nil {
+		log = &syncWriter{w: opts.Log}
+	}
+	return &Workspace{dir: dir, log: log, env: environ(Environment(opts.Env)), opts: opts}, nil
+}
+
+// managedEnv are the variables that would change what a command does
+// behind the flags Nova passes it: extra arguments, prompts, another
+// workspace, logging into Nova's output, providers Nova did not start or
+// verify. TF_VAR_ and TF_CLI_ARGS_ prefixes are dropped as well.
+var managedEnv = []string{
+	"TF_CLI_ARGS", "TF_INPUT", "TF_IN_AUTOMATION", "TF_LOG", "TF_LOG_CORE", "TF_LOG_PATH", "TF_LOG_PROVIDER",
+	"TF_REATTACH_PROVIDERS", "TF_APPEND_USER_AGENT", "TF_WORKSPACE", "TF_DISABLE_PLUGIN_TLS", "TF_SKIP_PROVIDER_VERIFY",
 }
 
 // Environment derives terraform's environment from the caller's. Variables
-// terraform-exec manages itself, and TF_VAR_* (which would let the runner's
-// environment change the plan behind the contract's back), are dropped. A
-// TF_CLI_CONFIG_FILE that points at a missing file is replaced by an empty
-// config, since terraform would otherwise warn on every command.
+// that would change a command behind Nova's flags, and TF_VAR_* (which
+// would let the runner's environment change the plan behind the contract's
+// back), are dropped. A TF_CLI_CONFIG_FILE that points at a missing file
+// is replaced by an empty config, since terraform would otherwise warn on
+// every command.
 func Environment(env map[string]string) map[string]string {
-	out := tfexec.CleanEnv(maps.Clone(env))
-	if out == nil {
-		out = map[string]string{}
+	out := make(map[string]string, len(env)+2)
+	for k, v := range env {
+		if slices.Contains(managedEnv, k) || strings.HasPrefix(k, "TF_VAR_") || strings.HasPrefix(k, "TF_CLI_ARGS_") {
+			continue
+		}
+		out[k] = v
 	}
 	if p, ok := out["TF_CLI_CONFIG_FILE"]; ok {
 		if _, err := os.Stat(p); err != nil {
@@ -106,6 +116,18 @@ func Environment(env map[string]string) map[string]string {
 	// Terraform's update check calls out to the internet; Nova's runs must
 	// not depend on it.
 	out["CHECKPOINT_DISABLE"] = "1"
+	// Terraform's output then stops suggesting commands to type next: no
+	// one types them here.
+	out["TF_IN_AUTOMATION"] = "1"
+	return out
+}
+
+// environ is env as exec.Cmd takes it, in a stable order.
+func environ(env map[string]string) []string {
+	out := make([]string, 0, len(env))
+	for _, k := range slices.Sorted(maps.Keys(env)) {
+		out = append(out, k+"="+env[k])
+	}
 	return out
 }
 
@@ -114,13 +136,13 @@ func (w *Workspace) Dir() string { return w.dir }
 
 // Init runs terraform init with the given -backend-config entries.
 func (w *Workspace) Init(ctx context.Context, backendConfig []string) error {
-	opts := []tfexec.InitOption{tfexec.Upgrade(false)}
+	args := []string{"init", "-no-color", "-input=false", "-backend=true", "-get=true", "-upgrade=false"}
 	for _, bc := range backendConfig {
-		opts = append(opts, tfexec.BackendConfig(bc))
+		args = append(args, "-backend-config="+bc)
 	}
 	ctx, cancel := w.limit(ctx)
 	defer cancel()
-	if err := w.tf.Init(ctx, opts...); err != nil {
+	if err := w.run(ctx, w.log, args...); err != nil {
 		return wrap(ctx, runner.TerraformInitFailed, "terraform init", err)
 	}
 	return nil
@@ -128,26 +150,32 @@ func (w *Workspace) Init(ctx context.Context, backendConfig []string) error {
 
 // Plan writes a plan to planFile and reports whether it changes anything.
 func (w *Workspace) Plan(ctx context.Context, planFile string) (bool, error) {
-	return w.plan(ctx, "terraform plan", tfexec.Out(planFile), tfexec.LockTimeout(w.lockTimeout))
+	return w.plan(ctx, "terraform plan", "-out="+planFile)
 }
 
 // RefreshPlan writes a refresh-only plan to planFile: what terraform finds
 // changed outside it, proposing nothing. It reports whether the refresh
 // changed anything (terraform's -detailed-exitcode).
 func (w *Workspace) RefreshPlan(ctx context.Context, planFile string) (bool, error) {
-	return w.plan(ctx, "terraform plan -refresh-only", tfexec.Out(planFile), tfexec.RefreshOnly(true), tfexec.LockTimeout(w.lockTimeout))
+	return w.plan(ctx, "terraform plan -refresh-only", "-out="+planFile, "-refresh-only")
 }
 
-func (w *Workspace) plan(ctx context.Context, what string, opts ...tfexec.PlanOption) (bool, error) {
+func (w *Workspace) plan(ctx context.Context, what string, extra ...string) (bool, error) {
+	args := append([]string{"plan", "-no-color", "-input=false", "-detailed-exitcode", "-lock-timeout=" + w.opts.LockTimeout.String()}, extra...)
+	args = append(args, "-json")
 	ctx, cancel := w.limit(ctx)
 	defer cancel()
 	u := newUI(w.log)
-	changed, err := w.tf.PlanJSON(ctx, u, opts...)
-	w.restore()
+	err := w.run(ctx, u, args...)
+	// -detailed-exitcode: 2 is a plan that changes something, not a failure.
+	var exit *exec.ExitError
+	if errors.As(err, &exit) && exit.ExitCode() == 2 && ctx.Err() == nil {
+		return true, nil
+	}
 	if err != nil {
 		return false, wrapUI(ctx, runner.TerraformPlanFailed, what, err, u, w.opts.Backend)
 	}
-	return changed, nil
+	return false, nil
 }
 
 // ShowPlan reads a saved plan as JSON, refusing one larger than
@@ -157,8 +185,12 @@ func (w *Workspace) ShowPlan(ctx context.Context, planFile string) (*tfjson.Plan
 	defer cancel()
 	var p tfjson.Plan
 	p.UseJSONNumber(true)
-	if err := w.showJSON(ctx, planFile, &p); err != nil {
-		return nil, err
+	const what = "terraform show -json"
+	if err := w.readJSON(ctx, &p, "show", "-json", "-no-color", planFile); err != nil {
+		if errors.Is(err, errTooLarge) {
+			return nil, runner.Errorf(runner.PlanTooLarge, "%s: the plan's JSON is larger than %d MiB; Nova stopped reading it. A plan that large needs splitting into several contracts", what, w.opts.MaxPlanJSON>>20)
+		}
+		return nil, wrap(ctx, runner.TerraformShowFailed, what, err)
 	}
 	return &p, nil
 }
@@ -168,8 +200,7 @@ func (w *Workspace) Apply(ctx context.Context, planFile string) error {
 	ctx, cancel := w.limit(ctx)
 	defer cancel()
 	u := newUI(w.log)
-	err := w.tf.ApplyJSON(ctx, u, tfexec.DirOrPlan(planFile), tfexec.LockTimeout(w.lockTimeout))
-	w.restore()
+	err := w.run(ctx, u, "apply", "-no-color", "-auto-approve", "-input=false", "-lock-timeout="+w.opts.LockTimeout.String(), "-json", planFile)
 	if err != nil {
 		return wrapUI(ctx, runner.TerraformApplyFailed, "terraform apply", err, u, w.opts.Backend)
 	}
@@ -188,16 +219,6 @@ func (w *Workspace) limit(ctx context.Context) (context.Context, context.CancelF
 		return context.WithCancel(ctx)
 	}
 	return context.WithTimeoutCause(ctx, w.opts.Timeout, &timedOut{w.opts.Timeout})
-}
-
-// restore gives terraform's stdout back to the log after a -json command,
-// which terraform-exec points at the UI reader.
-func (w *Workspace) restore() {
-	if w.log != nil {
-		w.tf.SetStdout(w.log)
-	} else {
-		w.tf.SetStdout(io.Discard)
-	}
 }
 
 // wrapUI is wrap with terraform's own diagnostic: its summary and detail
@@ -221,7 +242,7 @@ func wrapUI(ctx context.Context, reason runner.Reason, what string, err error, u
 func (w *Workspace) Destroy(ctx context.Context) error {
 	ctx, cancel := w.limit(ctx)
 	defer cancel()
-	if err := w.tf.Destroy(ctx); err != nil {
+	if err := w.run(ctx, w.log, "destroy", "-no-color", "-auto-approve", "-input=false", "-lock-timeout="+w.opts.LockTimeout.String()); err != nil {
 		return wrap(ctx, runner.TerraformApplyFailed, "terraform destroy", err)
 	}
 	return nil
@@ -231,35 +252,36 @@ func (w *Workspace) Destroy(ctx context.Context) error {
 func (w *Workspace) ShowState(ctx context.Context, statePath string) (*tfjson.State, error) {
 	ctx, cancel := w.limit(ctx)
 	defer cancel()
-	defer w.quiet()()
-	st, err := w.tf.ShowStateFile(ctx, statePath, tfexec.JSONNumber(true))
-	if err != nil {
+	var st tfjson.State
+	st.UseJSONNumber(true)
+	if err := w.readJSON(ctx, &st, "show", "-json", "-no-color", statePath); err != nil {
 		return nil, wrap(ctx, runner.TerraformShowFailed, "terraform show -json state", err)
 	}
-	return st, nil
+	return &st, nil
 }
 
-// Outputs returns the root module's outputs after an apply.
-func (w *Workspace) Outputs(ctx context.Context) (map[string]tfexec.OutputMeta, error) {
+// Outputs returns the root module's outputs after an apply. Their values
+// are read into Nova's memory only, never into the log, where they would
+// only repeat the state and may be credentials a module returns.
+func (w *Workspace) Outputs(ctx context.Context) (map[string]runner.OutputValue, error) {
 	ctx, cancel := w.limit(ctx)
 	defer cancel()
-	defer w.quiet()()
-	out, err := w.tf.Output(ctx)
-	if err != nil {
+	var out map[string]struct {
+		Sensitive bool            `json:"sensitive"`
+		Value     json.RawMessage `json:"value"`
+	}
+	if err := w.readJSON(ctx, &out, "output", "-no-color", "-json"); err != nil {
 		return nil, wrap(ctx, runner.TerraformShowFailed, "terraform output", err)
 	}
-	return out, nil
-}
-
-// quiet keeps machine-readable output (plan JSON, output values) out of
-// the log, where it would only repeat plan.json and may hold values that
-// belong in state, not in logs. It returns the function that restores it.
-func (w *Workspace) quiet() func() {
-	if w.log == nil {
-		return func() {}
+	values := make(map[string]runner.OutputValue, len(out))
+	for name, o := range out {
+		var v any
+		if err := jsonNumberDecode(o.Value, &v); err != nil {
+			return nil, runner.Errorf(runner.TerraformShowFailed, "reading output %s: %w", name, err)
+		}
+		values[name] = runner.OutputValue{Value: v, Sensitive: o.Sensitive}
 	}
-	w.tf.SetStdout(io.Discard)
-	return func() { w.tf.SetStdout(w.log) }
+	return values, nil
 }
 
 // wrap attaches a reason code, telling an interruption apart from a
@@ -290,82 +312,4 @@ func tail(s string, n int) string {
 		lines = append([]string{fmt.Sprintf("… %d lines omitted", len(lines)-n)}, lines[len(lines)-n:]...)
 	}
 	return strings.Join(lines, "\n")
-}
-
-// showJSON runs `terraform show -json planFile` and decodes its output into
-// v, reading at most Options.MaxPlanJSON bytes. terraform-exec would read
-// the whole output (one line) into memory first, however large it is.
-func (w *Workspace) showJSON(ctx context.Context, planFile string, v any) error {
-	const what = "terraform show -json"
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, w.opts.ExecPath, "show", "-json", "-no-color", planFile)
-	cmd.Dir = w.dir
-	env := Environment(w.opts.Env)
-	cmd.Env = make([]string, 0, len(env))
-	for k, v := range env {
-		cmd.Env = append(cmd.Env, k+"="+v)
-	}
-	// As terraform-exec does: SIGINT on cancellation so terraform can
-	// clean up, killed if it has not exited within the grace.
-	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
-	cmd.WaitDelay = interruptGrace
-	cmd.SysProcAttr = sysProcAttr()
-	var stderr strings.Builder
-	cmd.Stderr = &limitedBuilder{b: &stderr, max: 64 << 10}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return runner.Errorf(runner.TerraformShowFailed, "%s: %w", what, err)
-	}
-	if err := cmd.Start(); err != nil {
-		return wrap(ctx, runner.TerraformShowFailed, what, err)
-	}
-	counted := &countingReader{r: stdout, max: w.opts.MaxPlanJSON}
-	decErr := json.NewDecoder(counted).Decode(v)
-	if counted.exceeded {
-		cancel()
-		_ = cmd.Wait()
-		return runner.Errorf(runner.PlanTooLarge, "%s: the plan's JSON is larger than %d MiB; Nova stopped reading it. A plan that large needs splitting into several contracts", what, w.opts.MaxPlanJSON>>20)
-	}
-	_, _ = io.Copy(io.Discard, stdout)
-	if err := cmd.Wait(); err != nil {
-		return wrap(ctx, runner.TerraformShowFailed, what, fmt.Errorf("%w\n%s", err, stderr.String()))
-	}
-	if decErr != nil {
-		return runner.Errorf(runner.TerraformShowFailed, "%s: reading its JSON: %w", what, decErr)
-	}
-	return nil
-}
-
-// countingReader stops a reader after max bytes, noting that it did.
-type countingReader struct {
-	r        io.Reader
-	n, max   int64
-	exceeded bool
-}
-
-func (c *countingReader) Read(p []byte) (int, error) {
-	if c.n >= c.max {
-		c.exceeded = true
-		return 0, io.ErrUnexpectedEOF
-	}
-	if rest := c.max - c.n; int64(len(p)) > rest {
-		p = p[:rest]
-	}
-	n, err := c.r.Read(p)
-	c.n += int64(n)
-	return n, err
-}
-
-// limitedBuilder keeps the first max bytes of what is written to it.
-type limitedBuilder struct {
-	b   *strings.Builder
-	max int
-}
-
-func (l *limitedBuilder) Write(p []byte) (int, error) {
-	if rest := l.max - l.b.Len(); rest > 0 {
-		l.b.Write(p[:min(len(p), rest)])
-	}
-	return len(p), nil
 }
