@@ -65,6 +65,10 @@ type SavedPlan struct {
 	// (DriftOutside), and each resource the plan would change to match the
 	// configuration (DriftConfiguration), with attribute names only.
 	Drift []DriftedResource
+	// FileSHA256 is the hash of the plan file Content was read from, when
+	// the engine knows they are the same bytes (the file did not change
+	// while it was read); empty when it cannot vouch for that.
+	FileSHA256 string
 }
 
 // Digest is the plan digest binding this plan to the contract and commit.

@@ -304,12 +304,32 @@ func (w *workspace) Plan(ctx context.Context, planFile string) (*runner.SavedPla
 	return sp, nil
 }
 
+// Show reads the saved plan and vouches for the file it read: hashed
+// before terraform reads it and again after, the two must agree, so a
+// digest derived from Content holds for the file with that hash, and an
+// apply in this process may trust the file by its hash alone.
 func (w *workspace) Show(ctx context.Context, planFile string) (*runner.SavedPlan, error) {
+	before, err := runner.HashFile(planFile)
+	if err != nil {
+		return nil, runner.Errorf(runner.TerraformShowFailed, "hashing the saved plan: %w", err)
+	}
 	p, err := w.tf.ShowPlan(ctx, planFile)
 	if err != nil {
 		return nil, err
 	}
-	return savedPlan(p)
+	after, err := runner.HashFile(planFile)
+	if err != nil {
+		return nil, runner.Errorf(runner.TerraformShowFailed, "hashing the saved plan: %w", err)
+	}
+	if after != before {
+		return nil, runner.Errorf(runner.TerraformShowFailed, "the saved plan %s changed while terraform read it", planFile)
+	}
+	sp, err := savedPlan(p)
+	if err != nil {
+		return nil, err
+	}
+	sp.FileSHA256 = before
+	return sp, nil
 }
 
 func (w *workspace) Apply(ctx context.Context, planFile string) error {

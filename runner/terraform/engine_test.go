@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -172,5 +173,36 @@ func TestDriftNamesAttributesNotValues(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, Drift(p)); diff != "" {
 		t.Errorf("Drift (-want +got):\n%s", diff)
+	}
+}
+
+// TestShowVouchesForTheFileItRead: the saved plan's hash comes with what
+// was read from it, and a file that changes while terraform reads it is
+// refused, so a digest is never paired with another file's hash.
+func TestShowVouchesForTheFileItRead(t *testing.T) {
+	for _, tamper := range []bool{false, true} {
+		planFile := filepath.Join(t.TempDir(), "tfplan")
+		if err := os.WriteFile(planFile, []byte("the plan terraform made"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		body := `echo '{"format_version":"1.2","terraform_version":"1.11.4"}'` + "\n"
+		if tamper {
+			body = "echo 'another plan' > \"$4\"\n" + body
+		}
+		tf, err := New(t.TempDir(), Options{ExecPath: scripted(t, body), Env: map[string]string{"PATH": os.Getenv("PATH")}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := runner.HashFile(planFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sp, err := (&workspace{tf: tf}).Show(t.Context(), planFile)
+		switch {
+		case !tamper && (err != nil || sp.FileSHA256 != want):
+			t.Errorf("untouched plan: %v, hash %q, want %q", err, sp.FileSHA256, want)
+		case tamper && (runner.ReasonOf(err) != runner.TerraformShowFailed || !strings.Contains(err.Error(), "changed while terraform read it")):
+			t.Errorf("plan changed during show: %v (%s), want %s", err, runner.ReasonOf(err), runner.TerraformShowFailed)
+		}
 	}
 }

@@ -80,14 +80,14 @@ func TestBundle(t *testing.T) {
 			})
 			st := &runner.State{Contract: &runner.Contract{ID: "c-1", Environment: runner.Dev}, ContractDigest: "cd", Commit: "commit"}
 			ws := &runnertest.Workspace{ShowFunc: func(context.Context, string) (*runner.SavedPlan, error) {
-				return &runner.SavedPlan{Content: savedPlan, HasChanges: true}, nil
+				return &runner.SavedPlan{Content: savedPlan, HasChanges: true, FileSHA256: "5a7ed91a"}, nil
 			}}
 			res, err := (&Bundle{Dir: dir, Evidence: chain, Engine: runnertest.Opening(ws)}).Run(t.Context(), st)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if tt.wantReason == "" {
-				if res.Verdict != runner.Pass || st.Plan == nil || st.Plan.Digest != pd || st.Plan.BundleDir != dir || st.Plan.FileSHA256 == "" {
+				if res.Verdict != runner.Pass || st.Plan == nil || st.Plan.Digest != pd || st.Plan.BundleDir != dir || st.Plan.FileSHA256 != "5a7ed91a" {
 					t.Errorf("result %+v, plan %+v", res, st.Plan)
 				}
 				return

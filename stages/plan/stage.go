@@ -62,10 +62,6 @@ func (s *Stage) Run(ctx context.Context, st *runner.State) (runner.Result, error
 	if err != nil {
 		return runner.Result{}, err
 	}
-	fileSum, err := runner.HashFile(planFile)
-	if err != nil {
-		return runner.Result{}, runner.Errorf(runner.TerraformPlanFailed, "hashing the saved plan: %w", err)
-	}
 	if err := os.WriteFile(filepath.Join(dir, bundle.PlanJSONFile), append(sp.JSON, '\n'), 0o644); err != nil {
 		return runner.Result{}, runner.Errorf(runner.TerraformShowFailed, "writing plan JSON: %w", err)
 	}
@@ -85,7 +81,9 @@ func (s *Stage) Run(ctx context.Context, st *runner.State) (runner.Result, error
 	st.Plan = &runner.Plan{
 		Digest: digest, ContractDigest: st.ContractDigest, Commit: st.Commit,
 		HasChanges: sp.HasChanges, Changes: sp.Changes, Resources: sp.Resources, BundleDir: dir,
-		PlanFile: planFile, ForgeRun: st.ForgeRun, FileSHA256: fileSum,
+		// The engine's hash of the file its digest was derived from lets
+		// this run's apply trust the file without reading it again.
+		PlanFile: planFile, ForgeRun: st.ForgeRun, FileSHA256: sp.FileSHA256,
 	}
 	summary := fmt.Sprintf("plan %s: %s", runner.ShortDigest(digest), Describe(sp.Changes))
 	if !sp.HasChanges {

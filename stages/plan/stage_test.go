@@ -27,7 +27,8 @@ func TestPlanWritesTheBundleAndRecordsTheDigest(t *testing.T) {
 	st := state(t)
 	content := runner.PlanContent{ResourceChanges: []any{map[string]any{"address": "module.m.terraform_data.x"}}}
 	saved := &runner.SavedPlan{Content: content, JSON: []byte(`{"format_version":"1.2"}`), HasChanges: true,
-		Changes: runner.ChangeSummary{Add: 1}, Resources: []runner.ResourceChange{{Address: "module.m.terraform_data.x", Actions: []string{"create"}}}}
+		Changes: runner.ChangeSummary{Add: 1}, Resources: []runner.ResourceChange{{Address: "module.m.terraform_data.x", Actions: []string{"create"}}},
+		FileSHA256: "5a7ed91a"}
 	var rendered, planned string
 	ws := &runnertest.Workspace{PlanFunc: func(_ context.Context, planFile string) (*runner.SavedPlan, error) {
 		planned = planFile
@@ -55,8 +56,10 @@ func TestPlanWritesTheBundleAndRecordsTheDigest(t *testing.T) {
 	if rendered != filepath.Join(dir, bundle.RootDir) || planned != filepath.Join(dir, bundle.PlanFile) || st.Workspace != ws || ws.Closed {
 		t.Errorf("rendered %s, planned %s, workspace left to the run %v, closed %v", rendered, planned, st.Workspace == ws, ws.Closed)
 	}
-	if st.Plan.FileSHA256 == "" {
-		t.Error("the plan file's hash was not taken")
+	// Apply trusts the file by the hash the engine vouched for, and only
+	// by that.
+	if st.Plan.FileSHA256 != saved.FileSHA256 {
+		t.Errorf("plan file hash %q, want the engine's %q", st.Plan.FileSHA256, saved.FileSHA256)
 	}
 	digest, _ := runner.PlanDigest(content, "cd", "commit")
 	want := runner.PlanRecord{Digest: digest, HasChanges: true, Changes: runner.ChangeSummary{Add: 1}, Resources: saved.Resources, BundleDir: dir, Commit: "commit"}
