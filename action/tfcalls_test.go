@@ -1,0 +1,91 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/nova-platform/nova/runner"
+	"github.com/nova-platform/nova/stages/apply"
+)
+
+// TestRunsStartNoMoreTerraformThanAHuman: the terraform commands each
+// command starts, with the real binary behind a wrapper that names them.
+// One version probe per process, one init and one show per run; a plan
+// without changes is not applied, and its apply stage still records that
+// nothing was applied; an apply job reads the bundle's plan once, before
+// authorizing it, and applies it by the hash of the file it read.
+func TestRunsStartNoMoreTerraformThanAHuman(t *testing.T) {
+	ctx := t.Context()
+	c := newConsumer(t, helloContract("world", "dev"))
+	calls := filepath.Join(t.TempDir(), "calls")
+	wrapper := filepath.Join(t.TempDir(), "terraform")
+	writeFile(t, wrapper, fmt.Sprintf("#!/bin/sh\necho \"$1\" >> %q\nexec %q \"$@\"\n", calls, mustLookPath(t)))
+	if err := os.Chmod(wrapper, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	c.extra = []string{"--terraform", wrapper}
+	commands := func() []string {
+		t.Helper()
+		b, err := os.ReadFile(calls)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Remove(calls); err != nil {
+			t.Fatal(err)
+		}
+		return strings.Fields(string(b))
+	}
+	steps := []struct {
+		name string
+		args []string
+		// The first command of this process asks the version; the later
+		// ones find the answer.
+		want []string
+	}{
+		{"first run applies", []string{"run"}, []string{"version", "init", "plan", "show", "apply", "output"}},
+		{"no-change run", []string{"run"}, []string{"init", "plan", "show"}},
+		{"plan job", []string{"plan"}, []string{"init", "plan", "show"}},
+		{"apply job", []string{"apply"}, []string{"init", "show", "apply", "output"}},
+	}
+	for _, step := range steps {
+		if step.name == "plan job" {
+			c.writeContract(helloContract("changed", "dev"))
+		}
+		code, v, stderr := c.nova(ctx, step.args...)
+		if code != ExitPass {
+			t.Fatalf("%s: exit %d\n%s", step.name, code, stderr)
+		}
+		if got := commands(); !slices.Equal(got, step.want) {
+			t.Errorf("%s: terraform %v, want %v", step.name, got, step.want)
+		}
+		if step.name != "no-change run" {
+			continue
+		}
+		// Nothing was applied, and the evidence says so as it always has:
+		// the apply stage's event, naming the plan, with applied false.
+		if s := stage(v, "apply"); s.Verdict != runner.Pass || !strings.Contains(s.Summary, "nothing to apply") {
+			t.Errorf("no-change run: apply %s %q", s.Verdict, s.Summary)
+		}
+		events := readEvents(t, v.EventsFile)
+		i := slices.IndexFunc(events, func(e runner.Event) bool { return e.Type == runner.EventApplyCompleted })
+		if i < 0 {
+			t.Fatalf("no-change run recorded no %s: %v", runner.EventApplyCompleted, eventTypes(events))
+		}
+		var d runner.StageEventData
+		var data apply.Data
+		if err := json.Unmarshal(events[i].Data, &d); err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(d.Result, &data); err != nil {
+			t.Fatal(err)
+		}
+		if data.Applied || data.Digest != v.PlanDigest || data.Changes != (runner.ChangeSummary{}) || data.Outputs != nil {
+			t.Errorf("no-change run's %s: %+v, want not applied, plan %s", runner.EventApplyCompleted, data, v.PlanDigest)
+		}
+	}
+}
