@@ -47,6 +47,15 @@ vet:
 bench: tools
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
+## bench-run: issue 13 goal 1, a no-change `nova run` of examples/hello
+## against the bare terraform commands on the same root, interleaved
+## (docs/benchmarks.md). NOVA_BENCH_BASE=<another nova binary> runs it as
+## a third side, to measure a change against what it replaces.
+.PHONY: bench-run
+bench-run:
+	@./.ci/tools.sh terraform >/dev/null
+	$(GO) test -run '^$$' -bench '^BenchmarkRunNoChange$$' -benchtime 10x -count 3 ./action
+
 ## image: the container action's image, FROM scratch, from a context of
 ## prebuilt static binaries and the CA bundle (.ci/image-context.sh): no
 ## registry is needed. IMAGE names it; the release workflow pushes it.

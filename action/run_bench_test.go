@@ -33,6 +33,9 @@ import (
 //     side;
 //   - nova-tf-calls: the terraform processes a run starts.
 //
+// With NOVA_BENCH_BASE set to another nova binary, that binary runs as a
+// third side (base-ratio, base-own-cpu-ms, base-tf-calls).
+//
 // Both sides run terraform behind the same small wrapper
 // (testdata/tfrusage) that records each command's CPU time, so both pay
 // its start-up once per command. ns/op is one run of each side together.
@@ -56,7 +59,24 @@ func BenchmarkRunNoChange(b *testing.B) {
 	novaEnv := append(os.Environ(), "HOME="+home, "XDG_CONFIG_HOME=", "XDG_DATA_HOME=", "XDG_STATE_HOME=",
 		"NOVA_EVIDENCE_REPO=", "GITHUB_ACTIONS=", "GITEA_ACTIONS=")
 
-	novaRun := func() sideCost {
+	// Every measured run starts from the evidence the warm-up left (the
+	// repo, its outbox and witness, all under HOME): the gate reads a
+	// contract's whole chain, and a chain growing with every iteration
+	// would measure history, which is goal 3's benchmark, not this one.
+	snapshot := filepath.Join(work, "home.snapshot")
+	restore := func() {
+		if _, err := os.Stat(snapshot); err != nil {
+			return
+		}
+		if err := os.RemoveAll(home); err != nil {
+			b.Fatal(err)
+		}
+		if out, err := exec.Command("cp", "-a", snapshot, home).CombinedOutput(); err != nil {
+			b.Fatalf("restoring HOME: %v\n%s", err, out)
+		}
+	}
+	runWith := func(bin string) sideCost {
+		restore()
 		if err := os.Truncate(calls, 0); err != nil && !os.IsNotExist(err) {
 			b.Fatal(err)
 		}
@@ -79,6 +99,7 @@ func BenchmarkRunNoChange(b *testing.B) {
 		c.calls = readCalls(b, calls)
 		return c
 	}
+	novaRun := func() sideCost { return runWith(bin) }
 	// The first run applies the greeting; the second plans no change and
 	// leaves the initialised root module the bare side works in.
 	if first := novaRun(); first.bundle == "" {
@@ -87,6 +108,9 @@ func BenchmarkRunNoChange(b *testing.B) {
 	warm := novaRun()
 	if !strings.Contains(warm.applySummary, "nothing to apply") {
 		b.Fatalf("the second run is not a no-change run: apply said %q", warm.applySummary)
+	}
+	if out, err := exec.Command("cp", "-a", home, snapshot).CombinedOutput(); err != nil {
+		b.Fatalf("keeping HOME: %v\n%s", err, out)
 	}
 	root := filepath.Join(warm.bundle, "root")
 	// The rendered root uses the local backend at Nova's state path for
@@ -119,25 +143,34 @@ func BenchmarkRunNoChange(b *testing.B) {
 		return c
 	}
 
-	var novaTotal, bareTotal sideCost
+	// NOVA_BENCH_BASE names another nova binary (say, main's) to run as a
+	// third side in the same rotation: a change is then measured against
+	// what it replaces under the same neighbours.
+	base := os.Getenv("NOVA_BENCH_BASE")
+	sides := []func() sideCost{novaRun, bareRun}
+	if base != "" {
+		sides = append(sides, func() sideCost { return runWith(base) })
+	}
+	totals := make([]sideCost, len(sides))
 	var callsSeen []string
 	runs := 0
 	for b.Loop() {
-		var n, m sideCost
-		if runs%2 == 0 {
-			n, m = novaRun(), bareRun()
-		} else {
-			m, n = bareRun(), novaRun()
+		// Each side takes each place in the order in turn.
+		for k := range sides {
+			i := (k + runs) % len(sides)
+			c := sides[i]()
+			if i != 1 && !strings.Contains(c.applySummary, "nothing to apply") {
+				b.Fatalf("run %d was not a no-change run: apply said %q", runs, c.applySummary)
+			}
+			if i == 0 {
+				callsSeen = c.commands()
+			}
+			totals[i].add(c)
 		}
-		if !strings.Contains(n.applySummary, "nothing to apply") {
-			b.Fatalf("run %d was not a no-change run: apply said %q", runs, n.applySummary)
-		}
-		novaTotal.add(n)
-		bareTotal.add(m)
-		callsSeen = n.commands()
 		runs++
 	}
 	per := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1e3 / float64(runs) }
+	novaTotal, bareTotal := totals[0], totals[1]
 	b.ReportMetric(float64(novaTotal.wall)/float64(bareTotal.wall), "ratio")
 	b.ReportMetric(per(novaTotal.wall), "nova-ms")
 	b.ReportMetric(per(bareTotal.wall), "bare-ms")
@@ -145,6 +178,12 @@ func BenchmarkRunNoChange(b *testing.B) {
 	b.ReportMetric(per(novaTotal.tfChildCPU()), "nova-tf-cpu-ms")
 	b.ReportMetric(per(bareTotal.cpu), "bare-tf-cpu-ms")
 	b.ReportMetric(float64(len(novaTotal.calls))/float64(runs), "nova-tf-calls")
+	if base != "" {
+		baseTotal := totals[2]
+		b.ReportMetric(float64(baseTotal.wall)/float64(bareTotal.wall), "base-ratio")
+		b.ReportMetric(per(baseTotal.cpu-baseTotal.tfCPU()), "base-own-cpu-ms")
+		b.ReportMetric(float64(len(baseTotal.calls))/float64(runs), "base-tf-calls")
+	}
 	b.Logf("terraform commands of one nova run: %s", strings.Join(callsSeen, ", "))
 }
 
