@@ -1,5 +1,7 @@
 // Package terraform is Nova's Terraform adapter: it renders a target stack
-// into a root module and drives terraform through terraform-exec.
+// into a root module and runs terraform over it, starting each command
+// itself (the flags, environment and interrupt handling terraform-exec
+// would use, and one version probe per process).
 package terraform
 
 import (

@@ -2,8 +2,8 @@ package terraform
 
 import "syscall"
 
-// sysProcAttr gives a terraform Nova starts itself what terraform-exec
-// gives its own: it dies with Nova and has its own process group.
+// sysProcAttr gives terraform what terraform-exec gives its own: it dies
+// with Nova and has its own process group.
 func sysProcAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
 }
