@@ -23,7 +23,8 @@ const probeTimeout = time.Minute
 // probes holds what each terraform binary answered `version -json`, for
 // the whole process: the binary does not change under a running Nova, and
 // a process running many contracts would otherwise start one more
-// terraform per contract to ask.
+// terraform per contract to ask. The probe runs with the environment of
+// whichever workspace asks first; the version does not depend on it.
 var probes sync.Map // exec path → *probe
 
 // probe is one asking of a terraform binary's version; done is closed
