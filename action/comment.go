@@ -102,7 +102,7 @@ func renderComment(v runView, group, summaryURL string) (string, error) {
 
 func executeComment(d commentData) (string, error) {
 	var b bytes.Buffer
-	if err := templates.PRComment.Execute(&b, d); err != nil {
+	if err := templates.PRComment().Execute(&b, d); err != nil {
 		return "", fmt.Errorf("rendering the pull request comment: %w", err)
 	}
 	return b.String(), nil

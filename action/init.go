@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"runtime/debug"
 	"strings"
+	"sync"
 
 	"github.com/google/uuid"
 
@@ -73,14 +74,14 @@ func initCommand(_ context.Context, cfg Config, env Env) error {
 	if name == "" {
 		name = defaultName(cfg.Dir)
 	}
-	if !scaffoldName.MatchString(name) {
+	if !scaffoldName().MatchString(name) {
 		return runner.Errorf(runner.ConfigInvalid, "--name %q: want lower-case letters, digits and '-' (it names the workflow file and its jobs)", name)
 	}
 	contract, err := renderContract(stack, id)
 	if err != nil {
 		return err
 	}
-	approvers, err := renderTemplate(templates.Scaffold, "approvers.yml.tmpl", map[string]string{"QA": "[]", "SRE": "[]"})
+	approvers, err := renderTemplate(templates.Scaffold(), "approvers.yml.tmpl", map[string]string{"QA": "[]", "SRE": "[]"})
 	if err != nil {
 		return err
 	}
@@ -119,7 +120,7 @@ func initCommand(_ context.Context, cfg Config, env Env) error {
 	return nil
 }
 
-var scaffoldName = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,39}$`)
+var scaffoldName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,39}$`) })
 
 // defaultName names a scaffold after its directory.
 func defaultName(dir string) string {
@@ -177,7 +178,7 @@ func renderContract(stack *registry.Stack, id string) ([]byte, error) {
 		ci.Value = string(raw)
 		data.Inputs = append(data.Inputs, ci)
 	}
-	return renderTemplate(templates.Scaffold, "contract.yml.tmpl", data)
+	return renderTemplate(templates.Scaffold(), "contract.yml.tmpl", data)
 }
 
 // firstSentence keeps a description's first sentence, for a comment line.
@@ -242,7 +243,7 @@ func renderConsumerWorkflow(cfg Config, name, dir, id string) ([]byte, string, e
 	return out, path, nil
 }
 
-var releaseVersion = regexp.MustCompile(`^v[0-9]+\.[0-9]+\.[0-9]+$`)
+var releaseVersion = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^v[0-9]+\.[0-9]+\.[0-9]+$`) })
 
 // buildCommit is the commit this binary was built from, when the build
 // recorded one and the tree was clean.
@@ -268,7 +269,7 @@ func buildCommit() string {
 // a clean tree. Otherwise every job uses the tag until `nova pin`.
 func actionRef() templates.ActionRef {
 	ref := templates.ActionRef{Repo: novaRepo, Tag: "v1"}
-	if releaseVersion.MatchString(version) {
+	if releaseVersion().MatchString(version) {
 		ref.Tag, ref.Commit = version, buildCommit()
 	}
 	return ref
@@ -281,18 +282,18 @@ func giteaBinary(f InitFlags) (templates.Binary, error) {
 		Source: firstNonEmpty(f.NovaSource, novaSource), Commit: firstNonEmpty(f.NovaCommit, buildCommit())}
 	switch {
 	case b.ReleaseURL != "" || b.SHA256 != "":
-		if b.ReleaseURL == "" || !sha256Hex.MatchString(b.SHA256) {
+		if b.ReleaseURL == "" || !sha256Hex().MatchString(b.SHA256) {
 			return b, runner.Errorf(runner.ConfigInvalid, "--nova-url and --nova-sha256 (64 lower-case hex) go together")
 		}
-	case !commitHex.MatchString(b.Commit):
+	case !commitHex().MatchString(b.Commit):
 		return b, runner.Errorf(runner.ConfigInvalid, "this nova does not know the commit it was built from, so the Gitea workflow cannot pin it: pass --nova-commit, or --nova-url and --nova-sha256 of a release binary")
 	}
 	return b, nil
 }
 
 var (
-	sha256Hex = regexp.MustCompile(`^[0-9a-f]{64}$`)
-	commitHex = regexp.MustCompile(`^[0-9a-f]{40}$`)
+	sha256Hex = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9a-f]{64}$`) })
+	commitHex = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9a-f]{40}$`) })
 )
 
 // writeScaffold writes one file, creating its directory.

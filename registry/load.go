@@ -60,10 +60,10 @@ func loadModule(fsys fs.FS, dir string) (*Module, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !entryName.MatchString(mf.Name) {
-		return nil, runner.Errorf(runner.RegistryInvalid, "%s: name %q must match %s", file, mf.Name, entryName)
+	if !entryName().MatchString(mf.Name) {
+		return nil, runner.Errorf(runner.RegistryInvalid, "%s: name %q must match %s", file, mf.Name, entryName())
 	}
-	if !semver.MatchString(mf.Version) {
+	if !semver().MatchString(mf.Version) {
 		return nil, runner.Errorf(runner.RegistryVersionInvalid, "%s: version %q is not MAJOR.MINOR.PATCH", file, mf.Version)
 	}
 	m := &Module{Name: mf.Name, Version: mf.Version, Description: mf.Description, Capabilities: mf.Capabilities, Dir: dir}
@@ -72,8 +72,8 @@ func loadModule(fsys fs.FS, dir string) (*Module, error) {
 	}
 	for _, name := range keysInOrder(doc, "outputs") {
 		of := mf.Outputs[name]
-		if !fieldName.MatchString(name) {
-			return nil, runner.Errorf(runner.RegistryInvalid, "%s: output name %q must match %s", file, name, fieldName)
+		if !fieldName().MatchString(name) {
+			return nil, runner.Errorf(runner.RegistryInvalid, "%s: output name %q must match %s", file, name, fieldName())
 		}
 		t, err := ParseType(of.Type)
 		if err != nil {
@@ -117,10 +117,10 @@ func loadStack(fsys fs.FS, file string) (*Stack, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !entryName.MatchString(sf.Name) {
-		return nil, runner.Errorf(runner.RegistryInvalid, "%s: name %q must match %s", file, sf.Name, entryName)
+	if !entryName().MatchString(sf.Name) {
+		return nil, runner.Errorf(runner.RegistryInvalid, "%s: name %q must match %s", file, sf.Name, entryName())
 	}
-	if !semver.MatchString(sf.Version) {
+	if !semver().MatchString(sf.Version) {
 		return nil, runner.Errorf(runner.RegistryVersionInvalid, "%s: version %q is not MAJOR.MINOR.PATCH", file, sf.Version)
 	}
 	s := &Stack{Name: sf.Name, Version: sf.Version, Description: sf.Description, Wires: sf.Wires, File: file}
@@ -184,8 +184,8 @@ func parseFields(file, section string, doc *yaml.Node, fields map[string]fieldFi
 	var out []Input
 	for _, name := range keysInOrder(doc, section) {
 		ff := fields[name]
-		if !fieldName.MatchString(name) {
-			return nil, runner.Errorf(runner.RegistryInvalid, "%s: input name %q must match %s", file, name, fieldName)
+		if !fieldName().MatchString(name) {
+			return nil, runner.Errorf(runner.RegistryInvalid, "%s: input name %q must match %s", file, name, fieldName())
 		}
 		if IsReservedInput(name) {
 			return nil, runner.Errorf(runner.RegistryInvalid, "%s: input name %q is a Terraform module meta-argument", file, name)

@@ -20,6 +20,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/nova-platform/nova/runner"
 )
@@ -30,10 +31,14 @@ var embedded embed.FS
 // Embedded is the registry shipped with this build of Nova.
 func Embedded() fs.FS { return embedded }
 
+// The patterns are compiled on first use rather than at init, which every
+// command pays for, `nova version` included; so are the other packages'.
 var (
-	entryName = regexp.MustCompile(`^[a-z][a-z0-9-]{0,62}$`)
-	fieldName = regexp.MustCompile(`^[a-z][a-z0-9_]{0,62}$`)
-	semver    = regexp.MustCompile(`^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(-[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?(\+[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?$`)
+	entryName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z][a-z0-9-]{0,62}$`) })
+	fieldName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z][a-z0-9_]{0,62}$`) })
+	semver    = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(-[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?(\+[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?$`)
+	})
 )
 
 // Registry is a loaded, checked registry.

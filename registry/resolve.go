@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/nova-platform/nova/runner"
 )
@@ -17,12 +18,12 @@ import (
 const MaxDepth = 5
 
 var (
-	placeholder = regexp.MustCompile(`\$\{(input|nova)\.([a-z][a-z0-9_]*)\}`)
-	identifier  = regexp.MustCompile(`^[a-z][a-z0-9_]{0,62}$`)
+	placeholder = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\$\{(input|nova)\.([a-z][a-z0-9_]*)\}`) })
+	identifier  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z][a-z0-9_]{0,62}$`) })
 	// reference matches anything written like a placeholder, so that a typo
 	// such as ${inputs.name} or ${input.Name} is reported instead of reaching
 	// Terraform verbatim. Undotted forms like IAM's ${aws:username} pass.
-	reference = regexp.MustCompile(`\$\{\s*[A-Za-z_][A-Za-z0-9_-]*\s*\.[^}]*\}`)
+	reference = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\$\{\s*[A-Za-z_][A-Za-z0-9_-]*\s*\.[^}]*\}`) })
 )
 
 // Resolve turns a validated contract into its target stack. It reports every
@@ -131,7 +132,7 @@ func (res *resolution) structure() {
 	res.parent = map[string]string{}
 	declared := map[string]bool{}
 	for _, inst := range res.stack.Instances {
-		if !identifier.MatchString(inst.Name) || declared[inst.Name] {
+		if !identifier().MatchString(inst.Name) || declared[inst.Name] {
 			res.fail(runner.InstanceNameInvalid, "/stack", "%s: instance name %q is not a unique identifier", res.stack.File, inst.Name)
 			continue
 		}
@@ -231,18 +232,18 @@ func (res *resolution) substitute(v any, depth int) (out any, omit bool, err err
 	}
 	switch x := v.(type) {
 	case string:
-		for _, ref := range reference.FindAllString(x, -1) {
-			if m := placeholder.FindString(ref); m != ref {
+		for _, ref := range reference().FindAllString(x, -1) {
+			if m := placeholder().FindString(ref); m != ref {
 				return nil, false, runner.Errorf(runner.InputReferenceUnknown, "%s is not a placeholder (write ${input.NAME} or ${nova.NAME})", ref)
 			}
 		}
-		if m := placeholder.FindStringSubmatch(x); m != nil && m[0] == x {
+		if m := placeholder().FindStringSubmatch(x); m != nil && m[0] == x {
 			val, err := res.lookup(m[1], m[2])
 			return val, err == nil && val == nil, err
 		}
 		var firstErr error
-		s := placeholder.ReplaceAllStringFunc(x, func(ph string) string {
-			m := placeholder.FindStringSubmatch(ph)
+		s := placeholder().ReplaceAllStringFunc(x, func(ph string) string {
+			m := placeholder().FindStringSubmatch(ph)
 			val, err := res.lookup(m[1], m[2])
 			if err == nil {
 				var str string

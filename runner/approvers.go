@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"slices"
 	"sort"
+	"sync"
 
 	"gopkg.in/yaml.v3"
 )
@@ -57,9 +58,11 @@ type ApproverGroup struct {
 }
 
 var (
-	groupName = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,62}$`)
-	loginName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$`)
-	teamName  = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$`)
+	groupName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z][a-z0-9_-]{0,62}$`) })
+	loginName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$`) })
+	teamName  = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$`)
+	})
 )
 
 // ParseApprovers reads an approver config strictly: unknown fields, an
@@ -74,16 +77,16 @@ func ParseApprovers(data []byte) (*ApproverConfig, error) {
 		return nil, Errorf(ApproversInvalid, "%s: %w", ApproversFile, err)
 	}
 	for name, g := range c.Groups {
-		if !groupName.MatchString(name) {
+		if !groupName().MatchString(name) {
 			return nil, Errorf(ApproversInvalid, "%s: group name %q is not lower-case letters, digits, - and _", ApproversFile, name)
 		}
 		for _, m := range g.Members {
-			if !loginName.MatchString(m) {
+			if !loginName().MatchString(m) {
 				return nil, Errorf(ApproversInvalid, "%s: group %s: member %q is not a login", ApproversFile, name, m)
 			}
 		}
 		for _, t := range g.Teams {
-			if !teamName.MatchString(t) {
+			if !teamName().MatchString(t) {
 				return nil, Errorf(ApproversInvalid, "%s: group %s: team %q is not org/team", ApproversFile, name, t)
 			}
 		}
@@ -102,7 +105,7 @@ func ParseApprovers(data []byte) (*ApproverConfig, error) {
 		}
 	}
 	for name := range c.Keys {
-		if !loginName.MatchString(name) {
+		if !loginName().MatchString(name) {
 			return nil, Errorf(ApproversInvalid, "%s: keys: %q is not a name", ApproversFile, name)
 		}
 	}

@@ -11,24 +11,35 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"sync"
 	"text/template"
 )
 
 //go:embed terraform/*.tmpl comment/*.tmpl workflows/*.tmpl init/*.tmpl
 var files embed.FS
 
+// Each template is parsed on first use, not at package init: every
+// command runs every linked package's init, `nova version` included, and
+// most commands render none of them.
+
 // TerraformRoot is the template of the root module the Terraform adapter
 // renders for a target stack.
-var TerraformRoot = template.Must(template.New("root.tf.tmpl").ParseFS(files, "terraform/root.tf.tmpl"))
+var TerraformRoot = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("root.tf.tmpl").ParseFS(files, "terraform/root.tf.tmpl"))
+})
 
 // PRComment is the template of the comment Nova keeps on a pull request,
 // one per contract and environment.
-var PRComment = template.Must(template.New("pr.md.tmpl").ParseFS(files, "comment/pr.md.tmpl"))
+var PRComment = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("pr.md.tmpl").ParseFS(files, "comment/pr.md.tmpl"))
+})
 
 // Scaffold holds the files `nova init` writes besides the workflow:
 // contract.yml.tmpl and approvers.yml.tmpl. Values are placed YAML-quoted
 // by the caller.
-var Scaffold = template.Must(template.New("init").Delims("[[", "]]").ParseFS(files, "init/*.tmpl"))
+var Scaffold = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("init").Delims("[[", "]]").ParseFS(files, "init/*.tmpl"))
+})
 
 // Workflow is what a workflow is rendered from. Key, Dir, Contract and
 // EvidenceRepo may be ${{ }} expressions (the reusable workflow's inputs).
@@ -89,12 +100,14 @@ func Guarded(env string) bool { return env != "dev" }
 
 // Workflow templates use [[ ]] so that GitHub's ${{ }} expressions pass
 // through as text.
-var workflows = template.Must(template.New("workflows").Delims("[[", "]]").Funcs(template.FuncMap{
-	"q":       quote,
-	"guarded": Guarded,
-	"uses":    func(w *Workflow, env string) string { return w.Action.Uses(env) },
-	"job":     newJob,
-}).ParseFS(files, "workflows/*.tmpl"))
+var workflows = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("workflows").Delims("[[", "]]").Funcs(template.FuncMap{
+		"q":       quote,
+		"guarded": Guarded,
+		"uses":    func(w *Workflow, env string) string { return w.Action.Uses(env) },
+		"job":     newJob,
+	}).ParseFS(files, "workflows/*.tmpl"))
+})
 
 // job is what the plan and apply job templates are rendered from.
 type job struct {
@@ -156,7 +169,7 @@ func RenderWorkflow(kind string, w Workflow) ([]byte, error) {
 		}
 	}
 	var buf bytes.Buffer
-	if err := workflows.ExecuteTemplate(&buf, kind+".yml.tmpl", &w); err != nil {
+	if err := workflows().ExecuteTemplate(&buf, kind+".yml.tmpl", &w); err != nil {
 		return nil, err
 	}
 	return buf.Bytes(), nil

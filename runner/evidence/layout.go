@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/nova-platform/nova/runner"
 )
@@ -19,13 +20,15 @@ const noContractDir = "_none"
 
 var (
 	// contractIDPattern keeps contract ids usable as one path segment.
-	contractIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
+	contractIDPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`) })
 	// eventTypePattern is the controlled vocabulary's shape: nova.<a>.<b>…
-	eventTypePattern = regexp.MustCompile(`^[a-z][a-z0-9]*(\.[a-z][a-z0-9_-]*)+$`)
+	eventTypePattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z][a-z0-9]*(\.[a-z][a-z0-9_-]*)+$`) })
 	// fileNamePattern is <seq>-<type>.json or .sig, seq without leading zeros.
-	fileNamePattern = regexp.MustCompile(`^([1-9][0-9]{0,18})-([a-z][a-z0-9._-]*)\.(json|sig)$`)
+	fileNamePattern = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^([1-9][0-9]{0,18})-([a-z][a-z0-9._-]*)\.(json|sig)$`)
+	})
 	// messagePattern is the commit message: <type> <contractId> <env> seq=<n>.
-	messagePattern = regexp.MustCompile(`^(\S+) (\S+) (\S+) seq=([1-9][0-9]{0,18})\n?$`)
+	messagePattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(\S+) (\S+) (\S+) seq=([1-9][0-9]{0,18})\n?$`) })
 )
 
 // contractDir is the directory name of a contract's events.
@@ -39,10 +42,10 @@ func contractDir(contractID string) string {
 // checkEventNames refuses events whose contract id or type cannot be part
 // of a path: they would escape the layout or be unverifiable.
 func checkEventNames(e runner.Event) error {
-	if e.ContractID != "" && !contractIDPattern.MatchString(e.ContractID) {
+	if e.ContractID != "" && !contractIDPattern().MatchString(e.ContractID) {
 		return fmt.Errorf("contract id %q cannot name a directory", e.ContractID)
 	}
-	if !eventTypePattern.MatchString(e.Type) {
+	if !eventTypePattern().MatchString(e.Type) {
 		return fmt.Errorf("event type %q is not nova.<word>.<word>", e.Type)
 	}
 	if e.ID == "" {
@@ -72,8 +75,8 @@ type eventName struct {
 
 // parseEventFileName parses <seq>-<type>.(json|sig).
 func parseEventFileName(name string) (eventName, bool) {
-	m := fileNamePattern.FindStringSubmatch(name)
-	if m == nil || !eventTypePattern.MatchString(m[2]) {
+	m := fileNamePattern().FindStringSubmatch(name)
+	if m == nil || !eventTypePattern().MatchString(m[2]) {
 		return eventName{}, false
 	}
 	seq, err := strconv.ParseInt(m[1], 10, 64)
@@ -85,7 +88,7 @@ func parseEventFileName(name string) (eventName, bool) {
 
 // validDir reports whether name may be a directory under contracts/.
 func validDir(name string) bool {
-	return name == noContractDir || contractIDPattern.MatchString(name)
+	return name == noContractDir || contractIDPattern().MatchString(name)
 }
 
 // CommitMessage is the one-line message of the commit that adds e; env is
@@ -107,7 +110,7 @@ type commitSubject struct {
 }
 
 func parseCommitMessage(msg string) (commitSubject, bool) {
-	m := messagePattern.FindStringSubmatch(msg)
+	m := messagePattern().FindStringSubmatch(msg)
 	if m == nil {
 		return commitSubject{}, false
 	}

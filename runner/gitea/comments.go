@@ -4,6 +4,7 @@ import (
 	"context"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	sdk "code.gitea.io/sdk/gitea"
@@ -96,8 +97,10 @@ type command struct {
 }
 
 var (
-	approveLine = regexp.MustCompile(`^/nova[ \t]+approve[ \t]+(\S+)[ \t]+([0-9a-f]{12,})[ \t]*$`)
-	rejectLine  = regexp.MustCompile(`^/nova[ \t]+reject[ \t]+(\S+)(?:[ \t]+(.*))?$`)
+	approveLine = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^/nova[ \t]+approve[ \t]+(\S+)[ \t]+([0-9a-f]{12,})[ \t]*$`)
+	})
+	rejectLine = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^/nova[ \t]+reject[ \t]+(\S+)(?:[ \t]+(.*))?$`) })
 )
 
 // parseCommand reads a comment's first line as a command. Matching is
@@ -107,10 +110,10 @@ func parseCommand(body string) (command, bool) {
 	body = strings.TrimLeft(body, " \t\r\n")
 	line, rest, _ := strings.Cut(body, "\n")
 	line = strings.TrimRight(line, " \t\r")
-	if m := approveLine.FindStringSubmatch(line); m != nil {
+	if m := approveLine().FindStringSubmatch(line); m != nil {
 		return command{decision: runner.Approve, env: m[1], prefix: m[2]}, true
 	}
-	if m := rejectLine.FindStringSubmatch(line); m != nil {
+	if m := rejectLine().FindStringSubmatch(line); m != nil {
 		reason := strings.TrimSpace(m[2] + "\n" + strings.ReplaceAll(rest, "\r\n", "\n"))
 		return command{decision: runner.Reject, env: m[1], reason: reason}, true
 	}

@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	gh "github.com/google/go-github/v66/github"
@@ -36,7 +37,7 @@ func (s *Comments) Name() string { return runner.SourceGitHubComment }
 // enough to type.
 const minPrefix = 12
 
-var digestPrefix = regexp.MustCompile(fmt.Sprintf(`^[0-9a-f]{%d,64}$`, minPrefix))
+var digestPrefix = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(fmt.Sprintf(`^[0-9a-f]{%d,64}$`, minPrefix)) })
 
 // Claims returns the commands for req.Environment in comments created after
 // the plan was recorded. An approval counts only if its prefix is a prefix
@@ -118,7 +119,7 @@ func parseCommand(body string) (command, bool) {
 	case "approve":
 		// Exactly the prefix: "/nova approve prod abc… please" is not
 		// something to guess about.
-		if len(f) != 4 || !digestPrefix.MatchString(f[3]) {
+		if len(f) != 4 || !digestPrefix().MatchString(f[3]) {
 			return command{}, false
 		}
 		return command{decision: runner.Approve, env: f[2], prefix: f[3]}, true

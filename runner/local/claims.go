@@ -7,13 +7,14 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"sync"
 
 	"github.com/nova-platform/nova/runner"
 	"github.com/nova-platform/nova/runner/evidence/signing"
 )
 
 // approverName keeps an approver's name usable as one path segment.
-var approverName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$`)
+var approverName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$`) })
 
 // ClaimKeys verifies local approval claims with the approver's own key:
 // the one registered under `keys:` in the trusted approver config, else —
@@ -30,7 +31,7 @@ var _ runner.ClaimVerifier = ClaimKeys{}
 // VerifyClaim implements runner.ClaimVerifier.
 func (k ClaimKeys) VerifyClaim(ctx context.Context, c runner.SignedClaim) error {
 	name := c.Claim.Approver
-	if !approverName.MatchString(name) {
+	if !approverName().MatchString(name) {
 		return fmt.Errorf("approver %q is not a name", name)
 	}
 	cfg, err := k.Approvers.Approvers(ctx)
@@ -67,7 +68,7 @@ func (k ClaimKeys) VerifyClaim(ctx context.Context, c runner.SignedClaim) error 
 // the key on first use: what `nova approve` does on the approver's
 // machine.
 func SignClaim(dir string, claim runner.LocalClaim) (runner.SignedClaim, error) {
-	if !approverName.MatchString(claim.Approver) {
+	if !approverName().MatchString(claim.Approver) {
 		return runner.SignedClaim{}, runner.Errorf(runner.ConfigInvalid, "approver %q is not a name", claim.Approver)
 	}
 	s, err := signing.LocalSigner(filepath.Join(dir, claim.Approver))

@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"slices"
 	"sort"
+	"sync"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
@@ -24,7 +25,7 @@ import (
 	"github.com/nova-platform/nova/templates"
 )
 
-var identifier = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_-]*$`)
+var identifier = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_-]*$`) })
 
 // ModuleDir is where, relative to the root module, the adapter places the
 // copy of a registry module.
@@ -60,17 +61,17 @@ type outputData struct {
 // backendType may be empty for Terraform's implicit local backend.
 func RenderRoot(t *runner.TargetStack, backendType string) ([]byte, error) {
 	d := rootData{Stack: t.Stack, StackVersion: t.StackVersion}
-	if !identifier.MatchString(t.Stack) || !identifier.MatchString(sanitizeVersion(t.StackVersion)) {
+	if !identifier().MatchString(t.Stack) || !identifier().MatchString(sanitizeVersion(t.StackVersion)) {
 		return nil, runner.Errorf(runner.RenderFailed, "stack name %q or version %q is not renderable", t.Stack, t.StackVersion)
 	}
 	if backendType != "" {
-		if !identifier.MatchString(backendType) {
+		if !identifier().MatchString(backendType) {
 			return nil, runner.Errorf(runner.BackendConfigInvalid, "backend type %q is not a name", backendType)
 		}
 		d.Backend = literal(cty.StringVal(backendType))
 	}
 	for _, inst := range t.Instances {
-		if !identifier.MatchString(inst.Name) {
+		if !identifier().MatchString(inst.Name) {
 			return nil, runner.Errorf(runner.RenderFailed, "instance name %q is not an identifier", inst.Name)
 		}
 		m := moduleData{
@@ -78,7 +79,7 @@ func RenderRoot(t *runner.TargetStack, backendType string) ([]byte, error) {
 			Source: literal(cty.StringVal("./" + ModuleDir(inst.Module, inst.Version))),
 		}
 		for _, name := range slices.Sorted(maps.Keys(inst.Inputs)) {
-			if !identifier.MatchString(name) || registry.IsReservedInput(name) {
+			if !identifier().MatchString(name) || registry.IsReservedInput(name) {
 				return nil, runner.Errorf(runner.RenderFailed, "input name %q of %s is not an identifier", name, inst.Name)
 			}
 			v, err := ctyValue(inst.Inputs[name].Value)
@@ -89,7 +90,7 @@ func RenderRoot(t *runner.TargetStack, backendType string) ([]byte, error) {
 		}
 		for _, name := range slices.Sorted(maps.Keys(inst.Wires)) {
 			ref := inst.Wires[name]
-			if !identifier.MatchString(name) || registry.IsReservedInput(name) || !identifier.MatchString(ref.Instance) || !identifier.MatchString(ref.Output) {
+			if !identifier().MatchString(name) || registry.IsReservedInput(name) || !identifier().MatchString(ref.Instance) || !identifier().MatchString(ref.Output) {
 				return nil, runner.Errorf(runner.RenderFailed, "wire %s.%s ← %s.%s is not made of identifiers", inst.Name, name, ref.Instance, ref.Output)
 			}
 			m.Args = append(m.Args, argData{Name: name, Expr: string(hclwrite.TokensForTraversal(hcl.Traversal{
@@ -99,7 +100,7 @@ func RenderRoot(t *runner.TargetStack, backendType string) ([]byte, error) {
 		sort.Slice(m.Args, func(i, j int) bool { return m.Args[i].Name < m.Args[j].Name })
 		d.Modules = append(d.Modules, m)
 		for _, out := range inst.Outputs {
-			if !identifier.MatchString(out) {
+			if !identifier().MatchString(out) {
 				return nil, runner.Errorf(runner.RenderFailed, "output name %q of %s is not an identifier", out, inst.Name)
 			}
 			d.Outputs = append(d.Outputs, outputData{
@@ -112,7 +113,7 @@ func RenderRoot(t *runner.TargetStack, backendType string) ([]byte, error) {
 		}
 	}
 	var buf bytes.Buffer
-	if err := templates.TerraformRoot.Execute(&buf, d); err != nil {
+	if err := templates.TerraformRoot().Execute(&buf, d); err != nil {
 		return nil, runner.Errorf(runner.RenderFailed, "rendering root module: %w", err)
 	}
 	out := hclwrite.Format(buf.Bytes())

@@ -114,8 +114,8 @@ var diagnosticReasons = []struct {
 }
 
 var (
-	lockField     = regexp.MustCompile(`(?m)^\s*(ID|Who|Operation|Created):\s*(.+)$`)
-	lockErrorLine = regexp.MustCompile(`(?m)^Error message:\s*(.+)$`)
+	lockField     = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?m)^\s*(ID|Who|Operation|Created):\s*(.+)$`) })
+	lockErrorLine = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?m)^Error message:\s*(.+)$`) })
 )
 
 // lockMessage names who holds the state lock, from the lock info terraform
@@ -126,7 +126,7 @@ var (
 func lockMessage(d diagnostic, backend string) string {
 	if backend == "pg" {
 		reason := "the state is locked"
-		if m := lockErrorLine.FindStringSubmatch(d.Detail); m != nil {
+		if m := lockErrorLine().FindStringSubmatch(d.Detail); m != nil {
 			reason = strings.TrimSpace(m[1])
 		}
 		if strings.Contains(reason, "workspace creation") {
@@ -135,7 +135,7 @@ func lockMessage(d diagnostic, backend string) string {
 		return "the state is locked by a terraform run outside Nova (" + reason + "); the pg backend does not record who holds its lock: look for terraform sessions in the database's pg_stat_activity"
 	}
 	info := map[string]string{}
-	for _, m := range lockField.FindAllStringSubmatch(d.Detail, -1) {
+	for _, m := range lockField().FindAllStringSubmatch(d.Detail, -1) {
 		info[m[1]] = strings.TrimSpace(m[2])
 	}
 	if info["Who"] == "" {

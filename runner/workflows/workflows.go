@@ -16,6 +16,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/config"
@@ -47,9 +48,9 @@ type Use struct {
 }
 
 // Pinned reports whether the reference names a full commit.
-func (u Use) Pinned() bool { return commitRef.MatchString(u.Ref) }
+func (u Use) Pinned() bool { return commitRef().MatchString(u.Ref) }
 
-var commitRef = regexp.MustCompile(`^[0-9a-f]{40}$`)
+var commitRef = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9a-f]{40}$`) })
 
 // Scan finds every use of repo (owner/name) in the workflows under root.
 func Scan(root, repo string) ([]Use, error) {

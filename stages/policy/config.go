@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 
 	"gopkg.in/yaml.v3"
 
@@ -157,7 +158,9 @@ func parseConfig(data []byte, repoDir string) (Config, error) {
 	return c, nil
 }
 
-var namespace = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*(\.[a-zA-Z_][a-zA-Z0-9_]*)*$`)
+var namespace = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*(\.[a-zA-Z_][a-zA-Z0-9_]*)*$`)
+})
 
 // Validate checks a configuration, from the file or after flags changed it.
 func (c Config) Validate() error {
@@ -178,7 +181,7 @@ func (c Config) Validate() error {
 		}
 	}
 	for _, ns := range append(slices.Clone(c.Namespaces), c.ContractNamespaces...) {
-		if !namespace.MatchString(ns) {
+		if !namespace().MatchString(ns) {
 			return bad("policy namespace %q is not a Rego package name", ns)
 		}
 	}

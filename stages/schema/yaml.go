@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
@@ -50,11 +51,11 @@ type loadError struct {
 
 func (e *loadError) Error() string { return e.msg }
 
-var yamlLine = regexp.MustCompile(`^yaml: line (\d+): `)
+var yamlLine = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^yaml: line (\d+): `) })
 
 // plainInteger is a decimal integer as JSON writes one, after an optional
 // "+" that YAML allows and JSON does not.
-var plainInteger = regexp.MustCompile(`^\+?(-?(?:0|[1-9][0-9]*))$`)
+var plainInteger = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\+?(-?(?:0|[1-9][0-9]*))$`) })
 
 // yamlParserProblems are the messages of yaml.v3's parser, as opposed to its
 // scanner. yaml.v3 turns the 0-based line of a scanner error into a 1-based
@@ -135,7 +136,7 @@ func encodingError(data []byte) *loadError {
 func yamlSyntaxError(err error, data []byte) error {
 	msg := err.Error()
 	le := &loadError{reason: runner.ContractYAMLInvalid, msg: strings.TrimPrefix(msg, "yaml: ")}
-	if m := yamlLine.FindStringSubmatch(msg); m != nil {
+	if m := yamlLine().FindStringSubmatch(msg); m != nil {
 		le.pos.line, _ = strconv.Atoi(m[1])
 		le.msg = strings.TrimPrefix(msg, m[0])
 		if yamlParserProblems[le.msg] {
@@ -283,7 +284,7 @@ func scalar(n *yaml.Node) (any, error) {
 		// A plain decimal integer keeps the digits the author wrote: read
 		// through int64 or float64, one beyond their range would silently
 		// become another number.
-		if m := plainInteger.FindStringSubmatch(n.Value); m != nil {
+		if m := plainInteger().FindStringSubmatch(n.Value); m != nil {
 			return json.Number(m[1]), nil
 		}
 		var v any
