@@ -13,8 +13,9 @@ import (
 )
 
 // minVersion is the oldest terraform Nova runs: the first with every flag
-// it passes (-json for plan and apply, plan -refresh-only).
-var minVersion = version.Must(version.NewVersion("0.15.4"))
+// it passes (-json for plan and apply, plan -refresh-only). Parsed on first
+// use: go-version compiles its version regexp on its first parse.
+var minVersion = sync.OnceValue(func() *version.Version { return version.Must(version.NewVersion("0.15.4")) })
 
 // probeTimeout bounds `terraform version`, which reads nothing but its
 // own binary: a binary that hangs there must not hold the probe forever.
@@ -85,14 +86,14 @@ func askVersion(execPath string, env []string) error {
 		Version string `json:"terraform_version"`
 	}
 	if err := json.Unmarshal(stdout.Bytes(), &out); err != nil || out.Version == "" {
-		return fmt.Errorf("%s does not report its version as JSON, as terraform %s and later do", execPath, minVersion)
+		return fmt.Errorf("%s does not report its version as JSON, as terraform %s and later do", execPath, minVersion())
 	}
 	v, err := version.NewVersion(out.Version)
 	if err != nil {
 		return fmt.Errorf("%s reports version %q, which is not a version: %v", execPath, out.Version, err)
 	}
-	if v.LessThan(minVersion) {
-		return fmt.Errorf("%s is terraform %s; Nova needs %s or later", execPath, v, minVersion)
+	if v.LessThan(minVersion()) {
+		return fmt.Errorf("%s is terraform %s; Nova needs %s or later", execPath, v, minVersion())
 	}
 	return nil
 }
