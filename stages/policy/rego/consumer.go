@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/open-policy-agent/opa/v1/ast"
@@ -18,8 +19,8 @@ import (
 
 // conftest's rule naming: failures and warnings are recognised by name.
 var (
-	failureRule = regexp.MustCompile(`^(deny|violation)(_[a-zA-Z0-9]+)*$`)
-	warningRule = regexp.MustCompile(`^warn(_[a-zA-Z0-9]+)*$`)
+	failureRule = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(deny|violation)(_[a-zA-Z0-9]+)*$`) })
+	warningRule = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^warn(_[a-zA-Z0-9]+)*$`) })
 )
 
 // deniedBuiltins are left out of the consumer's capabilities: a policy that
@@ -165,7 +166,7 @@ func problematicIf(mods map[string]*ast.Module) error {
 	for _, m := range mods {
 		for _, r := range m.Rules {
 			name := ruleName(r)
-			if !failureRule.MatchString(name) && !warningRule.MatchString(name) {
+			if !failureRule().MatchString(name) && !warningRule().MatchString(name) {
 				continue
 			}
 			if r.Head.Key == nil && r.Head.Value != nil && r.Head.Value.Equal(ast.BooleanTerm(true)) {
@@ -209,7 +210,7 @@ func prepareNamespace(ctx context.Context, comp *ast.Compiler, ns string) ([]con
 		}
 		for _, r := range m.Rules {
 			name := ruleName(r)
-			if !failureRule.MatchString(name) && !warningRule.MatchString(name) {
+			if !failureRule().MatchString(name) && !warningRule().MatchString(name) {
 				continue
 			}
 			if _, seen := severities[name]; !seen {
@@ -243,7 +244,7 @@ func prepareNamespace(ctx context.Context, comp *ast.Compiler, ns string) ([]con
 }
 
 func defaultSeverity(name string) runner.Severity {
-	if warningRule.MatchString(name) {
+	if warningRule().MatchString(name) {
 		return runner.Low
 	}
 	return runner.High

@@ -60,7 +60,7 @@ func novaMessages(pcrs []runner.PCR) messages {
 			continue
 		}
 		name := p.RuleID[strings.LastIndex(p.RuleID, ".")+1:]
-		if warningRule.MatchString(name) {
+		if warningRule().MatchString(name) {
 			m.Warnings = append(m.Warnings, p.Message)
 		} else {
 			m.Failures = append(m.Failures, p.Message)
