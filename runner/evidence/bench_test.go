@@ -160,10 +160,10 @@ func buildFixture(path string, keys signing.Keys, contracts, perContract int) er
 		if err != nil {
 			return err
 		}
-		if err := bare.Push(context.Background(), commit, ec.hash, ec.objs); err != nil {
+		if err := bare.Push(context.Background(), commit, ec.head, ec.objs); err != nil {
 			return err
 		}
-		commit = ec.hash
+		commit = ec.head
 		sum := sha256.Sum256(canon)
 		heads[c] = head{seq: e.Seq, hash: hex.EncodeToString(sum[:])}
 	}
