@@ -83,14 +83,7 @@ func (s *Store) Record(ctx context.Context, e runner.Event) error {
 	if e.Type != runner.EventApplyAuthorized {
 		return nil
 	}
-	err := s.drainContract(ctx, dir)
-	switch {
-	case err == nil:
-		return nil
-	case runner.ReasonOf(err) == runner.ApplyIndeterminate, untrustedHead(err):
-		return err
-	}
-	return runner.Errorf(runner.EvidencePushFailed, "pushing %s event %s: %w", e.Type, e.ID, err)
+	return pushFailed(s.drainContract(ctx, dir), "pushing %s event %s", e.Type, e.ID)
 }
 
 // Flush implements runner.Flusher: it pushes the contract's pending
@@ -98,10 +91,16 @@ func (s *Store) Record(ctx context.Context, e runner.Event) error {
 // run (perhaps on another machine) sees this one's outcome. A failed push
 // leaves them in the outbox and is an error; Drain tries them again.
 func (s *Store) Flush(ctx context.Context, contractID string) error {
-	if err := s.drainContract(ctx, contractDir(contractID)); err != nil {
-		return runner.Errorf(runner.EvidencePushFailed, "pushing the events of contract %s: %w", contractID, err)
+	return pushFailed(s.drainContract(ctx, contractDir(contractID)), "pushing the events of contract %s", contractID)
+}
+
+// pushFailed gives a failed push EVIDENCE_PUSH_FAILED, unless the head
+// was refused or an authorization was: their own reasons say more.
+func pushFailed(err error, format string, args ...any) error {
+	if err == nil || untrustedHead(err) || runner.ReasonOf(err) == runner.ApplyIndeterminate {
+		return err
 	}
-	return nil
+	return runner.Errorf(runner.EvidencePushFailed, format+": %w", append(args, err)...)
 }
 
 // Drain pushes every event waiting in the outbox: each contract's in
