@@ -70,12 +70,16 @@ func approveCommand(ctx context.Context, cfg Config, env Env) error {
 	p := runner.Pipeline{Stages: []runner.Stage{importer}, Events: runner.NewEmitter(store, cfg.Source, st.RunID, nil)}
 	out := p.Run(ctx, st)
 	if out.Verdict != runner.Pass {
+		// The refusal is evidence too, and events wait in the outbox
+		// until pushed.
+		drainAfter(ctx, store, env)
 		res := out.Results[len(out.Results)-1]
 		fmt.Fprintf(env.Stderr, "nova %s: %s: %s\n", cfg.Command, out.Reason, res.Summary)
 		return verdict(out.Verdict, out.Reason)
 	}
 	check, _ := out.Results[0].Data.(runner.ApprovalCheck)
 	if check.Imported == 0 {
+		drainAfter(ctx, store, env)
 		reason, why := runner.ApproverNotEligible, "the claim was not imported"
 		if len(check.Ignored) > 0 {
 			reason, why = check.Ignored[0].Reason, check.Ignored[0].Why

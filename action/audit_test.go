@@ -349,6 +349,9 @@ func TestQueryAndExportRefuseTamperedEvidence(t *testing.T) {
 				runner.ApprovalRecord{Environment: "prod", Approver: "mallory", PlanDigest: "d"}); err != nil {
 				t.Fatal(err)
 			}
+			if err := store.Drain(t.Context()); err != nil {
+				t.Fatal(err)
+			}
 		}, runner.EvidenceSignatureInvalid},
 		{"an event edited in an unsigned commit", func(t *testing.T, c *auditRepo) {
 			work := filepath.Join(t.TempDir(), "w")

@@ -195,6 +195,11 @@ inputs:
 	if p.offline && len(outboxed) == 0 {
 		t.Fatal("the run without its evidence repo left nothing in the outbox")
 	}
+	if p.sig == syscall.SIGKILL && p.stage != "" && p.stage != "gate" && len(outboxed) == 0 {
+		// Events are pushed in batches, the first with the authorization:
+		// a run killed before its gate has pushed nothing yet.
+		t.Fatal("the run killed before its gate left nothing in the outbox to deliver")
+	}
 
 	// Recover: run again until the change is applied, resolving an apply of
 	// unknown outcome as an operator would, from what really happened.

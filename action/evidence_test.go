@@ -45,12 +45,15 @@ func TestEvidenceLocalMode(t *testing.T) {
 	if _, err := em.Emit(ctx, runner.EventApplyIndeterminate, "c-1", "dev", map[string]string{"reason": "interrupted"}); err != nil {
 		t.Fatal(err)
 	}
+	if err := store.Drain(ctx); err != nil {
+		t.Fatal(err)
+	}
 	store.Close()
 
 	if code := evidenceCommand(ctx, []string{"verify"}, env); code != ExitPass {
 		t.Fatalf("verify: exit %d\n%s%s", code, stdout, stderr)
 	}
-	for _, want := range []string{"events           2", "witnessed heads  2", "result           OK"} {
+	for _, want := range []string{"events           2", "witnessed heads  1", "result           OK"} {
 		if !strings.Contains(stdout.String(), want) {
 			t.Errorf("verify output lacks %q:\n%s", want, stdout)
 		}
@@ -90,6 +93,9 @@ func TestEvidenceLocalMode(t *testing.T) {
 	if _, err := runner.NewEmitter(forger, "urn:x", "r", nil).Emit(ctx, runner.EventApprovalRecorded, "c-1", "prod", runner.ApprovalRecord{Environment: "prod", Approver: "mallory", PlanDigest: "d"}); err != nil {
 		t.Fatal(err)
 	}
+	if err := forger.Drain(ctx); err != nil {
+		t.Fatal(err)
+	}
 	forger.Close()
 	stdout.Reset()
 	if code := evidenceCommand(ctx, []string{"verify"}, env); code != ExitFail {
@@ -110,6 +116,9 @@ func TestEvidenceVerifyExplicitRepoAndKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := runner.NewEmitter(store, "urn:x", "r", nil).Emit(ctx, runner.EventPlanCreated, "c-9", "dev", nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Drain(ctx); err != nil {
 		t.Fatal(err)
 	}
 	store.Close()
@@ -184,6 +193,9 @@ func TestEvidenceStoreTrustsRotatedKeysFromEnv(t *testing.T) {
 	}
 	ind, err := runner.NewEmitter(store, "urn:nova:test", "run-1", nil).Emit(ctx, runner.EventApplyIndeterminate, "c-1", "dev", map[string]string{"reason": "interrupted"})
 	if err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Drain(ctx); err != nil {
 		t.Fatal(err)
 	}
 	store.Close()

@@ -120,21 +120,24 @@ func (w wiring) run(ctx context.Context, rep *reporter) *contractRun {
 	}
 	report := &forgeReport{cfg: cfg, forge: w.forge, warn: w.env.Stderr}
 	events := local.NewEventLog(filepath.Join(st.RunDir, "events.jsonl"))
+	em := runner.NewEmitter(runner.Tee{events, w.evidence}, cfg.Source, runID, nil)
 	p := runner.Pipeline{
 		Stages: stages,
-		Events: runner.NewEmitter(runner.Tee{events, w.evidence}, cfg.Source, runID, nil),
+		Events: em,
 		OnResult: func(res runner.Result) {
 			rep.stage(res)
 			if res.Stage == "gate" && res.Verdict == runner.Pass {
 				report.authorized(ctx, st)
 			}
 		},
+		Finally: func(ctx context.Context, st *runner.State) {
+			if st.Contract != nil {
+				backfillOutcomes(ctx, w.evidence, em, st.Contract.ID, w.env)
+			}
+		},
 	}
 	rep.start(st)
 	out := p.Run(ctx, st)
-	if st.Contract != nil {
-		backfillOutcomes(context.WithoutCancel(ctx), w.evidence, p.Events, st.Contract.ID, w.env)
-	}
 	return &contractRun{out: out, st: st, events: events.Path(), rep: rep, report: report}
 }
 

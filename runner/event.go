@@ -79,6 +79,14 @@ type ChainHeader interface {
 	ChainHead(ctx context.Context, contractID string) (seq int64, hash string, err error)
 }
 
+// Flusher is implemented by recorders that make an event durable before
+// they make it visible to others (the evidence repo pushes its outbox in
+// batches). Flush makes a contract's recorded events visible: a run calls
+// it where another run must see them, as before it gives up its run lock.
+type Flusher interface {
+	Flush(ctx context.Context, contractID string) error
+}
+
 // Emitter seals events into per-contract hash chains and hands them to a
 // Recorder. It is safe for concurrent use: events of one contract are
 // sealed and recorded one at a time, in the order Emit is called, while
@@ -175,4 +183,13 @@ func (em *Emitter) Emit(ctx context.Context, typ, contractID string, env Environ
 	}
 	head.seq, head.hash = e.Seq, hash
 	return e, nil
+}
+
+// Flush makes the contract's recorded events visible to others when the
+// recorder buffers them (Flusher); otherwise they already are.
+func (em *Emitter) Flush(ctx context.Context, contractID string) error {
+	if f, ok := em.rec.(Flusher); ok {
+		return f.Flush(ctx, contractID)
+	}
+	return nil
 }

@@ -16,6 +16,11 @@ type Pipeline struct {
 	// OnResult, when set, sees each result as soon as its event is recorded
 	// (progress lines).
 	OnResult func(Result)
+	// Finally, when set, runs once the run's outcome is recorded and
+	// before the workspace lets go of the run lock, so what it records
+	// (outcomes derived from the chain) is made visible with the outcome
+	// in one push rather than in another after it.
+	Finally func(ctx context.Context, st *State)
 }
 
 // Outcome is the end state of a run.
@@ -44,7 +49,11 @@ type StageEventData struct {
 // open in st is closed when the run ends, however it ends.
 func (p *Pipeline) Run(ctx context.Context, st *State) Outcome {
 	defer func() {
+		if p.Finally != nil {
+			p.Finally(context.WithoutCancel(ctx), st)
+		}
 		if st.Workspace != nil {
+			p.flushOutcome(ctx, st)
 			_ = st.Workspace.Close()
 			st.Workspace = nil
 		}
@@ -157,6 +166,18 @@ func (p *Pipeline) recordAlso(ctx context.Context, st *State, specs []EventSpec)
 		}
 	}
 	return nil
+}
+
+// flushOutcome makes an authorized run's outcome visible before the
+// workspace lets go of the run lock: the next run of the contract, on any
+// machine, would otherwise find the authorization without its outcome and
+// hold the environment as indeterminate. A failed push leaves the events
+// durable in the recorder's outbox, and whoever drains it reports it.
+func (p *Pipeline) flushOutcome(ctx context.Context, st *State) {
+	if p.Events == nil || st.Authorization == nil || st.Contract == nil {
+		return
+	}
+	_ = p.Events.Flush(context.WithoutCancel(ctx), st.Contract.ID)
 }
 
 func contractOf(st *State) (string, Environment) {

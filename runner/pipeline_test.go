@@ -312,3 +312,71 @@ func TestAnEventTooLargeIsRefusedNotWritten(t *testing.T) {
 		t.Errorf("events (-want +got):\n%s", diff)
 	}
 }
+
+// flushRecorder buffers like the evidence store: it notes each Flush in
+// log, beside what the workspace and Finally note there.
+type flushRecorder struct {
+	memRecorder
+	log *[]string
+}
+
+func (f *flushRecorder) Flush(_ context.Context, contractID string) error {
+	*f.log = append(*f.log, "flush "+contractID)
+	return nil
+}
+
+// closingWorkspace notes when it lets go of its run lock.
+type closingWorkspace struct {
+	Workspace
+	log *[]string
+}
+
+func (w closingWorkspace) Close() error {
+	*w.log = append(*w.log, "close")
+	return nil
+}
+
+// TestPipelineFlushesAnAuthorizedRunBeforeLettingGoOfTheWorkspace: an
+// authorized run's outcome, and what Finally records from it, are made
+// visible before the run lock goes with the workspace; a run that
+// authorized nothing leaves its events to the end of the command.
+func TestPipelineFlushesAnAuthorizedRunBeforeLettingGoOfTheWorkspace(t *testing.T) {
+	for _, tt := range []struct {
+		name       string
+		authorized bool
+		want       []string
+	}{
+		{"authorized", true, []string{"finally", "flush c-1", "close"}},
+		{"not authorized", false, []string{"finally", "close"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var log []string
+			rec := &flushRecorder{log: &log}
+			em := NewEmitter(rec, "urn:test", "run-1", nil)
+			open := fakeStage{"plan", func(_ context.Context, st *State) (Result, error) {
+				st.Workspace = closingWorkspace{log: &log}
+				if tt.authorized {
+					st.Authorization = &Authorization{Environment: Dev}
+				}
+				return Result{Verdict: Pass, Summary: "ok"}, nil
+			}}
+			p := Pipeline{
+				Stages: []Stage{open},
+				Events: em,
+				Finally: func(ctx context.Context, st *State) {
+					log = append(log, "finally")
+					if _, err := em.Emit(ctx, "nova.test.outcome", st.Contract.ID, Dev, nil); err != nil {
+						t.Error(err)
+					}
+				},
+			}
+			p.Run(t.Context(), contractState())
+			if diff := cmp.Diff(tt.want, log); diff != "" {
+				t.Errorf("order (-want +got):\n%s", diff)
+			}
+			if n := len(rec.events); n != 2 {
+				t.Errorf("%d events recorded, want the stage's and Finally's", n)
+			}
+		})
+	}
+}

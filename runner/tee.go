@@ -1,6 +1,9 @@
 package runner
 
-import "context"
+import (
+	"context"
+	"errors"
+)
 
 // Tee records each event with every recorder in order, stopping at the
 // first failure: a run that cannot put an event where it must (the
@@ -10,6 +13,7 @@ type Tee []Recorder
 var (
 	_ Recorder    = Tee(nil)
 	_ ChainHeader = Tee(nil)
+	_ Flusher     = Tee(nil)
 )
 
 // Record implements Recorder.
@@ -31,4 +35,15 @@ func (t Tee) ChainHead(ctx context.Context, contractID string) (int64, string, e
 		}
 	}
 	return 0, "", nil
+}
+
+// Flush implements Flusher with every recorder that buffers.
+func (t Tee) Flush(ctx context.Context, contractID string) error {
+	var errs []error
+	for _, r := range t {
+		if f, ok := r.(Flusher); ok {
+			errs = append(errs, f.Flush(ctx, contractID))
+		}
+	}
+	return errors.Join(errs...)
 }

@@ -77,6 +77,9 @@ func TestChainRefusesForgedApproval(t *testing.T) {
 	if _, err := runner.NewEmitter(forger, "urn:x", "r", nil).Emit(ctx, runner.EventApprovalRecorded, "c-1", "prod", runner.ApprovalRecord{Environment: "prod", Approver: "mallory", PlanDigest: "d"}); err != nil {
 		t.Fatal(err)
 	}
+	if err := forger.Drain(ctx); err != nil {
+		t.Fatal(err)
+	}
 	if p, _ := forger.Pending(); len(p) != 0 {
 		t.Fatalf("test broken: the forged approval was not pushed")
 	}
@@ -96,6 +99,9 @@ func TestAuthorizationIsRefusedOverAnIndeterminateApply(t *testing.T) {
 	elsewhere := openStore(t, repo, keys)
 	here := openStore(t, repo, keys)
 	if _, err := runner.NewEmitter(elsewhere, "urn:nova:test", "run-a", nil).Emit(ctx, runner.EventApplyIndeterminate, "c-1", "prod", map[string]string{"cause": "interrupted"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := elsewhere.Drain(ctx); err != nil {
 		t.Fatal(err)
 	}
 	em := runner.NewEmitter(here, "urn:nova:test", "run-b", nil)

@@ -13,61 +13,89 @@ import (
 	"github.com/nova-platform/nova/runner/evidence/signing"
 )
 
-// eventCommit is one event written as a signed commit on top of a head,
-// with what the store learns once it is pushed.
-type eventCommit struct {
-	hash       plumbing.Hash
-	objs       *gitrepo.Objects
-	tree       plumbing.Hash // contracts/<dir> in the commit
-	parentTree plumbing.Hash // contracts/<dir> in its parent
-	event      runner.Event  // as written: with the seq and link of its place
-	sum        string        // sha256 of the event file
+// eventCommits is a chain of signed commits, one per event of one
+// contract, built on a head and pushed together with one ref update: the
+// layout stays one commit per event, while the objects are synced, the
+// branch swapped and the head witnessed once per batch.
+type eventCommits struct {
+	objs *gitrepo.Objects
+	// head is the last commit (zero while the batch is empty), parent the
+	// commit the batch was built on.
+	head, parent plumbing.Hash
+	// commits are the batch's commits, oldest first.
+	commits []plumbing.Hash
+	dir     string
+	// The trees on the event's path at head, carried from one commit to
+	// the next rather than read back.
+	root, contracts, contract []gitrepo.Entry
+	tree                      plumbing.Hash  // contracts/<dir> at head
+	parentTree                plumbing.Hash  // contracts/<dir> at parent
+	events                    []runner.Event // as written: with the seq and link of their place
+	sum                       string         // sha256 of the last event file
 }
 
-// writeEventCommit writes the event's file and signature on top of parent
-// as one signed commit, reading the parent through r. Only the three trees
-// on the event's path are rewritten, so the cost does not grow with the
-// repo.
-func writeEventCommit(r *gitrepo.Reader, parent plumbing.Hash, dir, name string, event, sig []byte, msg string, cs *signing.CommitSigner, when time.Time) (*eventCommit, error) {
-	ec := &eventCommit{objs: gitrepo.NewObjects()}
-	var root, contracts, contract []gitrepo.Entry
-	if !parent.IsZero() {
-		c, err := r.Commit(parent)
-		if err == nil {
-			root, err = subtree(r, c.TreeHash)
-		}
-		if err == nil {
-			contracts, err = subtree(r, dirHash(root, contractsDir))
-		}
-		if err == nil {
-			contract, err = subtree(r, dirHash(contracts, dir))
-		}
-		if err != nil {
-			return nil, err
-		}
+// newEventCommits starts a batch for contract directory dir on parent,
+// reading parent's trees through r.
+func newEventCommits(r *gitrepo.Reader, parent plumbing.Hash, dir string) (*eventCommits, error) {
+	b := &eventCommits{objs: gitrepo.NewObjects(), parent: parent, head: parent, dir: dir}
+	if parent.IsZero() {
+		return b, nil
 	}
-	file := func(name string, b []byte) gitrepo.Entry {
-		return gitrepo.Entry{Name: name, Mode: filemode.Regular, Hash: ec.objs.Put(plumbing.BlobObject, b)}
+	c, err := r.Commit(parent)
+	if err == nil {
+		b.root, err = subtree(r, c.TreeHash)
+	}
+	if err == nil {
+		b.contracts, err = subtree(r, dirHash(b.root, contractsDir))
+	}
+	if err == nil {
+		b.parentTree = dirHash(b.contracts, dir)
+		b.contract, err = subtree(r, b.parentTree)
+	}
+	b.tree = b.parentTree
+	return b, err
+}
+
+// add writes the event's file and signature on top of the batch's head as
+// one signed commit. Only the three trees on the event's path are
+// rewritten, so the cost does not grow with the repo.
+func (b *eventCommits) add(name string, event, sig []byte, msg string, cs *signing.CommitSigner, when time.Time) error {
+	file := func(name string, content []byte) gitrepo.Entry {
+		return gitrepo.Entry{Name: name, Mode: filemode.Regular, Hash: b.objs.Put(plumbing.BlobObject, content)}
 	}
 	tree := func(name string, entries []gitrepo.Entry) gitrepo.Entry {
-		return gitrepo.Entry{Name: name, Mode: filemode.Dir, Hash: ec.objs.Put(plumbing.TreeObject, gitrepo.EncodeTree(entries))}
+		return gitrepo.Entry{Name: name, Mode: filemode.Dir, Hash: b.objs.Put(plumbing.TreeObject, gitrepo.EncodeTree(entries))}
 	}
-	contract = gitrepo.Upsert(gitrepo.Upsert(contract, file(name, event)), file(sigPath(name), sig))
-	dirEntry := tree(dir, contract)
-	ec.tree = dirEntry.Hash
-	root = gitrepo.Upsert(root, tree(contractsDir, gitrepo.Upsert(contracts, dirEntry)))
+	b.contract = gitrepo.Upsert(gitrepo.Upsert(b.contract, file(name, event)), file(sigPath(name), sig))
+	dirEntry := tree(b.dir, b.contract)
+	b.contracts = gitrepo.Upsert(b.contracts, dirEntry)
+	b.root = gitrepo.Upsert(b.root, tree(contractsDir, b.contracts))
 
 	who := cs.Identity(when)
-	c := &object.Commit{Author: who, Committer: who, Message: msg, TreeHash: ec.objs.Put(plumbing.TreeObject, gitrepo.EncodeTree(root))}
-	if !parent.IsZero() {
-		c.ParentHashes = []plumbing.Hash{parent}
+	c := &object.Commit{Author: who, Committer: who, Message: msg, TreeHash: b.objs.Put(plumbing.TreeObject, gitrepo.EncodeTree(b.root))}
+	if !b.head.IsZero() {
+		c.ParentHashes = []plumbing.Hash{b.head}
 	}
 	if err := cs.SignCommit(c); err != nil {
-		return nil, err
+		return err
 	}
-	var err error
-	ec.hash, err = ec.objs.PutCommit(c)
-	return ec, err
+	h, err := b.objs.PutCommit(c)
+	if err != nil {
+		return err
+	}
+	b.head, b.tree = h, dirEntry.Hash
+	b.commits = append(b.commits, h)
+	return nil
+}
+
+// writeEventCommit writes one event as one signed commit on top of
+// parent: a batch of one.
+func writeEventCommit(r *gitrepo.Reader, parent plumbing.Hash, dir, name string, event, sig []byte, msg string, cs *signing.CommitSigner, when time.Time) (*eventCommits, error) {
+	b, err := newEventCommits(r, parent, dir)
+	if err == nil {
+		err = b.add(name, event, sig, msg, cs, when)
+	}
+	return b, err
 }
 
 // subtree returns a copy of tree h's entries: the reader's are shared.

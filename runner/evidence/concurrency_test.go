@@ -52,6 +52,14 @@ func testConcurrentWriters(t *testing.T, repo, url string) {
 					return
 				}
 				ids[w] = append(ids[w], e.ID)
+				// Batches of a few events per contract, as runs push them,
+				// racing the other writers' batches.
+				if i%10 == 9 {
+					if err := s.Drain(context.Background()); err != nil {
+						errs <- err
+						return
+					}
+				}
 			}
 			if p, err := s.Pending(); err != nil || len(p) != 0 {
 				t.Errorf("writer %d: %d events left in the outbox (%v)", w, len(p), err)

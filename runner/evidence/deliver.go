@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -60,17 +61,17 @@ func sleep(ctx context.Context, d time.Duration) error {
 }
 
 // Record implements runner.Recorder. The event is appended to its
-// contract's outbox and fsynced first; only then is that outbox drained to
-// the repo.
+// contract's outbox and fsynced: that is the point it is durable, and
+// only then is it acknowledged. It is pushed later, together with the
+// contract's other pending events, at the points where it must be in the
+// repo: Flush, Drain, and before Record returns for an event that must be
+// visible to others before the run goes on.
 //
-// For nova.apply.authorized a failed push is an error (EVIDENCE_PUSH_FAILED):
-// apply must not start on an authorization nobody else can see, so the run
-// stops and the outbox keeps the events for the next run. For every other
-// event type a failed push is not an error: the event is durable in the
-// outbox, Record returns nil, and the next Record of the contract or Drain
-// delivers it. After a failed push, later ordinary events of the contract
-// are only appended until an authorizing event or Drain tries again, so a
-// run with the repo down is not slowed by a retry per event.
+// nova.apply.authorized is such an event: apply must not start on an
+// authorization nobody else can see, so Record pushes the outbox through
+// it and a failed push is an error (EVIDENCE_PUSH_FAILED); the run stops
+// and the outbox keeps the events for the next run. Every other event
+// only waits in the outbox, and Record returns nil.
 func (s *Store) Record(ctx context.Context, e runner.Event) error {
 	if err := checkEventNames(e); err != nil {
 		return runner.Errorf(runner.EventWriteFailed, "recording event: %w", err)
@@ -79,37 +80,34 @@ func (s *Store) Record(ctx context.Context, e runner.Event) error {
 	if err := s.outbox.add(dir, e); err != nil {
 		return runner.Errorf(runner.EventWriteFailed, "recording %s event: %w", e.Type, err)
 	}
-	critical := e.Type == runner.EventApplyAuthorized
-	s.mu.Lock()
-	degraded := s.degraded[dir]
-	s.mu.Unlock()
-	if degraded && !critical {
-		// The push failed moments ago; retrying for every event would
-		// stall the run without changing the outcome.
+	if e.Type != runner.EventApplyAuthorized {
 		return nil
 	}
-	err := s.drainContract(ctx, dir)
-	if runner.ReasonOf(err) == runner.ApplyIndeterminate {
+	return pushFailed(s.drainContract(ctx, dir), "pushing %s event %s", e.Type, e.ID)
+}
+
+// Flush implements runner.Flusher: it pushes the contract's pending
+// events, as a run must before it lets go of its run lock, so the next
+// run (perhaps on another machine) sees this one's outcome. A failed push
+// leaves them in the outbox and is an error; Drain tries them again.
+func (s *Store) Flush(ctx context.Context, contractID string) error {
+	return pushFailed(s.drainContract(ctx, contractDir(contractID)), "pushing the events of contract %s", contractID)
+}
+
+// pushFailed gives a failed push EVIDENCE_PUSH_FAILED, unless the head
+// was refused or an authorization was: their own reasons say more.
+func pushFailed(err error, format string, args ...any) error {
+	if err == nil || untrustedHead(err) || runner.ReasonOf(err) == runner.ApplyIndeterminate {
 		return err
 	}
-	s.setDegraded(dir, err != nil)
-	switch {
-	case err == nil:
-		return nil
-	case critical && untrustedHead(err):
-		return err
-	case critical:
-		return runner.Errorf(runner.EvidencePushFailed, "pushing %s event %s: %w", e.Type, e.ID, err)
-	}
-	s.logf("evidence: %v; the event is kept in the outbox", err)
-	return nil
+	return runner.Errorf(runner.EvidencePushFailed, format+": %w", append(args, err)...)
 }
 
 // Drain pushes every event waiting in the outbox: each contract's in
 // order, contracts independently, so one contract that cannot be
 // delivered holds none of the others back. Call it at the end of a run
-// (and at the start of the next) so nothing waits for the next
-// authorizing event. The error names every contract left undelivered.
+// (and at the start of the next) so nothing waits in the outbox. The
+// error names every contract left undelivered.
 func (s *Store) Drain(ctx context.Context) error {
 	contracts, err := s.outbox.contracts()
 	if err != nil {
@@ -119,7 +117,6 @@ func (s *Store) Drain(ctx context.Context) error {
 	reason := runner.EvidencePushFailed
 	for i, dir := range contracts {
 		err := s.drainContract(ctx, dir)
-		s.setDegraded(dir, err != nil)
 		if err == nil {
 			continue
 		}
@@ -142,19 +139,7 @@ func (s *Store) Drain(ctx context.Context) error {
 	return runner.Errorf(reason, "draining the evidence outbox: %w", errors.Join(errs...))
 }
 
-func (s *Store) setDegraded(dir string, failed bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if failed {
-		s.degraded[dir] = true
-	} else {
-		delete(s.degraded, dir)
-	}
-}
-
-// drainContract delivers a contract's outbox in order; it stops at the
-// first event that cannot be delivered so that the chain keeps the order
-// events happened in.
+// drainContract delivers a contract's outbox in order, as one batch.
 func (s *Store) drainContract(ctx context.Context, dir string) error {
 	s.mu.Lock()
 	mu, ok := s.delivering[dir]
@@ -166,34 +151,23 @@ func (s *Store) drainContract(ctx context.Context, dir string) error {
 	mu.Lock()
 	defer mu.Unlock()
 	pending, err := s.outbox.load(dir)
-	if err != nil {
+	if err != nil || len(pending) == 0 {
 		return err
 	}
-	for _, e := range pending {
-		if err := s.deliver(ctx, dir, e); err != nil {
-			if runner.ReasonOf(err) == runner.ApplyIndeterminate {
-				// A refused authorization never took effect; kept, it
-				// would block every later event behind it.
-				if rmErr := s.outbox.remove(dir, e.ID); rmErr != nil {
-					return rmErr
-				}
-			}
-			return err
-		}
-		if err := s.outbox.remove(dir, e.ID); err != nil {
-			return err
-		}
-	}
-	return nil
+	return s.deliver(ctx, dir, pending)
 }
 
-// deliver pushes one event as one commit. On every attempt it re-derives
-// the event's place in its chain from the head it builds on, re-signs it,
-// and pushes with compare-and-swap; losing the race means fetch and again.
-// An event whose id is already in its contract's directory was delivered
-// before (a crash between push and outbox update, or a redelivery) and is
-// dropped.
-func (s *Store) deliver(ctx context.Context, dir string, e runner.Event) error {
+// deliver pushes pending, a contract's outbox in order, as one chain of
+// commits (one per event) with one compare-and-swap of the branch. On
+// every attempt it re-derives each event's place in its chain from the
+// head it builds on, re-signs, and pushes; losing the race means fetch
+// and again. An event whose id is already in its contract's directory was
+// delivered before (a crash between push and outbox update, or another
+// process draining the same outbox) and is dropped. The batch stops short
+// of an authorization the head forbids: what comes before it is
+// delivered, the authorization is dropped (it never took effect; kept, it
+// would block every later event behind it), and the error says why.
+func (s *Store) deliver(ctx context.Context, dir string, pending []runner.Event) error {
 	conflicts, failures := 0, 0
 	failed := func(err error) error {
 		failures++
@@ -213,80 +187,112 @@ func (s *Store) deliver(ctx context.Context, dir string, e runner.Event) error {
 			}
 			continue
 		}
-		ec, err := s.prepare(head, dir, e)
-		if err != nil || ec == nil {
-			return err
-		}
-		err = s.target.Push(ctx, head, ec.hash, ec.objs)
-		if err == nil {
-			return s.delivered(dir, ec)
-		}
-		s.unsynced(head)
-		if !errors.Is(err, gitrepo.ErrConflict) {
-			err = failed(err)
-		} else if conflicts++; conflicts > s.retry.Conflicts {
-			err = fmt.Errorf("pushing event %s: gave up after %d conflicts: %w", e.ID, conflicts, err)
-		} else {
-			err = sleep(ctx, s.retry.delay(conflicts))
-		}
+		b, done, refused, err := s.prepare(head, dir, pending)
 		if err != nil {
 			return err
 		}
+		if len(b.commits) > 0 {
+			err = s.target.Push(ctx, head, b.head, b.objs)
+			if err != nil {
+				s.unsynced(head)
+				if !errors.Is(err, gitrepo.ErrConflict) {
+					err = failed(err)
+				} else if conflicts++; conflicts > s.retry.Conflicts {
+					err = fmt.Errorf("pushing %d event(s) of contract %s: gave up after %d conflicts: %w", len(b.commits), dir, conflicts, err)
+				} else {
+					err = sleep(ctx, s.retry.delay(conflicts))
+				}
+				if err != nil {
+					return err
+				}
+				continue
+			}
+			if err := s.delivered(b); err != nil {
+				return err
+			}
+		}
+		if err := s.outbox.remove(dir, done...); err != nil {
+			return err
+		}
+		return refused
 	}
 }
 
-// prepare builds the commit that puts e on top of its contract's chain at
-// head, or returns nil when the chain already holds e.
-func (s *Store) prepare(head plumbing.Hash, dir string, e runner.Event) (*eventCommit, error) {
+// prepare builds the commits that put pending on top of its contract's
+// chain at head, skipping events the chain already holds. done are the
+// ids of the events the batch delivers (or found delivered), refused the
+// reason an authorization in pending was not written; the batch ends
+// before it.
+func (s *Store) prepare(head plumbing.Hash, dir string, pending []runner.Event) (b *eventCommits, done []string, refused error, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	c, err := s.chainAt(head, dir)
-	if err != nil || c.ids[e.ID] {
-		return nil, err
+	if err != nil {
+		return nil, nil, nil, err
 	}
-	if e.Type == runner.EventApplyAuthorized {
-		// The gate may have decided on a stale copy; on the head this
-		// authorization would extend, an apply of unknown outcome still
-		// forbids it.
-		if open := runner.UnresolvedApply(c.events, runner.Environment(e.Environment)); open != nil {
-			return nil, runner.Errorf(runner.ApplyIndeterminate, "contract %s has an apply of unknown outcome (event %s); not authorizing another", e.ContractID, open.ID)
+	b, err = newEventCommits(s.objects, head, dir)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	var added []runner.Event
+	sum := c.hash
+	for _, e := range pending {
+		if c.ids[e.ID] {
+			done = append(done, e.ID)
+			continue
 		}
+		if e.Type == runner.EventApplyAuthorized {
+			// The gate may have decided on a stale copy; on the chain
+			// this authorization would extend, an apply of unknown
+			// outcome still forbids it.
+			if open := runner.UnresolvedApply(slices.Concat(c.events, added), runner.Environment(e.Environment)); open != nil {
+				done = append(done, e.ID)
+				refused = runner.Errorf(runner.ApplyIndeterminate, "contract %s has an apply of unknown outcome (event %s); not authorizing another", e.ContractID, open.ID)
+				break
+			}
+		}
+		e.Seq, e.PrevEventHash = int64(len(c.events)+len(added))+1, sum
+		canon, err := e.Canonical()
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("encoding event %s: %w", e.ID, err)
+		}
+		sig, err := s.cfg.Keys.Events.Sign(canon)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		if err := b.add(eventFileName(e.Seq, e.Type, "json"), canon, sig, CommitMessage(e), s.cfg.Keys.Commit, s.now()); err != nil {
+			return nil, nil, nil, err
+		}
+		h := sha256.Sum256(canon)
+		sum = hex.EncodeToString(h[:])
+		added = append(added, e)
+		done = append(done, e.ID)
 	}
-	e.Seq, e.PrevEventHash = int64(len(c.events))+1, c.hash
-	canon, err := e.Canonical()
-	if err != nil {
-		return nil, fmt.Errorf("encoding event %s: %w", e.ID, err)
-	}
-	sig, err := s.cfg.Keys.Events.Sign(canon)
-	if err != nil {
-		return nil, err
-	}
-	ec, err := writeEventCommit(s.objects, head, dir, eventFileName(e.Seq, e.Type, "json"), canon, sig, CommitMessage(e), s.cfg.Keys.Commit, s.now())
-	if err != nil {
-		return nil, err
-	}
-	sum := sha256.Sum256(canon)
-	ec.event, ec.sum, ec.parentTree = e, hex.EncodeToString(sum[:]), c.tree
-	return ec, nil
+	b.events, b.sum = added, sum
+	return b, done, refused, nil
 }
 
-// delivered records a pushed commit: in the witness first (this machine
+// delivered records a pushed batch: in the witness first (this machine
 // vouches for the head from now on), then as the store's head, with the
 // contract's chain carried forward rather than read again.
-func (s *Store) delivered(dir string, ec *eventCommit) error {
-	if err := s.witness(ec.hash); err != nil {
+func (s *Store) delivered(b *eventCommits) error {
+	if err := s.witness(b.head); err != nil {
 		return err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.target.Keep(ec.objs)
-	s.checked[ec.hash] = true // signed just now with our own key
+	s.target.Keep(b.objs)
+	for _, h := range b.commits {
+		s.checked[h] = true // signed just now with our own key
+	}
 	s.ticket++
-	s.head, s.synced, s.headTicket = ec.hash, true, s.ticket
-	if c, ok := s.chains[dir]; ok && c.tree == ec.parentTree {
-		c.tree, c.hash = ec.tree, ec.sum
-		c.events = append(c.events, ec.event)
-		c.ids[ec.event.ID] = true
+	s.head, s.synced, s.headTicket = b.head, true, s.ticket
+	if c, ok := s.chains[b.dir]; ok && c.tree == b.parentTree {
+		c.tree, c.hash = b.tree, b.sum
+		c.events = append(c.events, b.events...)
+		for _, e := range b.events {
+			c.ids[e.ID] = true
+		}
 	}
 	return nil
 }

@@ -40,6 +40,9 @@ func newGateFixture(t *testing.T) (*tamperFixture, string) {
 	emit(runner.EventApplyResolved, "c-a", runner.Resolution{Outcome: runner.ResolvedNotApplied, Note: "no change in state", Resolves: indA.ID, ResolvedBy: "sre"})
 	emit(runner.EventPlanCreated, "c-b", map[string]string{"digest": "d"})
 	indB := emit(runner.EventApplyIndeterminate, "c-b", map[string]string{"cause": "interrupted"})
+	if err := f.store.Drain(ctx); err != nil {
+		t.Fatal(err)
+	}
 	var err error
 	if f.git, err = git.PlainOpen(f.repo); err != nil {
 		t.Fatal(err)

@@ -72,8 +72,8 @@ func testClock() func() time.Time {
 	return func() time.Time { n++; return t0.Add(time.Duration(n) * time.Second) }
 }
 
-// emitN records n stage events for contract through an Emitter, as a run
-// would, and returns them.
+// emitN records n stage events for contract through an Emitter and
+// flushes them, as a run would by its end, and returns them.
 func emitN(t testing.TB, rec runner.Recorder, contract string, n int) []runner.Event {
 	t.Helper()
 	em := runner.NewEmitter(rec, "urn:nova:test", "run-"+contract, testClock())
@@ -84,6 +84,9 @@ func emitN(t testing.TB, rec runner.Recorder, contract string, n int) []runner.E
 			t.Fatal(err)
 		}
 		out = append(out, e)
+	}
+	if err := em.Flush(context.Background(), contract); err != nil {
+		t.Fatal(err)
 	}
 	return out
 }

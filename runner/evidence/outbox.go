@@ -111,28 +111,39 @@ func (o outbox) addLocked(contract string, e runner.Event) error {
 	return appendLine(path, line)
 }
 
-// remove marks the event with id delivered once it is pushed, or empties
-// the file when it was the last pending one (kept, since creating it again
-// would cost a directory sync per event). A crash before the mark keeps
-// the event pending; the next drain finds its id in the repo and drops it.
-func (o outbox) remove(contract, id string) error {
+// remove marks the events with ids delivered once they are pushed, with
+// one append and one sync for a whole batch, or empties the file when
+// nothing else is pending (kept, since creating it again would cost a
+// directory sync per batch). A crash before the mark keeps the events
+// pending; the next drain finds their ids in the repo and drops them.
+func (o outbox) remove(contract string, ids ...string) error {
+	if len(ids) == 0 {
+		return nil
+	}
 	return o.locked(func() error {
 		path := o.file(contract)
 		pending, err := loadOutbox(path)
 		if err != nil {
 			return err
 		}
-		if len(pending) == 0 || (len(pending) == 1 && pending[0].ID == id) {
+		if !slices.ContainsFunc(pending, func(p runner.Event) bool { return !slices.Contains(ids, p.ID) }) {
 			if err := os.Truncate(path, 0); err != nil && !errors.Is(err, os.ErrNotExist) {
 				return fmt.Errorf("emptying outbox: %w", err)
 			}
 			return nil
 		}
-		line, err := json.Marshal(outboxLine{Delivered: id})
-		if err != nil {
-			return err
+		var lines []byte
+		for i, id := range ids {
+			line, err := json.Marshal(outboxLine{Delivered: id})
+			if err != nil {
+				return err
+			}
+			if i > 0 {
+				lines = append(lines, '\n')
+			}
+			lines = append(lines, line...)
 		}
-		return appendLine(path, line)
+		return appendLine(path, lines)
 	})
 }
 

@@ -56,6 +56,9 @@ func TestPushFailureBeforeApply(t *testing.T) {
 	if err := next.Record(ctx, pending[0]); err != nil {
 		t.Fatal(err)
 	}
+	if err := next.Drain(ctx); err != nil {
+		t.Fatal(err)
+	}
 	rep := verifyRepo(t, remote, verifyOptions(t, keys))
 	if !rep.OK() || rep.Events != 2 {
 		t.Fatalf("after drain: %d events, findings:%s", rep.Events, dumpFindings(rep))

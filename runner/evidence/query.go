@@ -23,21 +23,47 @@ type chainState struct {
 }
 
 // Chain implements runner.EvidenceReader: the contract's whole verified
-// chain at the head as syncOrStale finds it. A stale head only answers
-// questions about an authorization that must itself be pushed, and
-// deliver checks again on the fresh head before it pushes one.
+// chain at the head as syncOrStale finds it, followed by the contract's
+// events still waiting in the outbox. A stale head only answers questions
+// about an authorization that must itself be pushed, and deliver checks
+// again on the fresh head before it pushes one.
+//
+// Events are pushed in batches, so a run's own events (the approvals it
+// imported, say) are mostly still in the outbox when its gate reads the
+// chain; they are part of the answer because a contract's outbox is
+// delivered in order: nothing recorded after them, the authorization
+// included, reaches the repo before they do. They are numbered as they
+// will be written on this head.
 func (s *Store) Chain(ctx context.Context, contractID string) ([]runner.Event, error) {
+	dir := contractDir(contractID)
+	// Read before the head: an event delivered after this read is then
+	// in the head, and one delivered before is not pending any more.
+	pending, err := s.outbox.load(dir)
+	if err != nil {
+		return nil, err
+	}
 	head, err := s.syncOrStale(ctx, "reading the chain")
 	if err != nil {
 		return nil, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	c, err := s.chainAt(head, contractDir(contractID))
+	c, err := s.chainAt(head, dir)
 	if err != nil {
 		return nil, err
 	}
-	return slices.Clone(c.events), nil
+	events, hash := slices.Clone(c.events), c.hash
+	for _, e := range pending {
+		if c.ids[e.ID] {
+			continue
+		}
+		e.Seq, e.PrevEventHash = int64(len(events))+1, hash
+		if hash, err = e.Hash(); err != nil {
+			return nil, runner.Errorf(runner.EventWriteFailed, "hashing pending event %s: %w", e.ID, err)
+		}
+		events = append(events, e)
+	}
+	return events, nil
 }
 
 // ChainHead implements runner.ChainHeader. It is advisory: the store

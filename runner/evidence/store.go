@@ -92,9 +92,8 @@ type Store struct {
 	// checked holds heads whose first-parent history sync has already
 	// found signed by allowed keys (and the heads this store pushed), so
 	// a sync walks only the commits that are new since.
-	checked  map[plumbing.Hash]bool
-	degraded map[string]bool // contracts whose last drain failed
-	chains   map[string]*chainState
+	checked map[plumbing.Hash]bool
+	chains  map[string]*chainState
 	// delivering serialises the delivery of one contract's outbox.
 	delivering map[string]*sync.Mutex
 }
@@ -162,7 +161,6 @@ func Open(ctx context.Context, cfg Config, opts ...Option) (*Store, error) {
 		eventKeys:  eventKeys,
 		outbox:     outbox{dir: filepath.Join(cfg.StateDir, outboxDir), lock: filepath.Join(cfg.StateDir, lockName)},
 		checked:    map[plumbing.Hash]bool{},
-		degraded:   map[string]bool{},
 		chains:     map[string]*chainState{},
 		delivering: map[string]*sync.Mutex{},
 	}

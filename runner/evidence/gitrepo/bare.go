@@ -148,7 +148,8 @@ func (b *bareTarget) Push(_ context.Context, old, new plumbing.Hash, objs *Objec
 
 // writeObjects writes objs into the repo, then fsyncs them and the
 // directories holding them (objects/ too, for a fan-out directory created
-// just now).
+// just now), all at once: the ref moves only after every one is durable,
+// and their order among themselves does not matter.
 func (b *bareTarget) writeObjects(objs *Objects) error {
 	objects := filepath.Join(b.path, "objects")
 	files, err := objs.writeLoose(objects)
@@ -161,11 +162,8 @@ func (b *bareTarget) writeObjects(objs *Objects) error {
 			dirs = append(dirs, d)
 		}
 	}
-	if err := b.sync(files...); err != nil {
+	if err := b.sync(append(files, dirs...)...); err != nil {
 		return fmt.Errorf("syncing objects: %w", err)
-	}
-	if err := b.sync(dirs...); err != nil {
-		return fmt.Errorf("syncing object dirs: %w", err)
 	}
 	return nil
 }

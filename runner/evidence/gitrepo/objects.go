@@ -12,9 +12,9 @@ import (
 	"github.com/go-git/go-git/v5/storage/memory"
 )
 
-// Objects are the new objects of one commit, kept in memory and private to
-// their writer until a push sends them: building a commit happens under
-// the writer's lock, pushing it must not.
+// Objects are the new objects of one commit or of a chain of them, kept
+// in memory and private to their writer until a push sends them: building
+// commits happens under the writer's lock, pushing them must not.
 type Objects struct {
 	st    *memory.ObjectStorage
 	order []plumbing.Hash
@@ -41,6 +41,11 @@ func (o *Objects) PutCommit(c *object.Commit) (plumbing.Hash, error) {
 }
 
 func (o *Objects) add(obj plumbing.EncodedObject) plumbing.Hash {
+	// A batch of commits writes some trees twice (an unchanged directory);
+	// a pack must hold each object once.
+	if h := obj.Hash(); o.st.HasEncodedObject(h) == nil {
+		return h
+	}
 	h, _ := o.st.SetEncodedObject(obj) // cannot fail in memory
 	o.order = append(o.order, h)
 	return h
