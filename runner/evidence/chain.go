@@ -154,12 +154,35 @@ func (f *eventFile) apply(c fileCheck) {
 // of the previous event file. It returns the decoded events and every
 // finding, the files' own included, in the order the walk meets them.
 func linkChain(dir string, files []*eventFile) ([]runner.Event, []Finding) {
+	return linkChainFrom(dir, files, chainTail{})
+}
+
+// chainTail is where a chain stood before the files linkChainFrom walks:
+// its last seq and the sha256 of its last event file (zero: no events).
+type chainTail struct {
+	seq int64
+	sum string
+}
+
+// linkChainFrom is linkChain for the files that continue a chain from
+// tail: the first must be seq tail.seq+1 linking to tail.sum, and none may
+// claim a seq the chain had already.
+func linkChainFrom(dir string, files []*eventFile, tail chainTail) ([]runner.Event, []Finding) {
 	var events []runner.Event
 	var findings []Finding
 	var prev *eventFile
-	want := int64(1)
+	if tail.seq > 0 {
+		prev = &eventFile{seq: tail.seq, sum: tail.sum}
+	}
+	want := tail.seq + 1
 	for i := 0; i < len(files); {
 		f := files[i]
+		if tail.seq > 0 && f.seq <= tail.seq {
+			findings = append(findings, Finding{Reason: runner.EvidenceChainBroken, Path: f.path, Message: fmt.Sprintf("seq %d was taken before this file was added", f.seq)})
+			findings = append(findings, f.findings...)
+			i++
+			continue
+		}
 		for ; want < f.seq; want++ {
 			findings = append(findings, Finding{Reason: runner.EvidenceChainBroken, Path: contractsDir + "/" + dir, Message: fmt.Sprintf("seq %d is missing", want)})
 			prev = nil
@@ -179,7 +202,7 @@ func linkChain(dir string, files []*eventFile) ([]runner.Event, []Finding) {
 				link = prev.sum
 			}
 			// Across a gap the link is not checked: the gap is reported.
-			if (f.seq == 1 || prev != nil) && f.event.PrevEventHash != link {
+			if (f.seq == tail.seq+1 || prev != nil) && f.event.PrevEventHash != link {
 				findings = append(findings, Finding{Reason: runner.EvidenceChainBroken, Path: f.path, Message: fmt.Sprintf("preveventhash %s does not match the previous event file (%s)", shortSum(f.event.PrevEventHash), shortSum(link))})
 			}
 			events = append(events, f.event)
