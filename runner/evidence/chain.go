@@ -29,30 +29,41 @@ import (
 // that name that is not a directory is a layout error: the gate must not
 // read it as "no events".
 func contractEntries(r *gitrepo.Reader, head plumbing.Hash, dir string) ([]gitrepo.Entry, plumbing.Hash, error) {
+	h, err := contractTree(r, head, dir)
+	if err != nil || h.IsZero() {
+		return nil, h, err
+	}
+	entries, err := r.Tree(h)
+	return entries, h, err
+}
+
+// contractTree is the hash of contracts/<dir> at commit head (zero when it
+// does not exist), found without reading the directory itself: a chain
+// known at that tree is known whole, however long it is.
+func contractTree(r *gitrepo.Reader, head plumbing.Hash, dir string) (plumbing.Hash, error) {
 	if head.IsZero() {
-		return nil, plumbing.ZeroHash, nil
+		return plumbing.ZeroHash, nil
 	}
 	c, err := r.Commit(head)
 	if err != nil {
-		return nil, plumbing.ZeroHash, err
+		return plumbing.ZeroHash, err
 	}
 	h := c.TreeHash
 	for _, name := range []string{contractsDir, dir} {
 		entries, err := r.Tree(h)
 		if err != nil {
-			return nil, plumbing.ZeroHash, err
+			return plumbing.ZeroHash, err
 		}
 		i := gitrepo.Find(entries, name)
 		if i < 0 {
-			return nil, plumbing.ZeroHash, nil
+			return plumbing.ZeroHash, nil
 		}
 		if entries[i].Mode != filemode.Dir {
-			return nil, plumbing.ZeroHash, runner.Errorf(runner.EvidenceLayoutInvalid, "%s/%s is not a directory", contractsDir, dir)
+			return plumbing.ZeroHash, runner.Errorf(runner.EvidenceLayoutInvalid, "%s/%s is not a directory", contractsDir, dir)
 		}
 		h = entries[i].Hash
 	}
-	entries, err := r.Tree(h)
-	return entries, h, err
+	return h, nil
 }
 
 // eventFile is one <seq>-<type>.json of a contract directory with its
