@@ -121,6 +121,9 @@ type VerifyFlags struct {
 	KeyFiles, CommitKeyFiles []string
 	Witness                  string
 	Contract                 string
+	// Since makes the verification incremental: only what came after
+	// this witnessed head.
+	Since string
 }
 
 // ApproveFlags are the flags of `nova approve` and `nova reject`.
@@ -383,6 +386,7 @@ func (cfg *Config) flags(fs *flag.FlagSet, getenv func(string) string) *rawFlags
 		fs.StringVar(&cfg.Pin.Source, "source", novaSource, "git remote the tags are resolved at")
 	case "verify":
 		fs.StringVar(&cfg.Verify.Contract, "contract", "", "check only this contract's events (commits are always all checked)")
+		fs.StringVar(&cfg.Verify.Since, "since", "", "check only what came after this head (a full commit hash the witness lists, verified before)")
 	case "approve", "reject":
 		fs.StringVar(&cfg.Actor, "as", "", "who decides: a member of the environment's approver group (default: $USER)")
 		fs.StringVar(&cfg.Approve.Digest, "digest", "", "a prefix of the plan digest decided on (default: the newest plan of the environment)")

@@ -182,7 +182,7 @@ func evidenceVerify(ctx context.Context, cfg Config, env Env) error {
 // is one).
 func verifyOptions(cfg Config) (evidence.VerifyOptions, error) {
 	s := cfg.Evidence
-	opts := evidence.VerifyOptions{Contract: cfg.Verify.Contract}
+	opts := evidence.VerifyOptions{Contract: cfg.Verify.Contract, Since: cfg.Verify.Since}
 	var err error
 	if opts.EventKeys, err = loadEventKeys(cfg.Verify.KeyFiles, s); err != nil {
 		return opts, err

@@ -27,6 +27,10 @@ func writeVerifyReport(w io.Writer, r *evidence.Report, repo string) error {
 	}
 	fmt.Fprintf(tw, "evidence repo\t%s\n", evidence.RedactURL(repo))
 	fmt.Fprintf(tw, "head\t%s\n", head)
+	if r.Since != "" {
+		// The counts below are what is new since it.
+		fmt.Fprintf(tw, "since\t%s\n", r.Since)
+	}
 	fmt.Fprintf(tw, "commits\t%d\n", r.Commits)
 	fmt.Fprintf(tw, "contracts\t%d\n", r.Contracts)
 	fmt.Fprintf(tw, "events\t%d\n", r.Events)

@@ -29,30 +29,41 @@ import (
 // that name that is not a directory is a layout error: the gate must not
 // read it as "no events".
 func contractEntries(r *gitrepo.Reader, head plumbing.Hash, dir string) ([]gitrepo.Entry, plumbing.Hash, error) {
+	h, err := contractTree(r, head, dir)
+	if err != nil || h.IsZero() {
+		return nil, h, err
+	}
+	entries, err := r.Tree(h)
+	return entries, h, err
+}
+
+// contractTree is the hash of contracts/<dir> at commit head (zero when it
+// does not exist), found without reading the directory itself: a chain
+// known at that tree is known whole, however long it is.
+func contractTree(r *gitrepo.Reader, head plumbing.Hash, dir string) (plumbing.Hash, error) {
 	if head.IsZero() {
-		return nil, plumbing.ZeroHash, nil
+		return plumbing.ZeroHash, nil
 	}
 	c, err := r.Commit(head)
 	if err != nil {
-		return nil, plumbing.ZeroHash, err
+		return plumbing.ZeroHash, err
 	}
 	h := c.TreeHash
 	for _, name := range []string{contractsDir, dir} {
 		entries, err := r.Tree(h)
 		if err != nil {
-			return nil, plumbing.ZeroHash, err
+			return plumbing.ZeroHash, err
 		}
 		i := gitrepo.Find(entries, name)
 		if i < 0 {
-			return nil, plumbing.ZeroHash, nil
+			return plumbing.ZeroHash, nil
 		}
 		if entries[i].Mode != filemode.Dir {
-			return nil, plumbing.ZeroHash, runner.Errorf(runner.EvidenceLayoutInvalid, "%s/%s is not a directory", contractsDir, dir)
+			return plumbing.ZeroHash, runner.Errorf(runner.EvidenceLayoutInvalid, "%s/%s is not a directory", contractsDir, dir)
 		}
 		h = entries[i].Hash
 	}
-	entries, err := r.Tree(h)
-	return entries, h, err
+	return h, nil
 }
 
 // eventFile is one <seq>-<type>.json of a contract directory with its
@@ -154,12 +165,35 @@ func (f *eventFile) apply(c fileCheck) {
 // of the previous event file. It returns the decoded events and every
 // finding, the files' own included, in the order the walk meets them.
 func linkChain(dir string, files []*eventFile) ([]runner.Event, []Finding) {
+	return linkChainFrom(dir, files, chainTail{})
+}
+
+// chainTail is where a chain stood before the files linkChainFrom walks:
+// its last seq and the sha256 of its last event file (zero: no events).
+type chainTail struct {
+	seq int64
+	sum string
+}
+
+// linkChainFrom is linkChain for the files that continue a chain from
+// tail: the first must be seq tail.seq+1 linking to tail.sum, and none may
+// claim a seq the chain had already.
+func linkChainFrom(dir string, files []*eventFile, tail chainTail) ([]runner.Event, []Finding) {
 	var events []runner.Event
 	var findings []Finding
 	var prev *eventFile
-	want := int64(1)
+	if tail.seq > 0 {
+		prev = &eventFile{seq: tail.seq, sum: tail.sum}
+	}
+	want := tail.seq + 1
 	for i := 0; i < len(files); {
 		f := files[i]
+		if tail.seq > 0 && f.seq <= tail.seq {
+			findings = append(findings, Finding{Reason: runner.EvidenceChainBroken, Path: f.path, Message: fmt.Sprintf("seq %d was taken before this file was added", f.seq)})
+			findings = append(findings, f.findings...)
+			i++
+			continue
+		}
 		for ; want < f.seq; want++ {
 			findings = append(findings, Finding{Reason: runner.EvidenceChainBroken, Path: contractsDir + "/" + dir, Message: fmt.Sprintf("seq %d is missing", want)})
 			prev = nil
@@ -179,7 +213,7 @@ func linkChain(dir string, files []*eventFile) ([]runner.Event, []Finding) {
 				link = prev.sum
 			}
 			// Across a gap the link is not checked: the gap is reported.
-			if (f.seq == 1 || prev != nil) && f.event.PrevEventHash != link {
+			if (f.seq == tail.seq+1 || prev != nil) && f.event.PrevEventHash != link {
 				findings = append(findings, Finding{Reason: runner.EvidenceChainBroken, Path: f.path, Message: fmt.Sprintf("preveventhash %s does not match the previous event file (%s)", shortSum(f.event.PrevEventHash), shortSum(link))})
 			}
 			events = append(events, f.event)

@@ -230,7 +230,7 @@ func UpdateIndex(ctx context.Context, repo *Repo, path string, opts IndexOptions
 // buildIndex verifies the whole repo as Verify does and keeps what it read.
 func buildIndex(ctx context.Context, repo *Repo, opts IndexOptions) (*Index, error) {
 	vo := opts.Verify
-	vo.Contract, vo.Witness = "", nil
+	vo.Contract, vo.Witness, vo.Since = "", nil, ""
 	v, err := runVerify(ctx, repo, vo)
 	if err != nil {
 		return nil, err

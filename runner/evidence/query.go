@@ -20,6 +20,13 @@ type chainState struct {
 	// immutable, so when the chain grows its older events are not read
 	// and verified again.
 	checks map[[2]plumbing.Hash]fileCheck
+	// files are the chain's files in seq order at filesTree, as the chain
+	// cache keeps them. A delivery carries tree, events and hash forward
+	// without them, so the cache stores the state at filesTree, which the
+	// files describe exactly; stored says it holds that state already.
+	files     []*eventFile
+	filesTree plumbing.Hash
+	stored    bool
 }
 
 // Chain implements runner.EvidenceReader: the contract's whole verified
@@ -109,15 +116,35 @@ func (s *Store) ChainHead(ctx context.Context, contractID string) (int64, string
 // problem with it as an error carrying verify's reason code. The caller
 // holds s.mu.
 func (s *Store) chainAt(head plumbing.Hash, dir string) (*chainState, error) {
-	entries, tree, err := contractEntries(s.objects, head, dir)
+	tree, err := contractTree(s.objects, head, dir)
 	if err != nil {
 		return nil, err
 	}
 	old, ok := s.chains[dir]
 	if !ok {
-		old = &chainState{}
-	} else if old.tree == tree {
+		// What an earlier process verified: when the directory has not
+		// changed since, nothing of it is read again; when it grew, only
+		// the new files are.
+		old = s.loadChain(dir)
+	}
+	if old.tree == tree {
+		s.chains[dir] = old
 		return old, nil
+	}
+	c, err := s.readChain(dir, tree, old)
+	if err != nil {
+		return nil, err
+	}
+	s.chains[dir] = c
+	return c, nil
+}
+
+// readChain reads contract directory dir's chain at its tree, reading and
+// verifying only the files old has not checked. The caller holds s.mu.
+func (s *Store) readChain(dir string, tree plumbing.Hash, old *chainState) (*chainState, error) {
+	entries, err := s.objects.Tree(tree)
+	if err != nil {
+		return nil, err
 	}
 	files, findings := listChain(dir, entries)
 	checks := make(map[[2]plumbing.Hash]fileCheck, len(files))
@@ -144,13 +171,12 @@ func (s *Store) chainAt(head plumbing.Hash, dir string) (*chainState, error) {
 	if findings = append(findings, more...); len(findings) > 0 {
 		return nil, chainError(findings)
 	}
-	c := &chainState{tree: tree, events: events, ids: make(map[string]bool, len(events)), checks: checks}
+	c := &chainState{tree: tree, events: events, ids: make(map[string]bool, len(events)), checks: checks, files: files, filesTree: tree}
 	for _, e := range events {
 		c.ids[e.ID] = true
 	}
 	if len(files) > 0 {
 		c.hash = files[len(files)-1].sum
 	}
-	s.chains[dir] = c
 	return c, nil
 }

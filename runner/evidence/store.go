@@ -213,11 +213,13 @@ func (s *Store) openTarget() (gitrepo.Remote, error) {
 	return gitrepo.OpenClone(filepath.Join(s.cfg.StateDir, cloneDir), url, s.branch, creds.auth())
 }
 
-// Close releases the files the store keeps open. It does not drain: call
+// Close stores the chains it verified for the next process (chain_cache.go)
+// and releases the files the store keeps open. It does not drain: call
 // Drain first to push what is pending.
 func (s *Store) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.saveChains()
 	return s.target.Close()
 }
 

@@ -184,11 +184,8 @@ func shortOrNone(h plumbing.Hash) string {
 
 // lastWitnessed is the newest head this state dir witnessed (zero: none).
 func (s *Store) lastWitnessed() (last plumbing.Hash, err error) {
-	err = s.outbox.locked(func() error {
-		heads, err := readWitness(WitnessFile(s.cfg.StateDir))
-		if len(heads) > 0 {
-			last = heads[len(heads)-1]
-		}
+	err = s.outbox.locked(func() (err error) {
+		last, err = lastWitness(WitnessFile(s.cfg.StateDir))
 		return err
 	})
 	return last, err

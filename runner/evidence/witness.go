@@ -1,8 +1,10 @@
 package evidence
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 
@@ -33,6 +35,47 @@ func readWitness(path string) ([]plumbing.Hash, error) {
 		}
 	}
 	return heads, nil
+}
+
+// lastWitness returns the newest head recorded in path (zero: none),
+// reading the file from its end: every sync asks, and the file grows by
+// one line per push for as long as the machine writes evidence. It
+// answers what the last head readWitness lists would be.
+func lastWitness(path string) (plumbing.Hash, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return plumbing.ZeroHash, nil
+	}
+	if err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("reading witness: %w", err)
+	}
+	defer f.Close()
+	end, err := f.Seek(0, io.SeekEnd)
+	if err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("reading witness: %w", err)
+	}
+	// A line is a hash and a newline; a window of a few lines is enough
+	// unless the tail is torn or foreign, and then it doubles.
+	for window := int64(512); ; window *= 2 {
+		start := max(end-window, 0)
+		buf := make([]byte, end-start)
+		if _, err := f.ReadAt(buf, start); err != nil && !errors.Is(err, io.EOF) {
+			return plumbing.ZeroHash, fmt.Errorf("reading witness: %w", err)
+		}
+		lines := bytes.Split(buf, []byte("\n"))
+		if start > 0 {
+			// The window's first line may begin before it.
+			lines = lines[1:]
+		}
+		for i := len(lines) - 1; i >= 0; i-- {
+			if field, _, _ := strings.Cut(strings.TrimSpace(string(lines[i])), " "); plumbing.IsHash(field) {
+				return plumbing.NewHash(field), nil
+			}
+		}
+		if start == 0 {
+			return plumbing.ZeroHash, nil
+		}
+	}
 }
 
 // ReadWitness returns the heads recorded in a witness file, oldest first,

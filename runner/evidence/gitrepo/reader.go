@@ -75,8 +75,10 @@ func (r *Reader) read(t plumbing.ObjectType, h plumbing.Hash) ([]byte, error) {
 		var rd io.ReadCloser
 		if rd, err = o.Reader(); err == nil {
 			defer rd.Close()
-			var b []byte
-			if b, err = io.ReadAll(rd); err == nil {
+			// Sized up front: io.ReadAll's growing buffer was a fair share
+			// of a verify's allocations, two blobs per event.
+			b := make([]byte, o.Size())
+			if _, err = io.ReadFull(rd, b); err == nil {
 				return b, nil
 			}
 		}

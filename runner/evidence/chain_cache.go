@@ -1,0 +1,164 @@
+package evidence
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/gob"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/nova-platform/nova/runner"
+)
+
+// The chain cache is what the store verified of each contract's chain,
+// kept in the state dir so the next process does not verify it again: a
+// gate that read and checked every past event of the contract on its
+// first question cost more with every run (4.7 s at 10 000 events).
+//
+// It is keyed by the contract directory's tree, which names every blob in
+// it: a chain verified at that tree is the chain at any head with that
+// tree. When the directory grew, the cached files' checks are reused and
+// only the new files are read and verified, with the same chain reader.
+// The head itself is always fetched and checked (sync) before the cache
+// is consulted, so the cache never stands in for the signed history; it
+// only spares re-reading files whose bytes the tree pins. It is trusted
+// as the witness and the outbox are, as this machine's own state; a file
+// that is torn, altered, of another version or written under other event
+// keys is a miss, and the chain is read from the repo.
+
+const (
+	chainCacheDir   = "chains"
+	chainCacheMagic = "nova-chain-cache 1\n"
+)
+
+// storedChain is one contract's verified chain as the cache file holds it.
+type storedChain struct {
+	Keys  string // the event keys' fingerprint it was verified with
+	Dir   string
+	Tree  plumbing.Hash
+	Files []storedFile
+}
+
+type storedFile struct {
+	Path      string
+	Seq       int64
+	Type      string
+	Blob, Sig plumbing.Hash
+	HasSig    bool
+	Sum       string
+	Event     runner.Event
+}
+
+func (s *Store) chainCachePath(dir string) string {
+	// Hashed: a contract id need not be a safe file name.
+	sum := sha256.Sum256([]byte(dir))
+	return filepath.Join(s.cfg.StateDir, chainCacheDir, hex.EncodeToString(sum[:16]))
+}
+
+// loadChain returns the cached chain of contract directory dir, or an
+// empty state when there is none that can be used. The caller holds s.mu.
+func (s *Store) loadChain(dir string) *chainState {
+	c, err := readChainCache(s.chainCachePath(dir), dir, s.eventKeys.Fingerprint())
+	if err != nil {
+		if !errors.Is(err, os.ErrNotExist) {
+			s.logf("evidence: %v; reading the chain of %s from the repo", err, dir)
+		}
+		return &chainState{ids: map[string]bool{}, checks: map[[2]plumbing.Hash]fileCheck{}}
+	}
+	return c
+}
+
+func readChainCache(path, dir, keys string) (*chainState, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	body, ok := bytes.CutPrefix(b, []byte(chainCacheMagic))
+	if !ok || len(body) < sha256.Size {
+		return nil, fmt.Errorf("chain cache %s: not a chain cache", path)
+	}
+	body, sum := body[:len(body)-sha256.Size], body[len(body)-sha256.Size:]
+	if want := sha256.Sum256(body); !bytes.Equal(sum, want[:]) {
+		return nil, fmt.Errorf("chain cache %s: checksum mismatch", path)
+	}
+	var sc storedChain
+	if err := gob.NewDecoder(bytes.NewReader(body)).Decode(&sc); err != nil {
+		return nil, fmt.Errorf("chain cache %s: %w", path, err)
+	}
+	if sc.Keys != keys || sc.Dir != dir {
+		return nil, fmt.Errorf("chain cache %s: written for other keys or another contract", path)
+	}
+	c := &chainState{tree: sc.Tree, filesTree: sc.Tree, stored: true,
+		events: make([]runner.Event, 0, len(sc.Files)), ids: make(map[string]bool, len(sc.Files)),
+		checks: make(map[[2]plumbing.Hash]fileCheck, len(sc.Files)), files: make([]*eventFile, 0, len(sc.Files))}
+	for _, f := range sc.Files {
+		c.events = append(c.events, f.Event)
+		c.ids[f.Event.ID] = true
+		c.checks[[2]plumbing.Hash{f.Blob, f.Sig}] = fileCheck{sum: f.Sum, event: f.Event}
+		c.files = append(c.files, &eventFile{dir: dir, path: f.Path, seq: f.Seq, typ: f.Type, blob: f.Blob, sig: f.Sig, hasSig: f.HasSig, sum: f.Sum, event: f.Event, decoded: true})
+		c.hash = f.Sum
+	}
+	return c, nil
+}
+
+// saveChains writes the chains verified or extended since they were loaded. A chain
+// that cannot be stored is only a cache miss for the next process. The
+// caller holds s.mu.
+func (s *Store) saveChains() {
+	for dir, c := range s.chains {
+		if c.tree != c.filesTree && !c.tree.IsZero() {
+			// Deliveries carried the chain forward: read the files they
+			// added (this store's own events, a few signature checks) so
+			// the next process starts from the head.
+			fresh, err := s.readChain(dir, c.tree, c)
+			if err != nil {
+				s.logf("evidence: %v; not storing the chain of %s", err, dir)
+				continue
+			}
+			c, s.chains[dir] = fresh, fresh
+		}
+		if c.stored || c.filesTree.IsZero() {
+			continue
+		}
+		if err := writeChainCache(s.chainCachePath(dir), dir, s.eventKeys.Fingerprint(), c); err != nil {
+			s.logf("evidence: storing the chain of %s: %v", dir, err)
+			continue
+		}
+		c.stored = true
+	}
+}
+
+func writeChainCache(path, dir, keys string, c *chainState) error {
+	sc := storedChain{Keys: keys, Dir: dir, Tree: c.filesTree, Files: make([]storedFile, 0, len(c.files))}
+	for _, f := range c.files {
+		sc.Files = append(sc.Files, storedFile{Path: f.path, Seq: f.seq, Type: f.typ, Blob: f.blob, Sig: f.sig, HasSig: f.hasSig, Sum: f.sum, Event: f.event})
+	}
+	var body bytes.Buffer
+	if err := gob.NewEncoder(&body).Encode(sc); err != nil {
+		return err
+	}
+	sum := sha256.Sum256(body.Bytes())
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	// Atomic: another process reads the old file or the new one.
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".chain-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	_, err = tmp.Write(slices.Concat([]byte(chainCacheMagic), body.Bytes(), sum[:]))
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}

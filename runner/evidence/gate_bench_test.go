@@ -1,0 +1,173 @@
+package evidence
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/object"
+
+	"github.com/nova-platform/nova/runner"
+	"github.com/nova-platform/nova/runner/evidence/gitrepo"
+	"github.com/nova-platform/nova/runner/evidence/signing"
+)
+
+// BenchmarkGateHistory measures the gate decision of a process that has
+// just started — a fresh store on the repo, its state dir as an earlier
+// run left it (the witness of the head, the chain it verified) — on a contract with 10 past
+// events and on one with 10 000, same shape (runs of plan, authorization,
+// completion in dev). Issue 13 goal 3: the 10 000 side within 1.2× of the
+// 10 side. Both sides alternate in every round, so load hits both; the
+// fixtures are built once per test binary and not timed.
+func BenchmarkGateHistory(b *testing.B) {
+	small, large := gateHistoryFixture(b, 10), gateHistoryFixture(b, 10_000)
+	ctx := context.Background()
+	var took [2]time.Duration
+	for b.Loop() {
+		for i, f := range []*gateHistory{small, large} {
+			took[i] += f.decide(ctx, b)
+		}
+	}
+	b.ReportMetric(float64(took[0].Microseconds())/float64(b.N), "µs/gate-10")
+	b.ReportMetric(float64(took[1].Microseconds())/float64(b.N), "µs/gate-10000")
+	b.ReportMetric(float64(took[1])/float64(took[0]), "ratio")
+}
+
+// gateHistory is a repo whose one contract has a history of n events.
+type gateHistory struct {
+	repo, stateBase string
+	head            plumbing.Hash
+	keys            signing.Keys
+}
+
+var (
+	gateHistoryMu       sync.Mutex
+	gateHistoryFixtures = map[int]*gateHistory{}
+)
+
+func gateHistoryFixture(b *testing.B, n int) *gateHistory {
+	b.Helper()
+	gateHistoryMu.Lock()
+	defer gateHistoryMu.Unlock()
+	if f, ok := gateHistoryFixtures[n]; ok {
+		return f
+	}
+	if fixtureRoot == "" {
+		dir, err := os.MkdirTemp("", "nova-evidence-bench-")
+		if err != nil {
+			b.Fatal(err)
+		}
+		fixtureRoot = dir
+	}
+	f := &gateHistory{repo: filepath.Join(fixtureRoot, fmt.Sprintf("gate-%d.git", n)), stateBase: filepath.Join(fixtureRoot, fmt.Sprintf("gate-%d-state", n)), keys: newKeys(b)}
+	var err error
+	if f.head, err = buildHistory(f.repo, f.keys, "c-gate", n); err != nil {
+		b.Fatal(err)
+	}
+	// The state an earlier run leaves: its witness and what it verified.
+	s, err := Open(context.Background(), Config{Repo: f.repo, StateDir: f.stateBase, Keys: f.keys})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := appendWitness(WitnessFile(f.stateBase), f.head); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := s.Chain(context.Background(), "c-gate"); err != nil {
+		b.Fatal(err)
+	}
+	s.Close()
+	gateHistoryFixtures[n] = f
+	return f
+}
+
+// decide opens a store as a new process would and asks the gate of dev;
+// it returns the time that took.
+func (f *gateHistory) decide(ctx context.Context, b *testing.B) time.Duration {
+	state, err := os.MkdirTemp(fixtureRoot, "state-")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer os.RemoveAll(state)
+	if err := os.CopyFS(state, os.DirFS(f.stateBase)); err != nil {
+		b.Fatal(err)
+	}
+	st := &runner.State{Contract: &runner.Contract{ID: "c-gate", Environment: runner.Dev}, Plan: &runner.Plan{Digest: "sha256:next"}}
+	start := time.Now()
+	s, err := Open(ctx, Config{Repo: f.repo, StateDir: state, Keys: f.keys})
+	if err != nil {
+		b.Fatal(err)
+	}
+	res, err := runner.Gate{Evidence: s}.Run(ctx, st)
+	took := time.Since(start)
+	s.Close()
+	if err != nil || res.Verdict != runner.Pass {
+		b.Fatalf("gate on %s: %v, %v", f.repo, res.Verdict, err)
+	}
+	return took
+}
+
+// buildHistory writes n signed events of contract, runs of three (plan,
+// authorization, completion), in one signed commit: what the gate reads is
+// the head's tree, however many commits made it, and one commit keeps the
+// fixture cheap to build.
+func buildHistory(path string, keys signing.Keys, contract string, n int) (plumbing.Hash, error) {
+	branch := plumbing.NewBranchReferenceName(DefaultBranch)
+	if err := gitrepo.InitBare(path, branch); err != nil {
+		return plumbing.ZeroHash, err
+	}
+	bare, err := gitrepo.OpenBare(path, branch, func(...string) error { return nil })
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	defer bare.Close()
+	objs := gitrepo.NewObjects()
+	var files []gitrepo.Entry
+	types := []string{runner.EventPlanCreated, runner.EventApplyAuthorized, runner.EventApplyCompleted}
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	prev := ""
+	for i := range n {
+		e := runner.Event{
+			SpecVersion: "1.0", ID: fmt.Sprintf("history-%d", i), Source: "urn:nova:bench", Type: types[i%len(types)],
+			Time: t0.Add(time.Duration(i) * time.Minute), DataContentType: "application/json", RunID: fmt.Sprintf("run-%d", i/len(types)),
+			ContractID: contract, Environment: string(runner.Dev), Seq: int64(i + 1), PrevEventHash: prev,
+			Data: []byte(`{"stage":"bench","verdict":"pass"}`),
+		}
+		canon, err := e.Canonical()
+		if err != nil {
+			return plumbing.ZeroHash, err
+		}
+		sig, err := keys.Events.Sign(canon)
+		if err != nil {
+			return plumbing.ZeroHash, err
+		}
+		name := eventFileName(e.Seq, e.Type, "json")
+		files = append(files,
+			gitrepo.Entry{Name: name, Mode: filemode.Regular, Hash: objs.Put(plumbing.BlobObject, canon)},
+			gitrepo.Entry{Name: sigPath(name), Mode: filemode.Regular, Hash: objs.Put(plumbing.BlobObject, sig)})
+		sum := sha256.Sum256(canon)
+		prev = hex.EncodeToString(sum[:])
+	}
+	slices.SortFunc(files, gitrepo.CompareEntries)
+	dir := objs.Put(plumbing.TreeObject, gitrepo.EncodeTree(files))
+	contracts := objs.Put(plumbing.TreeObject, gitrepo.EncodeTree([]gitrepo.Entry{{Name: contractDir(contract), Mode: filemode.Dir, Hash: dir}}))
+	root := objs.Put(plumbing.TreeObject, gitrepo.EncodeTree([]gitrepo.Entry{{Name: contractsDir, Mode: filemode.Dir, Hash: contracts}}))
+	who := keys.Commit.Identity(t0)
+	c := &object.Commit{Author: who, Committer: who, Message: "history fixture\n", TreeHash: root}
+	if err := keys.Commit.SignCommit(c); err != nil {
+		return plumbing.ZeroHash, err
+	}
+	head, err := objs.PutCommit(c)
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	return head, bare.Push(context.Background(), plumbing.ZeroHash, head, objs)
+}

@@ -1,0 +1,268 @@
+package evidence
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"strings"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
+
+	"github.com/nova-platform/nova/runner"
+	"github.com/nova-platform/nova/runner/evidence/gitrepo"
+)
+
+// An incremental verification (VerifyOptions.Since) trusts what an earlier
+// verification established at a head — a witnessed head — and checks only
+// what came after it: every commit from it to the head, signature and
+// content, as a full verify would; the event files those commits added,
+// signature and layout; and each chain they extend, continued from its
+// last event at the since commit (seq and file hash, read from that one
+// file). The commits' content check is what lets the rest be skipped: a
+// commit that changed or deleted an older event is a finding, so every
+// file present at since is still there, unchanged. What it does not
+// repeat is the repo-wide "no event id twice" against events before since;
+// the new events are checked among themselves.
+
+// verifySince fills v.report with the checks of what head added since.
+func (v *verifier) verifySince(ctx context.Context, head, since plumbing.Hash) error {
+	commits, err := v.walkSince(ctx, head, since)
+	if err != nil {
+		return err
+	}
+	if err := v.checkCommits(ctx, commits); err != nil {
+		return err
+	}
+	return v.checkAdded(ctx, head, since)
+}
+
+// walkSince collects the commits of head's history that since's lacks,
+// newest first. A since that head's history does not contain is refused:
+// the history this machine verified was rewritten, or since is not one of
+// its heads, and nothing after it can be trusted to continue it.
+func (v *verifier) walkSince(ctx context.Context, head, since plumbing.Hash) ([]*object.Commit, error) {
+	v.reachable = map[plumbing.Hash]bool{since: true}
+	var commits []*object.Commit
+	met := head == since
+	stack := []plumbing.Hash{}
+	if !head.IsZero() && !met {
+		stack = append(stack, head)
+	}
+	for len(stack) > 0 {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		h := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if h == since {
+			met = true
+			continue
+		}
+		if v.reachable[h] {
+			continue
+		}
+		v.reachable[h] = true
+		c, err := v.readers[0].Commit(h)
+		if err != nil {
+			return nil, err
+		}
+		commits = append(commits, c)
+		stack = append(stack, c.ParentHashes...)
+	}
+	if !met {
+		return nil, runner.Errorf(runner.EvidenceHistoryRewritten,
+			"--since %s is not in the history of the head %s: the history was rewritten after it was verified, or it is not a head of this repo; verify without --since",
+			short(since), shortOrNone(head))
+	}
+	v.report.Commits = len(commits)
+	return commits, nil
+}
+
+// checkAdded checks the event files that differ between since and head,
+// contract by contract, each chain continued from where it stood at
+// since. The contract directories to read are those whose trees differ,
+// so a file a commit added without naming it is read too.
+func (v *verifier) checkAdded(ctx context.Context, head, since plumbing.Hash) error {
+	r := v.readers[0]
+	dirs, err := changedDirs(r, since, head)
+	if err != nil {
+		return err
+	}
+	added := map[string][]string{} // contract directory → the paths commits added
+	for p := range v.addedBy {
+		dir, _, _ := splitEventPath(p)
+		added[dir] = append(added[dir], p)
+	}
+	type newChain struct {
+		dir   string
+		tail  chainTail
+		files []*eventFile
+	}
+	var chains []newChain
+	var all []*eventFile
+	for _, dir := range dirs {
+		if v.opts.Contract != "" && dir != contractDir(v.opts.Contract) {
+			continue
+		}
+		old, err := contractFiles(r, since, dir)
+		if err != nil {
+			return err
+		}
+		tail, err := v.tailOf(old)
+		if err != nil {
+			return err
+		}
+		entries, _, err := contractEntries(r, head, dir)
+		if err != nil {
+			return err
+		}
+		files, layout := listChain(dir, entries)
+		for _, f := range layout {
+			if _, had := old.names[f.Path]; !had {
+				v.add(f)
+			}
+		}
+		present := map[string]bool{}
+		var fresh []*eventFile
+		for _, f := range files {
+			present[f.path] = true
+			if o, had := old.byPath[f.path]; !had || o.blob != f.blob || o.sig != f.sig || o.hasSig != f.hasSig {
+				fresh = append(fresh, f)
+			}
+		}
+		for _, p := range added[dir] {
+			if !present[p] {
+				v.add(Finding{Reason: runner.EvidenceChainBroken, Path: p, Commit: v.addedBy[p].String(), Message: "event recorded by this commit is missing at the head"})
+			}
+		}
+		v.report.Contracts++
+		chains = append(chains, newChain{dir: dir, tail: tail, files: fresh})
+		all = append(all, fresh...)
+	}
+	v.report.Events = len(all)
+	if err := v.checkFiles(ctx, all); err != nil {
+		return err
+	}
+	ids := map[string]string{}
+	for _, c := range chains {
+		_, findings := linkChainFrom(c.dir, c.files, c.tail)
+		v.add(findings...)
+		for _, f := range c.files {
+			if !f.decoded || f.event.ID == "" {
+				continue
+			}
+			if prev, seen := ids[f.event.ID]; seen {
+				v.add(Finding{Reason: runner.EvidenceEventDuplicate, Path: f.path, Message: "event id " + f.event.ID + " also in " + prev})
+				continue
+			}
+			ids[f.event.ID] = f.path
+		}
+	}
+	return nil
+}
+
+// changedDirs lists the contract directories whose trees differ between
+// commits a and b, present at b: two reads of contracts/ per side.
+func changedDirs(r *gitrepo.Reader, a, b plumbing.Hash) ([]string, error) {
+	before, err := contractDirs(r, a)
+	if err != nil {
+		return nil, err
+	}
+	after, err := contractDirs(r, b)
+	if err != nil {
+		return nil, err
+	}
+	var changed []string
+	for _, e := range after {
+		if i := gitrepo.Find(before, e.Name); i < 0 || before[i].Hash != e.Hash {
+			changed = append(changed, e.Name)
+		}
+	}
+	return changed, nil
+}
+
+// contractDirs returns the contract directories at commit h.
+func contractDirs(r *gitrepo.Reader, h plumbing.Hash) ([]gitrepo.Entry, error) {
+	dirs, _, err := headDirs(r, h)
+	return dirs, err
+}
+
+// sinceFiles is a contract directory's event files at the since commit.
+type sinceFiles struct {
+	files  []*eventFile
+	byPath map[string]*eventFile
+	names  map[string]bool
+}
+
+func contractFiles(r *gitrepo.Reader, at plumbing.Hash, dir string) (sinceFiles, error) {
+	entries, _, err := contractEntries(r, at, dir)
+	if err != nil {
+		return sinceFiles{}, err
+	}
+	files, _ := listChain(dir, entries)
+	s := sinceFiles{files: files, byPath: make(map[string]*eventFile, len(files)), names: make(map[string]bool, len(entries))}
+	for _, f := range files {
+		s.byPath[f.path] = f
+	}
+	for _, e := range entries {
+		s.names[contractsDir+"/"+dir+"/"+e.Name] = true
+	}
+	return s, nil
+}
+
+// tailOf is where a chain stood: its highest seq and the sha256 of that
+// event file, one blob read.
+func (v *verifier) tailOf(s sinceFiles) (chainTail, error) {
+	if len(s.files) == 0 {
+		return chainTail{}, nil
+	}
+	last := s.files[len(s.files)-1]
+	body, err := v.readers[0].Blob(last.blob)
+	if err != nil {
+		return chainTail{}, err
+	}
+	sum := sha256.Sum256(body)
+	return chainTail{seq: last.seq, sum: hex.EncodeToString(sum[:])}, nil
+}
+
+// checkFiles reads files and checks their signatures and layout, on all
+// workers at once.
+func (v *verifier) checkFiles(ctx context.Context, files []*eventFile) error {
+	return forEachChunk(len(v.readers), len(files), func(w, lo, hi int) error {
+		for _, f := range files[lo:hi] {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			body, err := v.readers[w].Blob(f.blob)
+			if err != nil {
+				return err
+			}
+			var sig []byte
+			if f.hasSig {
+				if sig, err = v.readers[w].Blob(f.sig); err != nil {
+					return err
+				}
+			}
+			f.apply(checkFile(body, sig, f.hasSig, v.opts.EventKeys))
+		}
+		return nil
+	})
+}
+
+// witnessedSince returns the heads of the witness that must be in the
+// range an incremental verification walked: those recorded after since.
+// The ones before it were checked by the verification that established
+// since. A since the witness does not list is refused: nothing then says
+// which witnessed heads came after it.
+func witnessedSince(witness []string, since plumbing.Hash) ([]string, error) {
+	if len(witness) == 0 {
+		return nil, nil
+	}
+	for i := len(witness) - 1; i >= 0; i-- {
+		if strings.EqualFold(witness[i], since.String()) {
+			return witness[i+1:], nil
+		}
+	}
+	return nil, runner.Errorf(runner.ConfigInvalid, "--since %s is not a head the witness lists: give a head this machine pushed and verified, or verify without --since", short(since))
+}
