@@ -134,9 +134,31 @@ change_key(addr, _) := addr if not addr in repeated
 
 change_key(addr, i) := sprintf("%s (resource_changes[%d])", [addr, i]) if addr in repeated
 
+# indexed: Nova read the plan and indexed it (input.plan_index, beside
+# the plan): the positions in resource_changes of each resource type, and
+# of the resources whose text holds a word secrets.rego looks for. The
+# index only says where to look; every rule decides from the plan itself,
+# and computes the same without the index (conftest on the same plan).
+indexed if is_object(input.plan_index)
+
+# change_at(i) is resource_changes[i] and its key in changes, when it is a
+# change.
+change_at(i) := [change_key(rc.address, i), rc] if {
+	rc := resource_changes[i]
+	changed(rc)
+}
+
 # by_type indexes changes by resource type, so that a rule about one type
 # does not scan the whole plan.
 by_type[type][addr] := rc if {
+	indexed
+	some type, positions in input.plan_index.by_type
+	some i in positions
+	[addr, rc] := change_at(i)
+}
+
+by_type[type][addr] := rc if {
+	not indexed
 	some addr, rc in changes
 	type := rc.type
 }

@@ -72,10 +72,27 @@ placeholder(x) if regex.match(`(?i)^(x{3,}|\*{3,}|redacted|changeme|example|none
 # Only a suspect resource is walked value by value, which keeps a plan of
 # hundreds of resources fast; substring tests are far cheaper here than one
 # regular expression over the whole text.
+# The rule's patterns are case-insensitive, and to Go's regexp "ſ" is an
+# "s" (lower() leaves it as it is, and turns the Kelvin sign into "k").
 suspect(after) if {
-	text := lower(json.marshal(after))
+	text := lower(replace(json.marshal(after), "ſ", "s"))
 	some word in suspect_words
 	contains(text, word)
+}
+
+# suspects: the changes to walk. Nova finds them in Go as it reads the plan
+# (input.plan_index.suspects: the same words, in each resource's JSON text);
+# without the index, the rule looks itself.
+suspects[addr] := rc if {
+	lib.indexed
+	some i in input.plan_index.suspects
+	[addr, rc] := lib.change_at(i)
+}
+
+suspects[addr] := rc if {
+	not lib.indexed
+	some addr, rc in lib.changes
+	suspect(lib.after(rc))
 }
 
 suspect_words := [
@@ -147,8 +164,7 @@ findings contains {
 	"evidence": {"attribute": lib.dotted(path), "matched": reason},
 } if {
 	lib.post_plan
-	some addr, rc in lib.changes
-	suspect(lib.after(rc))
+	some addr, rc in suspects
 	walk(lib.after(rc), [path, v])
 	is_string(v)
 	reason := why(path[count(path) - 1], v)
