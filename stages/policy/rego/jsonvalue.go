@@ -22,7 +22,18 @@ type valueReader struct {
 	// seen detects duplicate keys in large objects (encoding/json keeps
 	// the last value of a repeated key, and so must this reader).
 	seen map[string]int
+	// strs shares one term among equal short strings: a plan repeats its
+	// keys and many of its values hundreds of times, and allocating them
+	// was most of the reading. Terms are immutable once built, which is
+	// what lets OPA share its own interned terms the same way.
+	strs map[string]*ast.Term
+	// items is scratch for the members of the objects being read
+	// (NewObject copies them), shared by every level of nesting.
+	items [][2]*ast.Term
 }
+
+// maxShared is the longest string shared through strs.
+const maxShared = 64
 
 // maxDepth is encoding/json's nesting limit: deeper input is refused.
 const maxDepth = 10000
@@ -32,14 +43,14 @@ var errSyntax = errors.New("invalid JSON")
 // valueOf reads data, which must hold exactly one JSON value.
 func valueOf(data []byte) (ast.Value, error) {
 	r := &valueReader{data: data}
-	v, err := r.value()
+	v, err := r.term()
 	if err != nil {
 		return nil, err
 	}
 	if r.skipSpace(); r.pos != len(r.data) {
 		return nil, r.errorf("data after the top-level value")
 	}
-	return v, nil
+	return v.Value, nil
 }
 
 func (r *valueReader) errorf(format string, args ...any) error {
@@ -57,28 +68,26 @@ func (r *valueReader) skipSpace() {
 	}
 }
 
-func (r *valueReader) value() (ast.Value, error) {
+func (r *valueReader) term() (*ast.Term, error) {
 	r.skipSpace()
 	if r.pos == len(r.data) {
 		return nil, r.errorf("unexpected end of input")
 	}
 	switch c := r.data[r.pos]; {
 	case c == '{':
-		return r.object(nil)
+		v, err := r.object(nil)
+		return ast.NewTerm(v), err
 	case c == '[':
-		return r.array(nil)
+		v, err := r.array(nil)
+		return ast.NewTerm(v), err
 	case c == '"':
-		s, err := r.str()
-		if err != nil {
-			return nil, err
-		}
-		return ast.InternedValue(s), nil
+		return r.str()
 	case c == 't':
-		return r.literal("true", ast.InternedValue(true))
+		return r.literal("true", ast.InternedTerm(true))
 	case c == 'f':
-		return r.literal("false", ast.InternedValue(false))
+		return r.literal("false", ast.InternedTerm(false))
 	case c == 'n':
-		return r.literal("null", ast.NullValue)
+		return r.literal("null", ast.InternedNullTerm)
 	case c == '-' || (c >= '0' && c <= '9'):
 		return r.number()
 	default:
@@ -86,17 +95,17 @@ func (r *valueReader) value() (ast.Value, error) {
 	}
 }
 
-func (r *valueReader) literal(word string, v ast.Value) (ast.Value, error) {
+func (r *valueReader) literal(word string, t *ast.Term) (*ast.Term, error) {
 	if len(r.data)-r.pos < len(word) || string(r.data[r.pos:r.pos+len(word)]) != word {
 		return nil, r.errorf("invalid literal")
 	}
 	r.pos += len(word)
-	return v, nil
+	return t, nil
 }
 
 // number accepts exactly JSON's number grammar, and keeps the number's
 // text as OPA does (json.Number).
-func (r *valueReader) number() (ast.Value, error) {
+func (r *valueReader) number() (*ast.Term, error) {
 	start := r.pos
 	if r.data[r.pos] == '-' {
 		r.pos++
@@ -126,13 +135,13 @@ func (r *valueReader) number() (ast.Value, error) {
 	}
 	text := string(r.data[start:r.pos])
 	if t := ast.InternedIntNumberTermFromString(text); t != nil {
-		return t.Value, nil
+		return t, nil
 	}
 	n, err := ast.NumberChecked(text)
 	if err != nil {
 		return nil, r.errorf("%v", err)
 	}
-	return n, nil
+	return ast.NewTerm(n), nil
 }
 
 func (r *valueReader) digits() int {
@@ -145,7 +154,7 @@ func (r *valueReader) digits() int {
 
 // str reads a string. Plain ASCII without escapes, nearly every string in
 // a plan, is taken as it is; anything else is decoded by encoding/json.
-func (r *valueReader) str() (string, error) {
+func (r *valueReader) str() (*ast.Term, error) {
 	start := r.pos
 	r.pos++ // the opening quote
 	plain := true
@@ -155,25 +164,40 @@ func (r *valueReader) str() (string, error) {
 		case c == '"':
 			r.pos++
 			if plain {
-				return string(r.data[start+1 : r.pos-1]), nil
+				return r.shared(r.data[start+1 : r.pos-1]), nil
 			}
 			var s string
 			if err := json.Unmarshal(r.data[start:r.pos], &s); err != nil {
-				return "", fmt.Errorf("%w at offset %d: %v", errSyntax, start, err)
+				return nil, fmt.Errorf("%w at offset %d: %v", errSyntax, start, err)
 			}
-			return s, nil
+			return ast.InternedTerm(s), nil
 		case c == '\\':
 			plain = false
 			r.pos += 2 // an escaped quote does not end the string
 			continue
 		case c < 0x20:
-			return "", r.errorf("control character in string")
+			return nil, r.errorf("control character in string")
 		case c >= 0x80:
 			plain = false
 		}
 		r.pos++
 	}
-	return "", r.errorf("unterminated string")
+	return nil, r.errorf("unterminated string")
+}
+
+func (r *valueReader) shared(b []byte) *ast.Term {
+	if len(b) > maxShared {
+		return ast.StringTerm(string(b))
+	}
+	if t, ok := r.strs[string(b)]; ok {
+		return t
+	}
+	if r.strs == nil {
+		r.strs = map[string]*ast.Term{}
+	}
+	t := ast.InternedTerm(string(b))
+	r.strs[string(t.Value.(ast.String))] = t
+	return t
 }
 
 func (r *valueReader) enter() error {
@@ -199,14 +223,14 @@ func (r *valueReader) array(each func(start, end int, v ast.Value)) (ast.Value, 
 	for {
 		r.skipSpace()
 		start := r.pos
-		v, err := r.value()
+		t, err := r.term()
 		if err != nil {
 			return nil, err
 		}
 		if each != nil {
-			each(start, r.pos, v)
+			each(start, r.pos, t.Value)
 		}
-		terms = append(terms, ast.NewTerm(v))
+		terms = append(terms, t)
 		r.skipSpace()
 		if r.pos == len(r.data) {
 			return nil, r.errorf("unterminated array")
@@ -230,7 +254,8 @@ func (r *valueReader) object(member func(key string) (ast.Value, bool, error)) (
 	if err := r.enter(); err != nil {
 		return nil, err
 	}
-	var items [][2]*ast.Term
+	base := len(r.items)
+	defer func() { r.items = r.items[:base] }()
 	if r.skipSpace(); r.pos < len(r.data) && r.data[r.pos] == '}' {
 		r.pos++
 		r.depth--
@@ -245,23 +270,27 @@ func (r *valueReader) object(member func(key string) (ast.Value, bool, error)) (
 		if err != nil {
 			return nil, err
 		}
+		name := string(key.Value.(ast.String))
 		if r.skipSpace(); r.pos == len(r.data) || r.data[r.pos] != ':' {
 			return nil, r.errorf("expected : after object key")
 		}
 		r.pos++
-		var v ast.Value
-		read := false
+		var v *ast.Term
 		if member != nil {
-			if v, read, err = member(key); err != nil {
+			mv, read, err := member(name)
+			if err != nil {
+				return nil, err
+			}
+			if read {
+				v = ast.NewTerm(mv)
+			}
+		}
+		if v == nil {
+			if v, err = r.term(); err != nil {
 				return nil, err
 			}
 		}
-		if !read {
-			if v, err = r.value(); err != nil {
-				return nil, err
-			}
-		}
-		items = append(items, [2]*ast.Term{ast.InternedTerm(key), ast.NewTerm(v)})
+		r.items = append(r.items, [2]*ast.Term{key, v})
 		r.skipSpace()
 		if r.pos == len(r.data) {
 			return nil, r.errorf("unterminated object")
@@ -272,7 +301,7 @@ func (r *valueReader) object(member func(key string) (ast.Value, bool, error)) (
 		case '}':
 			r.pos++
 			r.depth--
-			return ast.NewObject(r.lastOfEachKey(items)...), nil
+			return ast.NewObject(r.lastOfEachKey(r.items[base:])...), nil
 		default:
 			return nil, r.errorf("expected , or } in object")
 		}
