@@ -152,6 +152,17 @@ change_at(i) := [change_key(rc.address, i), rc] if {
 # does not scan the whole plan.
 by_type[type][addr] := rc if {
 	indexed
+	count(repeated) == 0
+	some type, positions in input.plan_index.by_type
+	some i in positions
+	rc := resource_changes[i]
+	changed(rc)
+	addr := rc.address
+}
+
+by_type[type][addr] := rc if {
+	indexed
+	count(repeated) > 0
 	some type, positions in input.plan_index.by_type
 	some i in positions
 	[addr, rc] := change_at(i)

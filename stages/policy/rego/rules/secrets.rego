@@ -85,6 +85,16 @@ suspect(after) if {
 # without the index, the rule looks itself.
 suspects[addr] := rc if {
 	lib.indexed
+	count(lib.repeated) == 0
+	some i in input.plan_index.suspects
+	rc := lib.resource_changes[i]
+	lib.changed(rc)
+	addr := rc.address
+}
+
+suspects[addr] := rc if {
+	lib.indexed
+	count(lib.repeated) > 0
 	some i in input.plan_index.suspects
 	[addr, rc] := lib.change_at(i)
 }
@@ -102,13 +112,18 @@ suspect_words := [
 	"pwd", "auth", "://",
 ]
 
-# why says why a string leaf stored under key is a secret: its name or its
-# shape. Never the value. Undefined when it is not one.
-why(key, v) := "name" if {
+# named: a credential by its name, the first reason why gives.
+named(key, v) if {
 	v != ""
 	is_string(key)
 	secret_name(key)
 	not reference(v)
+}
+
+# why says why a string leaf stored under key is a secret: its name or its
+# shape. Never the value. Undefined when it is not one.
+why(key, v) := "name" if {
+	named(key, v)
 } else := shape if {
 	regex.match(any_shape, v)
 	shape := secret_shape(v)
@@ -185,7 +200,7 @@ findings contains {
 	defs := json.unmarshal(lib.after(rc).container_definitions)
 	some def in defs
 	some entry in object.get(def, "environment", [])
-	why(entry.name, entry.value) == "name"
+	named(entry.name, entry.value)
 }
 
 plain_or_shaped(rc, path, _) if not lib.sensitive(rc, path)
