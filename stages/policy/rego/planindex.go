@@ -10,8 +10,9 @@ import (
 // The plan index is what Nova computes in Go while it reads the plan, and
 // hands the platform rules beside it as input.plan_index:
 //
-//	by_type   {type: [i, …]}  positions in plan.resource_changes, by rc.type
-//	suspects  [i, …]          positions whose text holds a credential word
+//	by_type     {type: [i, …]}     positions in plan.resource_changes, by rc.type
+//	duplicates  {address: [i, …]}  the addresses that occur more than once
+//	suspects    [i, …]             positions whose text holds a credential word
 //
 // It only narrows where the rules look; whether something is a finding is
 // still decided in Rego. The rules fall back to computing both themselves
@@ -20,8 +21,13 @@ import (
 // resource the secrets rule could flag: it reads a resource's raw JSON with
 // escapes decoded and case folded as the rule's (?i) patterns fold it.
 type planIndex struct {
-	byType   map[string][]int
-	suspects []int
+	byType    map[string][]int
+	addresses map[string][]int
+	suspects  []int
+	// odd: an address that is not a string. Such addresses are not
+	// tracked (1 and 1.0 are one value to Rego), so duplicates is left
+	// out and the rules find repeated addresses themselves.
+	odd bool
 }
 
 // indexChange records resource_changes[i], whose JSON text is raw.
@@ -30,6 +36,13 @@ func (x *planIndex) indexChange(i int, raw []byte, v ast.Value, s *suspectScanne
 		if t := obj.Get(ast.InternedTerm("type")); t != nil {
 			if name, ok := t.Value.(ast.String); ok {
 				x.byType[string(name)] = append(x.byType[string(name)], i)
+			}
+		}
+		if a := obj.Get(ast.InternedTerm("address")); a != nil {
+			if addr, ok := a.Value.(ast.String); ok {
+				x.addresses[string(addr)] = append(x.addresses[string(addr)], i)
+			} else {
+				x.odd = true
 			}
 		}
 	}
@@ -43,10 +56,20 @@ func (x *planIndex) value() ast.Value {
 	for t, is := range x.byType {
 		types = append(types, [2]*ast.Term{ast.StringTerm(t), ast.NewTerm(positions(is))})
 	}
-	return ast.NewObject(
-		[2]*ast.Term{ast.InternedTerm("by_type"), ast.NewTerm(ast.NewObject(types...))},
-		[2]*ast.Term{ast.InternedTerm("suspects"), ast.NewTerm(positions(x.suspects))},
-	)
+	items := [][2]*ast.Term{
+		{ast.InternedTerm("by_type"), ast.NewTerm(ast.NewObject(types...))},
+		{ast.InternedTerm("suspects"), ast.NewTerm(positions(x.suspects))},
+	}
+	if !x.odd {
+		var dups [][2]*ast.Term
+		for addr, is := range x.addresses {
+			if len(is) > 1 {
+				dups = append(dups, [2]*ast.Term{ast.StringTerm(addr), ast.NewTerm(positions(is))})
+			}
+		}
+		items = append(items, [2]*ast.Term{ast.InternedTerm("duplicates"), ast.NewTerm(ast.NewObject(dups...))})
+	}
+	return ast.NewObject(items...)
 }
 
 func positions(is []int) *ast.Array {
@@ -78,7 +101,7 @@ func planValue(data []byte, s *suspectScanner) (ast.Value, *planIndex, error) {
 			x = nil
 			return nil, false, nil
 		}
-		x = &planIndex{byType: map[string][]int{}}
+		x = &planIndex{byType: map[string][]int{}, addresses: map[string][]int{}}
 		i := 0
 		v, err := r.array(func(start, end int, v ast.Value) {
 			x.indexChange(i, data[start:end], v, s)
