@@ -1,9 +1,11 @@
 package rego
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
+	"unicode"
+	"unicode/utf16"
+	"unicode/utf8"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 )
@@ -12,9 +14,9 @@ import (
 // ast.ValueFromReader decodes into Go maps and slices first and converts
 // those; on a plan of hundreds of resources that second walk, and the maps
 // it allocates, were a fifth of an evaluation. Strings that need decoding
-// (escapes, bytes outside ASCII) go through encoding/json, so every string
-// reads exactly as ValueFromReader reads it; a test holds the two readers
-// to the same values and the same refusals.
+// (escapes, bytes outside ASCII) are decoded as encoding/json decodes them;
+// a test and a fuzz target hold the two readers to the same values and the
+// same refusals.
 type valueReader struct {
 	data  []byte
 	pos   int
@@ -153,7 +155,7 @@ func (r *valueReader) digits() int {
 }
 
 // str reads a string. Plain ASCII without escapes, nearly every string in
-// a plan, is taken as it is; anything else is decoded by encoding/json.
+// a plan, is taken as it is; anything else is decoded by unquote.
 func (r *valueReader) str() (*ast.Term, error) {
 	start := r.pos
 	r.pos++ // the opening quote
@@ -166,9 +168,9 @@ func (r *valueReader) str() (*ast.Term, error) {
 			if plain {
 				return r.shared(r.data[start+1 : r.pos-1]), nil
 			}
-			var s string
-			if err := json.Unmarshal(r.data[start:r.pos], &s); err != nil {
-				return nil, fmt.Errorf("%w at offset %d: %v", errSyntax, start, err)
+			s, ok := unquote(r.data[start+1 : r.pos-1])
+			if !ok {
+				return nil, fmt.Errorf("%w at offset %d: invalid escape in string", errSyntax, start)
 			}
 			return ast.InternedTerm(s), nil
 		case c == '\\':
@@ -183,6 +185,88 @@ func (r *valueReader) str() (*ast.Term, error) {
 		r.pos++
 	}
 	return nil, r.errorf("unterminated string")
+}
+
+// unquote decodes a string's text between its quotes exactly as
+// encoding/json does (its unquoteBytes, after its scanner has refused
+// unknown escapes): a surrogate pair is one character, a lone surrogate and
+// each byte of invalid UTF-8 become U+FFFD. json.Unmarshal for each string
+// with escapes (policies and container definitions are JSON in a string)
+// was an eighth of reading a plan.
+func unquote(b []byte) (string, bool) {
+	out := make([]byte, 0, len(b)+utf8.UTFMax)
+	for i := 0; i < len(b); {
+		switch c := b[i]; {
+		case c == '\\':
+			if i+1 == len(b) {
+				return "", false
+			}
+			switch b[i+1] {
+			case '"', '\\', '/':
+				out = append(out, b[i+1])
+			case 'b':
+				out = append(out, '\b')
+			case 'f':
+				out = append(out, '\f')
+			case 'n':
+				out = append(out, '\n')
+			case 'r':
+				out = append(out, '\r')
+			case 't':
+				out = append(out, '\t')
+			case 'u':
+				r := hex4(b[i+2:])
+				if r < 0 {
+					return "", false
+				}
+				i += 6
+				if utf16.IsSurrogate(r) {
+					if len(b)-i >= 6 && b[i] == '\\' && b[i+1] == 'u' {
+						if dec := utf16.DecodeRune(r, hex4(b[i+2:])); dec != unicode.ReplacementChar {
+							out = utf8.AppendRune(out, dec)
+							i += 6
+							continue
+						}
+					}
+					r = unicode.ReplacementChar
+				}
+				out = utf8.AppendRune(out, r)
+				continue
+			default:
+				return "", false
+			}
+			i += 2
+		case c < utf8.RuneSelf:
+			out = append(out, c)
+			i++
+		default:
+			r, n := utf8.DecodeRune(b[i:])
+			out = utf8.AppendRune(out, r) // RuneError for invalid UTF-8
+			i += n
+		}
+	}
+	return string(out), true
+}
+
+// hex4 reads four hex digits, or returns -1.
+func hex4(b []byte) rune {
+	if len(b) < 4 {
+		return -1
+	}
+	var r rune
+	for _, h := range b[:4] {
+		switch {
+		case h >= '0' && h <= '9':
+			r = r<<4 | rune(h-'0')
+		case h >= 'a' && h <= 'f':
+			r = r<<4 | rune(h-'a'+10)
+		case h >= 'A' && h <= 'F':
+			r = r<<4 | rune(h-'A'+10)
+		default:
+			return -1
+		}
+	}
+	return r
 }
 
 func (r *valueReader) shared(b []byte) *ast.Term {

@@ -190,23 +190,10 @@ func (s *suspectScanner) fold(raw []byte) []byte {
 func unescape(b []byte) (rune, int) {
 	switch b[1] {
 	case 'u':
-		if len(b) < 6 {
-			return utf8.RuneError, len(b)
+		if r := hex4(b[2:]); r >= 0 {
+			return r, 6
 		}
-		var r rune
-		for _, h := range b[2:6] {
-			switch {
-			case h >= '0' && h <= '9':
-				r = r<<4 | rune(h-'0')
-			case h >= 'a' && h <= 'f':
-				r = r<<4 | rune(h-'a'+10)
-			case h >= 'A' && h <= 'F':
-				r = r<<4 | rune(h-'A'+10)
-			default:
-				return utf8.RuneError, 2
-			}
-		}
-		return r, 6
+		return utf8.RuneError, 2
 	case 'n':
 		return '\n', 2
 	case 't':
