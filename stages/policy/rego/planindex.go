@@ -172,8 +172,11 @@ func (s *suspectScanner) fold(raw []byte) []byte {
 			r, n := unescape(raw[i:])
 			buf = append(buf, foldRune(r))
 			i += n
+		case c >= 'A' && c <= 'Z':
+			buf = append(buf, c+'a'-'A')
+			i++
 		case c < utf8.RuneSelf:
-			buf = append(buf, lowerASCII[c])
+			buf = append(buf, c)
 			i++
 		default:
 			r, n := utf8.DecodeRune(raw[i:])
@@ -208,13 +211,6 @@ func unescape(b []byte) (rune, int) {
 		return rune(b[1]), 2
 	}
 }
-
-var lowerASCII = func() (t [utf8.RuneSelf]byte) {
-	for c := range t {
-		t[c] = foldRune(rune(c))
-	}
-	return t
-}()
 
 func foldRune(r rune) byte {
 	if r < utf8.RuneSelf {
