@@ -5,9 +5,12 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/nova-platform/nova/runner"
 )
@@ -104,6 +107,66 @@ func BenchmarkPolicyPlan500Cold(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkPolicyVsConftest500 measures both sides of the goal in one run,
+// alternating: Nova's in-process evaluation of the platform rules over the
+// 500-change plan (queries prepared once, as in a run) and `conftest test`
+// on the same rules and the same document. It reports each side's wall
+// and CPU time per evaluation and Nova's speed-up on each; CPU time is the
+// steadier figure on a loaded machine.
+func BenchmarkPolicyVsConftest500(b *testing.B) { benchVsConftest(b, benchPayload(b)) }
+
+// BenchmarkPolicyVsConftest14 is the same on one microservice's 14 changes.
+func BenchmarkPolicyVsConftest14(b *testing.B) {
+	benchVsConftest(b, planPayload(b, "microservice-pass.json"))
+}
+
+func benchVsConftest(b *testing.B, p runner.PolicyPayload) {
+	e := newEngine(b)
+	file := writePayload(b, b.TempDir(), "payload.json", p)
+	cmd := []string{conftestBin(b), "test", "--no-color", "-p", conftestDir(b), file}
+	want := len(novaFindings(b, evaluate(b, e, p)))
+	var novaWall, novaCPU, confWall, confCPU time.Duration
+	for b.Loop() {
+		wall, cpu := time.Now(), processCPU(b)
+		if _, err := e.Evaluate(b.Context(), p); err != nil {
+			b.Fatal(err)
+		}
+		novaWall += time.Since(wall)
+		novaCPU += processCPU(b) - cpu
+
+		c := exec.CommandContext(b.Context(), cmd[0], cmd[1:]...)
+		wall = time.Now()
+		out, err := c.Output()
+		confWall += time.Since(wall)
+		// conftest exits 1 when it finds failures; the count must be Nova's.
+		if _, failed := err.(*exec.ExitError); err != nil && !failed {
+			b.Fatal(err)
+		}
+		if got := strings.Count(string(out), "FAIL - "); got != want {
+			b.Fatalf("conftest reported %d failures, Nova %d:\n%s", got, want, out)
+		}
+		confCPU += c.ProcessState.UserTime() + c.ProcessState.SystemTime()
+	}
+	n := float64(b.N)
+	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) / n }
+	b.ReportMetric(ms(novaWall), "nova-ms")
+	b.ReportMetric(ms(confWall), "conftest-ms")
+	b.ReportMetric(float64(confWall)/float64(novaWall), "x-wall")
+	b.ReportMetric(ms(novaCPU), "nova-cpu-ms")
+	b.ReportMetric(ms(confCPU), "conftest-cpu-ms")
+	b.ReportMetric(float64(confCPU)/float64(novaCPU), "x-cpu")
+}
+
+// processCPU is the CPU time this process has used, garbage collection
+// included.
+func processCPU(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func TestPlan500HasFindings(t *testing.T) {

@@ -107,15 +107,11 @@ func TestConsumerPoliciesMatchConftest(t *testing.T) {
 	}
 }
 
-// TestConsumerPoliciesMatchLiveConftest runs conftest itself when it is on
-// PATH (.ci/tools.sh conftest installs it), so the recorded output cannot
-// drift from the real tool.
+// TestConsumerPoliciesMatchLiveConftest runs conftest itself (.ci/tools.sh
+// conftest installs it), so the recorded output cannot drift from the real
+// tool.
 func TestConsumerPoliciesMatchLiveConftest(t *testing.T) {
-	bin, err := exec.LookPath("conftest")
-	if err != nil {
-		t.Skip("conftest is not on PATH; install it with .ci/tools.sh conftest")
-	}
-	cmd := exec.CommandContext(t.Context(), bin, "test", "--output", "json", "--no-color", "-p", "policy", filepath.Join("..", "plan", "microservice-pass.json"))
+	cmd := exec.CommandContext(t.Context(), conftestBin(t), "test", "--output", "json", "--no-color", "-p", "policy", filepath.Join("..", "plan", "microservice-pass.json"))
 	cmd.Dir = filepath.Join("testdata", "consumer")
 	out, err := cmd.Output()
 	if _, failed := err.(*exec.ExitError); err != nil && !failed {

@@ -115,7 +115,7 @@ func (*Engine) Configured() bool { return true }
 
 // Evaluate implements runner.PolicyEngine.
 func (e *Engine) Evaluate(ctx context.Context, p runner.PolicyPayload) ([]runner.PCR, error) {
-	in, err := platformInput(p)
+	in, err := e.platform.input(p)
 	if err != nil {
 		// Not one rule ran; each says so with its own severity, so that a
 		// malformed plan cannot turn the critical rules into a lesser

@@ -1,7 +1,6 @@
 package rego
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 
@@ -10,29 +9,33 @@ import (
 	"github.com/nova-platform/nova/runner"
 )
 
-// platformInput builds the document platform rules see:
-// {phase, contract, target, plan}. The plan is parsed straight from its
-// JSON into OPA's value type, once, however many queries read it.
-func platformInput(p runner.PolicyPayload) (ast.Value, error) {
-	obj := ast.NewObject(ast.Item(ast.StringTerm("phase"), ast.StringTerm(string(p.Phase))))
+// input builds the document platform rules see:
+// {phase, contract, target, plan, plan_index}. The plan is read straight
+// from its JSON into OPA's value type, once, however many queries read it;
+// plan_index (see planIndex) is computed in the same pass.
+func (p *platform) input(payload runner.PolicyPayload) (ast.Value, error) {
+	items := [][2]*ast.Term{{ast.InternedTerm("phase"), ast.StringTerm(string(payload.Phase))}}
 	for _, part := range []struct {
 		key string
 		v   any
-	}{{"contract", p.Contract}, {"target", p.Target}} {
+	}{{"contract", payload.Contract}, {"target", payload.Target}} {
 		v, err := toValue(part.v)
 		if err != nil {
 			return nil, fmt.Errorf("converting the %s for Rego: %w", part.key, err)
 		}
-		obj.Insert(ast.StringTerm(part.key), ast.NewTerm(v))
+		items = append(items, [2]*ast.Term{ast.InternedTerm(part.key), ast.NewTerm(v)})
 	}
-	if len(p.Plan) > 0 {
-		v, err := ast.ValueFromReader(bytes.NewReader(p.Plan))
+	if len(payload.Plan) > 0 {
+		v, index, err := planValue(payload.Plan, &suspectScanner{suspectWords: p.suspects})
 		if err != nil {
 			return nil, fmt.Errorf("reading the plan JSON: %w", err)
 		}
-		obj.Insert(ast.StringTerm("plan"), ast.NewTerm(v))
+		items = append(items, [2]*ast.Term{ast.InternedTerm("plan"), ast.NewTerm(v)})
+		if index != nil {
+			items = append(items, [2]*ast.Term{ast.InternedTerm("plan_index"), ast.NewTerm(index.value())})
+		}
 	}
-	return obj, nil
+	return ast.NewObject(items...), nil
 }
 
 // consumerInput is the document conftest would see for the same phase: the
@@ -56,5 +59,5 @@ func toValue(v any) (ast.Value, error) {
 	if err != nil {
 		return nil, err
 	}
-	return ast.ValueFromReader(bytes.NewReader(raw))
+	return valueOf(raw)
 }

@@ -8,6 +8,7 @@ import (
 	"path"
 	"sort"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	opa "github.com/open-policy-agent/opa/v1/rego"
@@ -55,6 +56,9 @@ type platform struct {
 	compiler *ast.Compiler
 	query    opa.PreparedEvalQuery
 	rules    []RuleInfo
+	// suspects are secrets.rego's suspect_words, read from the compiled
+	// rules so that the Go pre-filter has no list of its own.
+	suspects *suspectWords
 }
 
 // parseRules parses the embedded rules, without their tests.
@@ -100,11 +104,37 @@ func compileModules(ctx context.Context, mods map[string]*ast.Module) (*platform
 	if err != nil {
 		return nil, err
 	}
+	words, err := readSuspectWords(ctx, c)
+	if err != nil {
+		return nil, err
+	}
 	pq, err := opa.New(opa.Compiler(c), opa.Query(platformQuery)).PrepareForEval(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("preparing the platform query: %w", err)
 	}
-	return &platform{compiler: c, query: pq, rules: rules}, nil
+	return &platform{compiler: c, query: pq, rules: rules, suspects: newSuspectWords(words)}, nil
+}
+
+// readSuspectWords reads the words the secrets rule looks for in a resource
+// before it walks its values. The scan in Go compares them with text folded
+// to lowercase ASCII, two bytes at a time, so a word that is not such text,
+// or shorter, could never match: it fails the compilation rather than
+// silently narrowing the rule.
+func readSuspectWords(ctx context.Context, c *ast.Compiler) ([]string, error) {
+	rs, err := opa.New(opa.Compiler(c), opa.Query(`x := data.nova.platform.secrets.suspect_words`)).Eval(ctx)
+	if err != nil || len(rs) != 1 {
+		return nil, fmt.Errorf("reading the secrets rule's suspect words: %v", err)
+	}
+	var words []string
+	if err := remarshal(rs[0].Bindings["x"], &words); err != nil || len(words) == 0 {
+		return nil, fmt.Errorf("reading the secrets rule's suspect words: %v", err)
+	}
+	for _, w := range words {
+		if len(w) < 2 || strings.ToLower(w) != w || strings.IndexFunc(w, func(r rune) bool { return r >= utf8.RuneSelf }) >= 0 {
+			return nil, fmt.Errorf("secrets rule: suspect word %q is not lowercase ASCII of two bytes or more", w)
+		}
+	}
+	return words, nil
 }
 
 // ruleInfo reads each platform package's rule object, which needs no input.

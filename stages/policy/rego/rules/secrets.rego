@@ -72,10 +72,37 @@ placeholder(x) if regex.match(`(?i)^(x{3,}|\*{3,}|redacted|changeme|example|none
 # Only a suspect resource is walked value by value, which keeps a plan of
 # hundreds of resources fast; substring tests are far cheaper here than one
 # regular expression over the whole text.
+# The rule's patterns are case-insensitive, and to Go's regexp "ſ" is an
+# "s" (lower() leaves it as it is, and turns the Kelvin sign into "k").
 suspect(after) if {
-	text := lower(json.marshal(after))
+	text := lower(replace(json.marshal(after), "ſ", "s"))
 	some word in suspect_words
 	contains(text, word)
+}
+
+# suspects: the changes to walk. Nova finds them in Go as it reads the plan
+# (input.plan_index.suspects: the same words, in each resource's JSON text);
+# without the index, the rule looks itself.
+suspects[addr] := rc if {
+	lib.indexed
+	count(lib.repeated) == 0
+	some i in input.plan_index.suspects
+	rc := lib.resource_changes[i]
+	lib.changed(rc)
+	addr := rc.address
+}
+
+suspects[addr] := rc if {
+	lib.indexed
+	count(lib.repeated) > 0
+	some i in input.plan_index.suspects
+	[addr, rc] := lib.change_at(i)
+}
+
+suspects[addr] := rc if {
+	not lib.indexed
+	some addr, rc in lib.changes
+	suspect(lib.after(rc))
 }
 
 suspect_words := [
@@ -85,13 +112,18 @@ suspect_words := [
 	"pwd", "auth", "://",
 ]
 
-# why says why a string leaf stored under key is a secret: its name or its
-# shape. Never the value. Undefined when it is not one.
-why(key, v) := "name" if {
+# named: a credential by its name, the first reason why gives.
+named(key, v) if {
 	v != ""
 	is_string(key)
 	secret_name(key)
 	not reference(v)
+}
+
+# why says why a string leaf stored under key is a secret: its name or its
+# shape. Never the value. Undefined when it is not one.
+why(key, v) := "name" if {
+	named(key, v)
 } else := shape if {
 	regex.match(any_shape, v)
 	shape := secret_shape(v)
@@ -147,8 +179,7 @@ findings contains {
 	"evidence": {"attribute": lib.dotted(path), "matched": reason},
 } if {
 	lib.post_plan
-	some addr, rc in lib.changes
-	suspect(lib.after(rc))
+	some addr, rc in suspects
 	walk(lib.after(rc), [path, v])
 	is_string(v)
 	reason := why(path[count(path) - 1], v)
@@ -169,7 +200,7 @@ findings contains {
 	defs := json.unmarshal(lib.after(rc).container_definitions)
 	some def in defs
 	some entry in object.get(def, "environment", [])
-	why(entry.name, entry.value) == "name"
+	named(entry.name, entry.value)
 }
 
 plain_or_shaped(rc, path, _) if not lib.sensitive(rc, path)

@@ -43,13 +43,14 @@ findings contains {
 # is, and then tags is the best known view.
 taggable[addr] := tags if {
 	some addr, rc in lib.changes
-	a := lib.after(rc)
-	"tags" in object.keys(a)
+	a := object.get(rc.change, "after", {}) # lib.after, spelt out: it runs for every change
+	# The key is there, whatever its value (null included).
+	_ = a.tags
 	tags := effective_tags(rc, a)
 }
 
 effective_tags(rc, a) := tags_or_empty(a) if {
-	lib.unknown(rc, ["tags_all"])
+	object.get(rc.change, ["after_unknown", "tags_all"], false) == true # lib.unknown(rc, ["tags_all"])
 } else := a.tags_all if {
 	is_object(a.tags_all)
 } else := tags_or_empty(a)
