@@ -61,26 +61,7 @@ func (v *verifier) checkTree(ctx context.Context, head plumbing.Hash) error {
 		all = append(all, files...)
 	}
 	v.report.Events = len(all)
-	err = forEachChunk(len(v.readers), len(all), func(w, lo, hi int) error {
-		for _, f := range all[lo:hi] {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			body, err := v.readers[w].Blob(f.blob)
-			if err != nil {
-				return err
-			}
-			var sig []byte
-			if f.hasSig {
-				if sig, err = v.readers[w].Blob(f.sig); err != nil {
-					return err
-				}
-			}
-			f.apply(checkFile(body, sig, f.hasSig, v.opts.EventKeys))
-		}
-		return nil
-	})
-	if err != nil {
+	if err := v.checkFiles(ctx, all); err != nil {
 		return err
 	}
 	ids := map[string]string{}
