@@ -290,8 +290,14 @@ func (s *Store) delivered(b *eventCommits) error {
 	if c, ok := s.chains[b.dir]; ok && c.tree == b.parentTree {
 		c.tree, c.hash = b.tree, b.sum
 		c.events = append(c.events, b.events...)
+		if c.summary != nil {
+			c.summary = c.summary.Clone()
+		}
 		for _, e := range b.events {
 			c.ids[e.ID] = true
+			if c.summary != nil {
+				c.summary.Fold(e)
+			}
 		}
 	}
 	return nil

@@ -1,0 +1,143 @@
+package evidence
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/nova-platform/nova/runner"
+)
+
+// emitGateRound records one round of what the gate reads — a plan, a
+// request, an approval, an authorization and its apply in qa, a rejection and an
+// unknown apply outcome in prod — through an Emitter, flushing it when
+// flush is set.
+func emitGateRound(t *testing.T, s *Store, contract string, round int, flush bool) {
+	t.Helper()
+	ctx := context.Background()
+	em := runner.NewEmitter(s, "urn:nova:test", fmt.Sprintf("run-%d", round), testClock())
+	digest := fmt.Sprintf("sha256:plan-%d", round)
+	for _, e := range []struct {
+		typ  string
+		env  runner.Environment
+		data any
+	}{
+		{runner.EventPlanCreated, runner.QA, runner.PlanRecord{Digest: digest}},
+		{runner.EventApprovalRequested, runner.QA, runner.RequestRecord{Environment: runner.QA, PlanDigest: digest}},
+		{runner.EventApprovalRecorded, runner.QA, runner.ApprovalRecord{Environment: runner.QA, PlanDigest: digest, Approver: fmt.Sprintf("qa-%d", round), Group: "qa"}},
+		{runner.EventApplyAuthorized, runner.QA, runner.Authorization{Digest: digest, Environment: runner.QA}},
+		{runner.EventApplyCompleted, runner.QA, map[string]string{"digest": digest}},
+		{runner.EventApprovalRejected, runner.Prod, runner.ApprovalRecord{Environment: runner.Prod, PlanDigest: digest, Approver: "sre-1", Reason: "not today"}},
+		{runner.EventApplyIndeterminate, runner.Prod, map[string]string{"cause": "interrupted"}},
+	} {
+		if _, err := em.Emit(ctx, e.typ, contract, e.env, e.data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if flush {
+		if err := em.Flush(ctx, contract); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// wantSummary is the gate summary folded from the store's whole chain.
+func wantSummary(t *testing.T, s *Store, contract string) *runner.GateSummary {
+	t.Helper()
+	events, err := s.Chain(context.Background(), contract)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return runner.SummarizeGate(events)
+}
+
+func gateSummaryOf(t *testing.T, s *Store, contract string) *runner.GateSummary {
+	t.Helper()
+	got, err := s.GateSummary(context.Background(), contract)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+// TestGateSummaryAcrossProcesses: the store's gate summary is the summary
+// of its chain, pending events included, whether it is folded from the
+// repo, read from the state dir without reading the chain, extended from
+// the stored one when the chain grew, or rebuilt because the stored one is
+// torn.
+func TestGateSummaryAcrossProcesses(t *testing.T) {
+	const contract = "c-gate-summary"
+	repo, keys, state := newBareRepo(t), newKeys(t), t.TempDir()
+	first := openStoreIn(t, repo, state, keys)
+	emitGateRound(t, first, contract, 1, true)
+	want := wantSummary(t, first, contract)
+	if diff := cmp.Diff(want, gateSummaryOf(t, first, contract)); diff != "" {
+		t.Fatalf("summary of a chain read from the repo (-chain +summary):\n%s", diff)
+	}
+	first.Close()
+	if _, err := os.Stat(first.gateCachePath(contract)); err != nil {
+		t.Fatalf("no stored gate summary after Close: %v", err)
+	}
+
+	second := openStoreIn(t, repo, state, keys)
+	if diff := cmp.Diff(want, gateSummaryOf(t, second, contract)); diff != "" {
+		t.Fatalf("stored summary (-chain +summary):\n%s", diff)
+	}
+	if _, read := second.chains[contract]; read {
+		t.Fatal("the summary at an unchanged tree read the chain")
+	}
+	// Events still in the outbox are folded on top, as Chain lists them.
+	emitGateRound(t, second, contract, 2, false)
+	if diff := cmp.Diff(wantSummary(t, second, contract), gateSummaryOf(t, second, contract)); diff != "" {
+		t.Fatalf("summary with pending events (-chain +summary):\n%s", diff)
+	}
+	if err := second.Flush(context.Background(), contract); err != nil {
+		t.Fatal(err)
+	}
+	second.Close()
+
+	// Another writer extends the chain: the stored summary is behind, and
+	// is extended by the new events only (a marker in it shows it was not
+	// folded afresh).
+	emitGateRound(t, openStore(t, repo, keys), contract, 3, true)
+	third := openStoreIn(t, repo, state, keys)
+	third.mu.Lock()
+	stored := third.loadGateHead(contract)
+	third.mu.Unlock()
+	if stored == nil {
+		t.Fatal("no stored gate summary")
+	}
+	const marker = "marker: the stored summary"
+	stored.summary.ApprovalError = marker
+	got := gateSummaryOf(t, third, contract)
+	stored.summary.ApprovalError, third.chains[contract].summary.ApprovalError = "", ""
+	if got.ApprovalError != marker {
+		t.Error("the summary of a grown chain was folded afresh, not extended from the stored one")
+	}
+	got.ApprovalError = ""
+	want = runner.SummarizeGate(chainOf(t, repo, keys, contract))
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatalf("summary of a grown chain (-repo +summary):\n%s", diff)
+	}
+	third.Close()
+
+	// A torn summary is a miss: the chain answers.
+	path := third.gateCachePath(contract)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b[:len(b)-1], 0o600); err != nil {
+		t.Fatal(err)
+	}
+	torn := openStoreIn(t, repo, state, keys)
+	if diff := cmp.Diff(want, gateSummaryOf(t, torn, contract)); diff != "" {
+		t.Fatalf("summary after a torn file (-repo +summary):\n%s", diff)
+	}
+	if _, read := torn.chains[contract]; !read {
+		t.Fatal("a torn stored summary was used")
+	}
+}
