@@ -2,8 +2,12 @@ package evidence
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
+	"hash/fnv"
 	"os"
+	"slices"
+	"sort"
 
 	"github.com/go-git/go-git/v5/plumbing"
 
@@ -19,8 +23,19 @@ import (
 // directory's tree, sealed with a sha256 and the event keys' fingerprint.
 // A summary of another tree, or none at all, is a miss: the chain is read
 // (from its own cache, or the repo) and the summary folded from it.
+//
+// Events still in the outbox are folded on top, except those the chain
+// holds already (delivered, but not yet marked so: a crash between push
+// and mark, or another process draining the same outbox). Which those are
+// only the chain knows, so the store also keeps a hash of each of its
+// event ids (<key>.ids), read only when events are pending: none of them
+// hashing to a chain event's id proves none was delivered; a match, which
+// may be a collision, is settled by reading the chain.
 
-const gateSummaryMagic = "nova-gate-summary 1\n"
+const (
+	gateSummaryMagic = "nova-gate-summary 1\n"
+	gateIDsMagic     = "nova-gate-ids 1\n"
+)
 
 // gateHead is what a question about a contract's present needs: its
 // length, last hash and gate summary at tree. chain is set when it was
@@ -31,6 +46,15 @@ type gateHead struct {
 	hash    string
 	summary *runner.GateSummary
 	chain   *chainState
+}
+
+// storedIDs are the hashes of a chain's event ids (idHash), sorted, each
+// in 8 bytes big-endian: one byte string, searched as it is read.
+type storedIDs struct {
+	Keys string
+	Dir  string
+	Tree plumbing.Hash
+	IDs  []byte
 }
 
 // storedGate is a gateHead as its cache file holds it.
@@ -60,7 +84,7 @@ func (s *Store) GateSummary(ctx context.Context, contractID string) (*runner.Gat
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	g, err := s.gateHeadAt(head, dir, len(pending) > 0)
+	g, err := s.gateHeadWith(head, dir, pending)
 	if err != nil {
 		return nil, err
 	}
@@ -79,16 +103,16 @@ func (s *Store) GateSummary(ctx context.Context, contractID string) (*runner.Gat
 	return sum, nil
 }
 
-// holds reports whether the chain holds the event with id. Only a head
-// read from the chain knows; gateHeadAt reads the chain when it is asked.
+// holds reports whether the chain holds the event with id. A stored head
+// holds none of the pending events (gateHeadWith made sure of it).
 func (g *gateHead) holds(id string) bool { return g.chain != nil && g.chain.ids[id] }
 
-// gateHeadAt returns contract directory dir's gate head at head. The
-// stored summary answers when it is of the directory's tree at head and
-// the caller need not know which events the chain holds (withIDs: events
-// in the outbox may have been delivered already); otherwise the chain is
-// read, as chainAt does. The caller holds s.mu.
-func (s *Store) gateHeadAt(head plumbing.Hash, dir string, withIDs bool) (*gateHead, error) {
+// gateHeadWith returns contract directory dir's gate head at head, to
+// which pending, its outbox, is added. The stored summary answers when it
+// is of the directory's tree at head and the stored id hashes show that
+// the chain holds none of pending; otherwise the chain is read, as chainAt
+// does. The caller holds s.mu.
+func (s *Store) gateHeadWith(head plumbing.Hash, dir string, pending []runner.Event) (*gateHead, error) {
 	tree, err := contractTree(s.objects, head, dir)
 	if err != nil {
 		return nil, err
@@ -96,10 +120,8 @@ func (s *Store) gateHeadAt(head plumbing.Hash, dir string, withIDs bool) (*gateH
 	if c, ok := s.chains[dir]; ok && c.tree == tree {
 		return c.gateHead(), nil
 	}
-	if !withIDs {
-		if g := s.loadGateHead(dir); g != nil && g.tree == tree {
-			return g, nil
-		}
+	if g := s.loadGateHead(dir); g != nil && g.tree == tree && (len(pending) == 0 || s.lacksAll(dir, tree, pending)) {
+		return g, nil
 	}
 	c, err := s.chainAt(head, dir)
 	if err != nil {
@@ -132,6 +154,34 @@ func (c *chainState) extendSummary(old *chainState) {
 }
 
 func (s *Store) gateCachePath(dir string) string { return s.chainCachePath(dir) + ".gate" }
+
+func (s *Store) gateIDsPath(dir string) string { return s.chainCachePath(dir) + ".ids" }
+
+// idHash is what the stored ids keep of an event id: enough to tell ids
+// apart but for rare collisions, which only cost a read of the chain.
+func idHash(id string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(id))
+	return h.Sum64()
+}
+
+// lacksAll reports whether the stored id hashes of dir's chain at tree
+// prove that it holds none of events. The caller holds s.mu.
+func (s *Store) lacksAll(dir string, tree plumbing.Hash, events []runner.Event) bool {
+	var si storedIDs
+	if err := readSealed(s.gateIDsPath(dir), gateIDsMagic, &si); err != nil || si.Keys != s.eventKeys.Fingerprint() || si.Dir != dir || si.Tree != tree {
+		return false
+	}
+	n := len(si.IDs) / 8
+	for _, e := range events {
+		h := idHash(e.ID)
+		i := sort.Search(n, func(i int) bool { return binary.BigEndian.Uint64(si.IDs[8*i:]) >= h })
+		if i < n && binary.BigEndian.Uint64(si.IDs[8*i:]) == h {
+			return false
+		}
+	}
+	return true
+}
 
 // loadGateHead returns the stored gate head of dir, or nil when there is
 // none that can be used. The caller holds s.mu.
@@ -166,6 +216,20 @@ func (s *Store) saveGateHead(dir string, c *chainState) error {
 	err := writeSealed(s.gateCachePath(dir), gateSummaryMagic, storedGate{
 		Keys: s.eventKeys.Fingerprint(), Dir: dir, Tree: c.filesTree, Seq: g.seq, Hash: g.hash, Summary: g.summary})
 	if err != nil {
+		return err
+	}
+	hashes := make([]uint64, 0, len(c.events))
+	for _, e := range c.events {
+		hashes = append(hashes, idHash(e.ID))
+	}
+	slices.Sort(hashes)
+	ids := make([]byte, 0, 8*len(hashes))
+	for _, h := range hashes {
+		ids = binary.BigEndian.AppendUint64(ids, h)
+	}
+	// Written after the summary: ids of another tree are a miss, so a
+	// crash in between costs a read of the chain, nothing else.
+	if err := writeSealed(s.gateIDsPath(dir), gateIDsMagic, storedIDs{Keys: s.eventKeys.Fingerprint(), Dir: dir, Tree: c.filesTree, IDs: ids}); err != nil {
 		return err
 	}
 	s.gates[dir] = &gateHead{tree: c.filesTree, seq: g.seq, hash: g.hash, summary: g.summary}

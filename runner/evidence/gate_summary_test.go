@@ -140,4 +140,33 @@ func TestGateSummaryAcrossProcesses(t *testing.T) {
 	if _, read := torn.chains[contract]; !read {
 		t.Fatal("a torn stored summary was used")
 	}
+	torn.Close()
+
+	// Pending events the chain does not hold are folded on top of the
+	// stored summary, the chain unread; one it holds already (pushed, the
+	// outbox not yet told) is not folded twice.
+	fourth := openStoreIn(t, repo, state, keys)
+	em := runner.NewEmitter(fourth, "urn:nova:test", "run-4", testClock())
+	if _, err := em.Emit(context.Background(), runner.EventApprovalRecorded, contract, runner.Prod,
+		runner.ApprovalRecord{Environment: runner.Prod, PlanDigest: "sha256:plan-4", Approver: "sre-2", Group: "sre"}); err != nil {
+		t.Fatal(err)
+	}
+	got = gateSummaryOf(t, fourth, contract)
+	if _, read := fourth.chains[contract]; read {
+		t.Error("pending events the chain does not hold made the store read the chain")
+	}
+	if diff := cmp.Diff(wantSummary(t, fourth, contract), got); diff != "" {
+		t.Fatalf("summary with a pending event (-chain +summary):\n%s", diff)
+	}
+	fourth.Close()
+	delivered := chainOf(t, repo, keys, contract)
+	fifth := openStoreIn(t, repo, state, keys)
+	if err := fifth.outbox.add(contract, delivered[len(delivered)-1]); err != nil {
+		t.Fatal(err)
+	}
+	got = gateSummaryOf(t, fifth, contract)
+	want = wantSummary(t, fifth, contract)
+	if diff := cmp.Diff(want, got); diff != "" || got.Folded != int64(len(delivered)+1) {
+		t.Fatalf("summary with a delivered event still in the outbox: %d folded, want %d (-chain +summary):\n%s", got.Folded, len(delivered)+1, diff)
+	}
 }

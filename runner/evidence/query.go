@@ -97,7 +97,7 @@ func (s *Store) ChainHead(ctx context.Context, contractID string) (int64, string
 		s.mu.Unlock()
 	}
 	s.mu.Lock()
-	g, err := s.gateHeadAt(head, dir, len(pending) > 0)
+	g, err := s.gateHeadWith(head, dir, pending)
 	if err != nil {
 		s.logf("evidence: %v; numbering contract %s from its outbox", err, dir)
 		g = &gateHead{}
