@@ -126,6 +126,7 @@ func (s *Store) saveChains() {
 			s.logf("evidence: storing the gate summary of %s: %v", dir, err)
 		}
 	}
+	s.saveCarriedGates()
 }
 
 func writeChainCache(path, dir, keys string, c *chainState) error {

@@ -39,13 +39,21 @@ const (
 
 // gateHead is what a question about a contract's present needs: its
 // length, last hash and gate summary at tree. chain is set when it was
-// read from the chain, which also tells which events it holds.
+// read from the chain, which also tells which events it holds; otherwise
+// those are the events whose id hashes are stored for idsTree (ids, read
+// when first needed) and added, the ids of the events this store
+// delivered on top of idsTree. unsaved says it is not in the state dir.
 type gateHead struct {
-	tree    plumbing.Hash
-	seq     int64
-	hash    string
-	summary *runner.GateSummary
-	chain   *chainState
+	tree      plumbing.Hash
+	seq       int64
+	hash      string
+	summary   *runner.GateSummary
+	chain     *chainState
+	idsTree   plumbing.Hash
+	ids       []byte
+	idsLoaded bool
+	added     []string
+	unsaved   bool
 }
 
 // storedIDs are the hashes of a chain's event ids (idHash), sorted, each
@@ -103,9 +111,26 @@ func (s *Store) GateSummary(ctx context.Context, contractID string) (*runner.Gat
 	return sum, nil
 }
 
-// holds reports whether the chain holds the event with id. A stored head
-// holds none of the pending events (gateHeadWith made sure of it).
-func (g *gateHead) holds(id string) bool { return g.chain != nil && g.chain.ids[id] }
+// holds reports whether the chain holds the event with id, of the events
+// gateHeadWith was given: a stored head was used only when none of them
+// is among its stored ids.
+func (g *gateHead) holds(id string) bool {
+	if g.chain != nil {
+		return g.chain.ids[id]
+	}
+	return slices.Contains(g.added, id)
+}
+
+// extend carries g forward over a batch this store delivered on top of it.
+func (g *gateHead) extend(b *eventCommits) *gateHead {
+	next := &gateHead{tree: b.tree, seq: g.seq + int64(len(b.events)), hash: b.sum, summary: g.summary.Clone(),
+		idsTree: g.idsTree, ids: g.ids, idsLoaded: g.idsLoaded, added: slices.Clone(g.added), unsaved: true}
+	for _, e := range b.events {
+		next.summary.Fold(e)
+		next.added = append(next.added, e.ID)
+	}
+	return next
+}
 
 // gateHeadWith returns contract directory dir's gate head at head, to
 // which pending, its outbox, is added. The stored summary answers when it
@@ -120,7 +145,7 @@ func (s *Store) gateHeadWith(head plumbing.Hash, dir string, pending []runner.Ev
 	if c, ok := s.chains[dir]; ok && c.tree == tree {
 		return c.gateHead(), nil
 	}
-	if g := s.loadGateHead(dir); g != nil && g.tree == tree && (len(pending) == 0 || s.lacksAll(dir, tree, pending)) {
+	if g := s.loadGateHead(dir); g != nil && g.tree == tree && s.lacksAll(dir, g, pending) {
 		return g, nil
 	}
 	c, err := s.chainAt(head, dir)
@@ -165,22 +190,40 @@ func idHash(id string) uint64 {
 	return h.Sum64()
 }
 
-// lacksAll reports whether the stored id hashes of dir's chain at tree
-// prove that it holds none of events. The caller holds s.mu.
-func (s *Store) lacksAll(dir string, tree plumbing.Hash, events []runner.Event) bool {
-	var si storedIDs
-	if err := readSealed(s.gateIDsPath(dir), gateIDsMagic, &si); err != nil || si.Keys != s.eventKeys.Fingerprint() || si.Dir != dir || si.Tree != tree {
-		return false
-	}
-	n := len(si.IDs) / 8
+// lacksAll reports whether g shows which of events its chain holds: those
+// it delivered itself, and none of the rest, as the stored id hashes
+// prove. The caller holds s.mu.
+func (s *Store) lacksAll(dir string, g *gateHead, events []runner.Event) bool {
 	for _, e := range events {
-		h := idHash(e.ID)
-		i := sort.Search(n, func(i int) bool { return binary.BigEndian.Uint64(si.IDs[8*i:]) >= h })
-		if i < n && binary.BigEndian.Uint64(si.IDs[8*i:]) == h {
+		if slices.Contains(g.added, e.ID) {
+			continue
+		}
+		if !s.loadIDs(dir, g) || hasIDHash(g.ids, idHash(e.ID)) {
 			return false
 		}
 	}
 	return true
+}
+
+// loadIDs reads the stored id hashes of g's idsTree into g, and reports
+// whether there are any of that tree. The caller holds s.mu.
+func (s *Store) loadIDs(dir string, g *gateHead) bool {
+	if g.idsLoaded {
+		return true
+	}
+	var si storedIDs
+	if err := readSealed(s.gateIDsPath(dir), gateIDsMagic, &si); err != nil || si.Keys != s.eventKeys.Fingerprint() || si.Dir != dir || si.Tree != g.idsTree {
+		return false
+	}
+	g.ids, g.idsLoaded = si.IDs, true
+	return true
+}
+
+// hasIDHash reports whether sorted stored id hashes hold h.
+func hasIDHash(ids []byte, h uint64) bool {
+	n := len(ids) / 8
+	i := sort.Search(n, func(i int) bool { return binary.BigEndian.Uint64(ids[8*i:]) >= h })
+	return i < n && binary.BigEndian.Uint64(ids[8*i:]) == h
 }
 
 // loadGateHead returns the stored gate head of dir, or nil when there is
@@ -201,7 +244,7 @@ func (s *Store) loadGateHead(dir string) *gateHead {
 		s.gates[dir] = nil
 		return nil
 	}
-	g := &gateHead{tree: sg.Tree, seq: sg.Seq, hash: sg.Hash, summary: sg.Summary}
+	g := &gateHead{tree: sg.Tree, seq: sg.Seq, hash: sg.Hash, summary: sg.Summary, idsTree: sg.Tree}
 	s.gates[dir] = g
 	return g
 }
@@ -209,18 +252,54 @@ func (s *Store) loadGateHead(dir string) *gateHead {
 // saveGateHead stores c's gate head unless the stored one is of its tree
 // already. The caller holds s.mu, and c's events are those of its files.
 func (s *Store) saveGateHead(dir string, c *chainState) error {
-	if g := s.loadGateHead(dir); g != nil && g.tree == c.filesTree {
+	if g := s.loadGateHead(dir); g != nil && g.tree == c.filesTree && !g.unsaved {
 		return nil
 	}
 	g := c.gateHead()
-	err := writeSealed(s.gateCachePath(dir), gateSummaryMagic, storedGate{
-		Keys: s.eventKeys.Fingerprint(), Dir: dir, Tree: c.filesTree, Seq: g.seq, Hash: g.hash, Summary: g.summary})
-	if err != nil {
-		return err
-	}
 	hashes := make([]uint64, 0, len(c.events))
 	for _, e := range c.events {
 		hashes = append(hashes, idHash(e.ID))
+	}
+	return s.writeGateHead(dir, &gateHead{tree: c.filesTree, seq: g.seq, hash: g.hash, summary: g.summary}, hashes)
+}
+
+// saveCarriedGates stores the gate heads that deliveries carried forward
+// and no chain read stored since. The caller holds s.mu.
+func (s *Store) saveCarriedGates() {
+	for dir, g := range s.gates {
+		if g == nil || !g.unsaved {
+			continue
+		}
+		var hashes []uint64
+		if s.loadIDs(dir, g) {
+			hashes = make([]uint64, 0, len(g.ids)/8+len(g.added))
+			for i := 0; i+8 <= len(g.ids); i += 8 {
+				hashes = append(hashes, binary.BigEndian.Uint64(g.ids[i:]))
+			}
+			for _, id := range g.added {
+				hashes = append(hashes, idHash(id))
+			}
+		}
+		if err := s.writeGateHead(dir, g, hashes); err != nil {
+			s.logf("evidence: storing the gate summary of %s: %v", dir, err)
+		}
+	}
+}
+
+// writeGateHead writes g and, unless hashes is nil, the hashes of its
+// chain's event ids. The caller holds s.mu.
+func (s *Store) writeGateHead(dir string, g *gateHead, hashes []uint64) error {
+	err := writeSealed(s.gateCachePath(dir), gateSummaryMagic, storedGate{
+		Keys: s.eventKeys.Fingerprint(), Dir: dir, Tree: g.tree, Seq: g.seq, Hash: g.hash, Summary: g.summary})
+	if err != nil {
+		return err
+	}
+	saved := &gateHead{tree: g.tree, seq: g.seq, hash: g.hash, summary: g.summary}
+	s.gates[dir] = saved
+	if hashes == nil {
+		// Ids of another tree are a miss: pending events then read the
+		// chain once.
+		return nil
 	}
 	slices.Sort(hashes)
 	ids := make([]byte, 0, 8*len(hashes))
@@ -229,9 +308,9 @@ func (s *Store) saveGateHead(dir string, c *chainState) error {
 	}
 	// Written after the summary: ids of another tree are a miss, so a
 	// crash in between costs a read of the chain, nothing else.
-	if err := writeSealed(s.gateIDsPath(dir), gateIDsMagic, storedIDs{Keys: s.eventKeys.Fingerprint(), Dir: dir, Tree: c.filesTree, IDs: ids}); err != nil {
+	if err := writeSealed(s.gateIDsPath(dir), gateIDsMagic, storedIDs{Keys: s.eventKeys.Fingerprint(), Dir: dir, Tree: g.tree, IDs: ids}); err != nil {
 		return err
 	}
-	s.gates[dir] = &gateHead{tree: c.filesTree, seq: g.seq, hash: g.hash, summary: g.summary}
+	saved.idsTree, saved.ids, saved.idsLoaded = g.tree, ids, true
 	return nil
 }

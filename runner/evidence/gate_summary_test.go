@@ -170,3 +170,48 @@ func TestGateSummaryAcrossProcesses(t *testing.T) {
 		t.Fatalf("summary with a delivered event still in the outbox: %d folded, want %d (-chain +summary):\n%s", got.Folded, len(delivered)+1, diff)
 	}
 }
+
+// TestGateSummaryCarriedByDelivery: a store that answered from the stored
+// summary pushes its outbox on top of it without reading the chain, and
+// stores the summary and ids of the head it made; the next process answers
+// from them, and an authorization on top of an apply of unknown outcome is
+// still refused at the push.
+func TestGateSummaryCarriedByDelivery(t *testing.T) {
+	const contract = "c-gate-carried"
+	ctx := context.Background()
+	repo, keys, state := newBareRepo(t), newKeys(t), t.TempDir()
+	first := openStoreIn(t, repo, state, keys)
+	emitGateRound(t, first, contract, 1, true)
+	first.Close()
+
+	second := openStoreIn(t, repo, state, keys)
+	emitGateRound(t, second, contract, 2, true)
+	if _, read := second.chains[contract]; read {
+		t.Fatal("recording and pushing on top of a stored summary read the chain")
+	}
+	want := runner.SummarizeGate(chainOf(t, repo, keys, contract))
+	if diff := cmp.Diff(want, gateSummaryOf(t, second, contract)); diff != "" {
+		t.Fatalf("summary carried by the delivery (-repo +summary):\n%s", diff)
+	}
+	second.Close()
+
+	third := openStoreIn(t, repo, state, keys)
+	em := runner.NewEmitter(third, "urn:nova:test", "run-3", testClock())
+	if _, err := em.Emit(ctx, runner.EventApprovalChecked, contract, runner.Prod, runner.ApprovalCheck{Environment: runner.Prod}); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(wantSummary(t, openStoreIn(t, repo, state, keys), contract), gateSummaryOf(t, third, contract)); diff != "" {
+		t.Fatalf("summary stored after the delivery (-chain +summary):\n%s", diff)
+	}
+	if _, read := third.chains[contract]; read {
+		t.Fatal("the summary stored after a delivery was not used")
+	}
+	// Every round leaves prod with an apply of unknown outcome.
+	_, err := em.Emit(ctx, runner.EventApplyAuthorized, contract, runner.Prod, runner.Authorization{Digest: "sha256:plan-3", Environment: runner.Prod})
+	if runner.ReasonOf(err) != runner.ApplyIndeterminate {
+		t.Fatalf("authorizing on top of an unknown outcome: %v, want %s", err, runner.ApplyIndeterminate)
+	}
+	if _, read := third.chains[contract]; read {
+		t.Error("the push read the chain")
+	}
+}
