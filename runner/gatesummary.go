@@ -31,6 +31,13 @@ func ReadGateSummary(ctx context.Context, r EvidenceReader, contractID string) (
 	return SummarizeGate(events), nil
 }
 
+// GateSummaryVersion names what Fold keeps and how. A store that keeps
+// summaries across processes keeps this with them and folds afresh when it
+// differs: bump it whenever Fold keeps something new or folds an event
+// differently, or a summary folded by the old rules would be read as if
+// the new ones had made it.
+const GateSummaryVersion = 1
+
 // GateSummary is what the gate's rules read of one contract's chain,
 // folded event by event (Fold): folding a chain in one go and folding a
 // prefix, keeping the summary and folding the rest later give the same

@@ -67,7 +67,9 @@ type storedIDs struct {
 
 // storedGate is a gateHead as its cache file holds it.
 type storedGate struct {
-	Keys    string
+	Keys string
+	// Version is the runner.GateSummaryVersion that folded Summary.
+	Version int
 	Dir     string
 	Tree    plumbing.Hash
 	Seq     int64
@@ -234,8 +236,8 @@ func (s *Store) loadGateHead(dir string) *gateHead {
 	}
 	var sg storedGate
 	err := readSealed(s.gateCachePath(dir), gateSummaryMagic, &sg)
-	if err == nil && (sg.Keys != s.eventKeys.Fingerprint() || sg.Dir != dir || sg.Summary == nil) {
-		err = errors.New("written for other keys or another contract")
+	if err == nil && (sg.Keys != s.eventKeys.Fingerprint() || sg.Dir != dir || sg.Summary == nil || sg.Version != runner.GateSummaryVersion) {
+		err = errors.New("written for other keys, another contract or by other rules")
 	}
 	if err != nil {
 		if !errors.Is(err, os.ErrNotExist) {
@@ -290,7 +292,7 @@ func (s *Store) saveCarriedGates() {
 // chain's event ids. The caller holds s.mu.
 func (s *Store) writeGateHead(dir string, g *gateHead, hashes []uint64) error {
 	err := writeSealed(s.gateCachePath(dir), gateSummaryMagic, storedGate{
-		Keys: s.eventKeys.Fingerprint(), Dir: dir, Tree: g.tree, Seq: g.seq, Hash: g.hash, Summary: g.summary})
+		Keys: s.eventKeys.Fingerprint(), Version: runner.GateSummaryVersion, Dir: dir, Tree: g.tree, Seq: g.seq, Hash: g.hash, Summary: g.summary})
 	if err != nil {
 		return err
 	}

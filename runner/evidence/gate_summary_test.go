@@ -215,3 +215,25 @@ func TestGateSummaryCarriedByDelivery(t *testing.T) {
 		t.Error("the push read the chain")
 	}
 }
+
+// TestGateSummaryOfOtherRulesIsAMiss: a stored summary folded by other
+// rules (another runner.GateSummaryVersion) is not read as this one's.
+func TestGateSummaryOfOtherRulesIsAMiss(t *testing.T) {
+	const contract = "c-gate-version"
+	repo, keys, state := newBareRepo(t), newKeys(t), t.TempDir()
+	first := openStoreIn(t, repo, state, keys)
+	emitGateRound(t, first, contract, 1, true)
+	first.Close()
+	first.mu.Lock()
+	stored := *first.gates[contract]
+	first.mu.Unlock()
+	wrong := &runner.GateSummary{Folded: 12345}
+	if err := writeSealed(first.gateCachePath(contract), gateSummaryMagic, storedGate{Keys: first.eventKeys.Fingerprint(), Version: runner.GateSummaryVersion + 1,
+		Dir: contract, Tree: stored.tree, Seq: stored.seq, Hash: stored.hash, Summary: wrong}); err != nil {
+		t.Fatal(err)
+	}
+	second := openStoreIn(t, repo, state, keys)
+	if diff := cmp.Diff(wantSummary(t, second, contract), gateSummaryOf(t, second, contract)); diff != "" {
+		t.Fatalf("summary beside one of other rules (-chain +summary):\n%s", diff)
+	}
+}
