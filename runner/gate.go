@@ -33,13 +33,15 @@ func (g Gate) Run(ctx context.Context, st *State) (Result, error) {
 		return Result{}, Errorf(InternalError, "gate reached without a validated contract and a plan")
 	}
 	env := st.Contract.Environment
-	var events []Event
+	sum := &GateSummary{}
 	if g.Evidence != nil {
+		// The summary, not the chain: what the rules read of a contract's
+		// history, so the gate costs the same however long that is.
 		var err error
-		if events, err = g.Evidence.Chain(ctx, st.Contract.ID); err != nil {
+		if sum, err = ReadGateSummary(ctx, g.Evidence, st.Contract.ID); err != nil {
 			return Result{}, err
 		}
-		if open := UnresolvedApply(events, env); open != nil {
+		if open := sum.Env(env).Open; open != nil {
 			// Applying on top of an apply whose outcome nobody knows could
 			// double a change or fight a half-finished one.
 			msg := fmt.Sprintf("an earlier apply of contract %s in %s has an unknown outcome (event %s, %s); inspect the state, then record what happened with `nova evidence resolve`", st.Contract.ID, env, open.ID, open.Type)
@@ -64,7 +66,7 @@ func (g Gate) Run(ctx context.Context, st *State) (Result, error) {
 	if g.Now != nil {
 		now = g.Now
 	}
-	d, err := decideGate(events, gateInput{Env: env, Digest: st.Plan.Digest, Supersedes: st.Contract.Supersedes, Now: now().UTC(), Approvers: approvers})
+	d, err := decideGate(sum, gateInput{Env: env, Digest: st.Plan.Digest, Supersedes: st.Contract.Supersedes, Now: now().UTC(), Approvers: approvers})
 	if err != nil {
 		return Result{}, err
 	}

@@ -40,8 +40,16 @@ groups:
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &world{t: t, rec: &memRecorder{}, now: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC), approvers: cfg,
+	w := &world{t: t, rec: &memRecorder{}, now: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC), approvers: cfg,
 		authors: []string{"dev-author"}, teams: map[string][]string{"platform/sre": {"sre-team-member"}}}
+	start := w.now
+	// Every chain a gate test builds also checks that the gate's summary
+	// decides as the rules over the whole chain do.
+	t.Cleanup(func() {
+		events, _ := w.Chain(context.Background(), contractID)
+		checkGateParity(t, events, w.approvers, start, w.now, w.now.Add(30*time.Hour), w.now.Add(100*time.Hour))
+	})
+	return w
 }
 
 func (w *world) Chain(_ context.Context, id string) ([]Event, error) {

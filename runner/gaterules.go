@@ -69,7 +69,8 @@ type gateDecision struct {
 }
 
 // decideGate applies the approval rules of a guarded environment to one
-// contract's verified chain. It is pure, so every rule is table-tested:
+// contract's verified chain, as its summary holds it. It is pure, so every
+// rule is table-tested:
 //
 //   - a rejection of this plan holds it: a new plan is needed;
 //   - an approval of this plan by the environment's group authorizes it,
@@ -77,46 +78,36 @@ type gateDecision struct {
 //     in qa may not (separation of duties: refused, and recorded);
 //   - otherwise the request waits, escalates after one business day and
 //     freezes after two, unless the contract supersedes the frozen request.
-func decideGate(events []Event, in gateInput) (gateDecision, error) {
-	approvals, err := Approvals(events, in.Env)
-	if err != nil {
-		return gateDecision{}, err
+func decideGate(sum *GateSummary, in gateInput) (gateDecision, error) {
+	if sum.ApprovalError != "" {
+		return gateDecision{}, Errorf(EvidenceLayoutInvalid, "%s", sum.ApprovalError)
 	}
-	for _, e := range events {
-		if e.Type != EventApprovalRejected || e.Environment != string(in.Env) {
-			continue
-		}
-		var r ApprovalRecord
-		if err := DecodeEventData(e, &r); err != nil {
-			return gateDecision{}, Errorf(EvidenceLayoutInvalid, "reading rejection %s: %w", e.ID, err)
-		}
-		if r.PlanDigest == in.Digest {
-			return gateDecision{Verdict: Fail, Reason: ApprovalRejected,
-				Message: fmt.Sprintf("%s rejected plan %s for %s (%s); the contract is held: plan again and ask for a new approval", r.Approver, ShortDigest(in.Digest), in.Env, orNone(r.Reason))}, nil
-		}
+	es := sum.Env(in.Env)
+	// The chain is read in order: an unreadable rejection before this
+	// plan's rejection (or without one) stops the gate.
+	rej, rejected := es.Rejections[in.Digest]
+	if bad := es.BadRejection; bad != nil && (!rejected || bad.At < rej.At) {
+		return gateDecision{}, Errorf(EvidenceLayoutInvalid, "%s", bad.Err)
+	}
+	if rejected {
+		return gateDecision{Verdict: Fail, Reason: ApprovalRejected,
+			Message: fmt.Sprintf("%s rejected plan %s for %s (%s); the contract is held: plan again and ask for a new approval", rej.Record.Approver, ShortDigest(in.Digest), in.Env, orNone(rej.Record.Reason))}, nil
 	}
 	group := in.Approvers.GroupFor(in.Env)
 	// A decision taken after the pending request froze does not count:
 	// the request must be re-submitted first.
 	freezeAt := time.Time{}
-	if start, _ := pendingRequest(events, in.Env); start != nil && in.Supersedes != start.ID {
+	if start := es.Request; start != nil && in.Supersedes != start.ID {
 		freezeAt = AddBusinessDuration(start.Time, FreezeAfter)
 	}
 	var valid []Approval
-	for _, a := range approvals {
-		if a.PlanDigest == in.Digest && a.Group == group && (freezeAt.IsZero() || a.decidedAt().Before(freezeAt)) {
+	for _, a := range es.Approvals[in.Digest] {
+		if a.Group == group && (freezeAt.IsZero() || a.decidedAt().Before(freezeAt)) {
 			valid = append(valid, a)
 		}
 	}
 	if len(valid) > 0 && (in.Env == Prod || in.Env == DR) {
-		qa, err := Approvals(events, QA)
-		if err != nil {
-			return gateDecision{}, err
-		}
-		qaApprovers := map[string][]string{}
-		for _, a := range qa {
-			qaApprovers[a.Approver] = append(qaApprovers[a.Approver], a.EventID)
-		}
+		qaApprovers := sum.Env(QA).Approvers
 		var allowed []Approval
 		refused := RefusalRecord{Environment: in.Env, PlanDigest: in.Digest, Reason: SeparationOfDutiesViolation}
 		for _, a := range valid {
@@ -146,15 +137,15 @@ func decideGate(events []Event, in gateInput) (gateDecision, error) {
 	if len(valid) > 0 {
 		return gateDecision{Verdict: Pass, Approval: &valid[0]}, nil
 	}
-	return waiting(events, in), nil
+	return waiting(es, in), nil
 }
 
 // waiting decides a request no approval answers yet: how long it has been
 // pending, and whether it escalates or freezes.
-func waiting(events []Event, in gateInput) gateDecision {
+func waiting(es *EnvGateSummary, in gateInput) gateDecision {
 	d := gateDecision{Verdict: AwaitingApproval, Reason: ApprovalRequired, RecordWait: true,
 		Request: RequestRecord{Environment: in.Env, PlanDigest: in.Digest}}
-	start, escalated := pendingRequest(events, in.Env)
+	start, escalated := es.Request, es.Escalated
 	if start == nil {
 		d.Message = fmt.Sprintf("environment %s requires an approval bound to plan digest %s from group %s", in.Env, in.Digest, in.Approvers.GroupFor(in.Env))
 		return d
@@ -176,37 +167,6 @@ func waiting(events []Event, in gateInput) gateDecision {
 	}
 	d.Message = fmt.Sprintf("environment %s requires an approval bound to plan digest %s from group %s (requested %s)", in.Env, in.Digest, in.Approvers.GroupFor(in.Env), start.Time.Format(time.RFC3339))
 	return d
-}
-
-// pendingRequest returns the event that opened the environment's pending
-// approval request — the first nova.approval.requested after the last
-// authorization, rejection or re-submission — and whether it was
-// escalated already.
-func pendingRequest(events []Event, env Environment) (*Event, bool) {
-	var start *Event
-	escalated := false
-	for i := range events {
-		e := &events[i]
-		if e.Environment != string(env) {
-			continue
-		}
-		switch e.Type {
-		case EventApplyAuthorized, EventApprovalRejected:
-			start, escalated = nil, false
-		case EventApprovalRequested:
-			var r RequestRecord
-			_ = DecodeEventData(*e, &r)
-			if start == nil || (r.Supersedes != "" && r.Supersedes == start.ID) {
-				start, escalated = e, false
-			}
-		case EventApprovalEscalated:
-			var r EscalationRecord
-			if start != nil && DecodeEventData(*e, &r) == nil && r.Request == start.ID {
-				escalated = true
-			}
-		}
-	}
-	return start, escalated
 }
 
 // AddBusinessDuration returns the moment d of business time after from.

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing"
 
@@ -75,21 +76,9 @@ func (s *Store) loadChain(dir string) *chainState {
 }
 
 func readChainCache(path, dir, keys string) (*chainState, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	body, ok := bytes.CutPrefix(b, []byte(chainCacheMagic))
-	if !ok || len(body) < sha256.Size {
-		return nil, fmt.Errorf("chain cache %s: not a chain cache", path)
-	}
-	body, sum := body[:len(body)-sha256.Size], body[len(body)-sha256.Size:]
-	if want := sha256.Sum256(body); !bytes.Equal(sum, want[:]) {
-		return nil, fmt.Errorf("chain cache %s: checksum mismatch", path)
-	}
 	var sc storedChain
-	if err := gob.NewDecoder(bytes.NewReader(body)).Decode(&sc); err != nil {
-		return nil, fmt.Errorf("chain cache %s: %w", path, err)
+	if err := readSealed(path, chainCacheMagic, &sc); err != nil {
+		return nil, err
 	}
 	if sc.Keys != keys || sc.Dir != dir {
 		return nil, fmt.Errorf("chain cache %s: written for other keys or another contract", path)
@@ -123,15 +112,21 @@ func (s *Store) saveChains() {
 			}
 			c, s.chains[dir] = fresh, fresh
 		}
-		if c.stored || c.filesTree.IsZero() {
+		if c.filesTree.IsZero() {
 			continue
 		}
-		if err := writeChainCache(s.chainCachePath(dir), dir, s.eventKeys.Fingerprint(), c); err != nil {
-			s.logf("evidence: storing the chain of %s: %v", dir, err)
-			continue
+		if !c.stored {
+			if err := writeChainCache(s.chainCachePath(dir), dir, s.eventKeys.Fingerprint(), c); err != nil {
+				s.logf("evidence: storing the chain of %s: %v", dir, err)
+				continue
+			}
+			c.stored = true
 		}
-		c.stored = true
+		if err := s.saveGateHead(dir, c); err != nil {
+			s.logf("evidence: storing the gate summary of %s: %v", dir, err)
+		}
 	}
+	s.saveCarriedGates()
 }
 
 func writeChainCache(path, dir, keys string, c *chainState) error {
@@ -139,8 +134,35 @@ func writeChainCache(path, dir, keys string, c *chainState) error {
 	for _, f := range c.files {
 		sc.Files = append(sc.Files, storedFile{Path: f.path, Seq: f.seq, Type: f.typ, Blob: f.blob, Sig: f.sig, HasSig: f.hasSig, Sum: f.sum, Event: f.event})
 	}
+	return writeSealed(path, chainCacheMagic, sc)
+}
+
+// readSealed decodes into v the file at path that writeSealed wrote with
+// magic, or says why it cannot be used.
+func readSealed(path, magic string, v any) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	body, ok := bytes.CutPrefix(b, []byte(magic))
+	if !ok || len(body) < sha256.Size {
+		return fmt.Errorf("%s: not a %s", path, strings.TrimSpace(magic))
+	}
+	body, sum := body[:len(body)-sha256.Size], body[len(body)-sha256.Size:]
+	if want := sha256.Sum256(body); !bytes.Equal(sum, want[:]) {
+		return fmt.Errorf("%s: checksum mismatch", path)
+	}
+	if err := gob.NewDecoder(bytes.NewReader(body)).Decode(v); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return nil
+}
+
+// writeSealed writes v to path after magic, ended by the sha256 of its
+// encoding, so a torn or altered file is found out.
+func writeSealed(path, magic string, v any) error {
 	var body bytes.Buffer
-	if err := gob.NewEncoder(&body).Encode(sc); err != nil {
+	if err := gob.NewEncoder(&body).Encode(v); err != nil {
 		return err
 	}
 	sum := sha256.Sum256(body.Bytes())
@@ -153,7 +175,7 @@ func writeChainCache(path, dir, keys string, c *chainState) error {
 		return err
 	}
 	defer os.Remove(tmp.Name())
-	_, err = tmp.Write(slices.Concat([]byte(chainCacheMagic), body.Bytes(), sum[:]))
+	_, err = tmp.Write(slices.Concat([]byte(magic), body.Bytes(), sum[:]))
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
 	}

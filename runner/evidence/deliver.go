@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -226,7 +225,7 @@ func (s *Store) deliver(ctx context.Context, dir string, pending []runner.Event)
 func (s *Store) prepare(head plumbing.Hash, dir string, pending []runner.Event) (b *eventCommits, done []string, refused error, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	c, err := s.chainAt(head, dir)
+	g, err := s.gateHeadWith(head, dir, pending)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -235,9 +234,9 @@ func (s *Store) prepare(head plumbing.Hash, dir string, pending []runner.Event) 
 		return nil, nil, nil, err
 	}
 	var added []runner.Event
-	sum := c.hash
+	sum := g.hash
 	for _, e := range pending {
-		if c.ids[e.ID] {
+		if g.holds(e.ID) {
 			done = append(done, e.ID)
 			continue
 		}
@@ -245,13 +244,17 @@ func (s *Store) prepare(head plumbing.Hash, dir string, pending []runner.Event) 
 			// The gate may have decided on a stale copy; on the chain
 			// this authorization would extend, an apply of unknown
 			// outcome still forbids it.
-			if open := runner.UnresolvedApply(slices.Concat(c.events, added), runner.Environment(e.Environment)); open != nil {
+			chain := g.summary.Clone()
+			for _, a := range added {
+				chain.Fold(a)
+			}
+			if open := chain.Env(runner.Environment(e.Environment)).Open; open != nil {
 				done = append(done, e.ID)
 				refused = runner.Errorf(runner.ApplyIndeterminate, "contract %s has an apply of unknown outcome (event %s); not authorizing another", e.ContractID, open.ID)
 				break
 			}
 		}
-		e.Seq, e.PrevEventHash = int64(len(c.events)+len(added))+1, sum
+		e.Seq, e.PrevEventHash = g.seq+int64(len(added))+1, sum
 		canon, err := e.Canonical()
 		if err != nil {
 			return nil, nil, nil, fmt.Errorf("encoding event %s: %w", e.ID, err)
@@ -290,9 +293,18 @@ func (s *Store) delivered(b *eventCommits) error {
 	if c, ok := s.chains[b.dir]; ok && c.tree == b.parentTree {
 		c.tree, c.hash = b.tree, b.sum
 		c.events = append(c.events, b.events...)
+		if c.summary != nil {
+			c.summary = c.summary.Clone()
+		}
 		for _, e := range b.events {
 			c.ids[e.ID] = true
+			if c.summary != nil {
+				c.summary.Fold(e)
+			}
 		}
+	}
+	if g := s.gates[b.dir]; g != nil && g.tree == b.parentTree {
+		s.gates[b.dir] = g.extend(b)
 	}
 	return nil
 }

@@ -27,6 +27,9 @@ type chainState struct {
 	files     []*eventFile
 	filesTree plumbing.Hash
 	stored    bool
+	// summary is the gate summary of events, folded once (gateHead); it
+	// is shared, so it is replaced, never folded further in place.
+	summary *runner.GateSummary
 }
 
 // Chain implements runner.EvidenceReader: the contract's whole verified
@@ -94,14 +97,14 @@ func (s *Store) ChainHead(ctx context.Context, contractID string) (int64, string
 		s.mu.Unlock()
 	}
 	s.mu.Lock()
-	c, err := s.chainAt(head, dir)
+	g, err := s.gateHeadWith(head, dir, pending)
 	if err != nil {
 		s.logf("evidence: %v; numbering contract %s from its outbox", err, dir)
-		c = &chainState{}
+		g = &gateHead{}
 	}
-	seq, hash := int64(len(c.events)), c.hash
+	seq, hash := g.seq, g.hash
 	for _, p := range pending {
-		if !c.ids[p.ID] {
+		if !g.holds(p.ID) {
 			seq++
 			if hash, err = p.Hash(); err != nil {
 				break
@@ -126,6 +129,11 @@ func (s *Store) chainAt(head plumbing.Hash, dir string) (*chainState, error) {
 		// changed since, nothing of it is read again; when it grew, only
 		// the new files are.
 		old = s.loadChain(dir)
+		if g := s.loadGateHead(dir); g != nil && g.tree == old.tree && g.hash == old.hash {
+			// Its stored summary is of the same chain: a grown chain
+			// folds only its new events onto it.
+			old.summary = g.summary
+		}
 	}
 	if old.tree == tree {
 		s.chains[dir] = old
@@ -178,5 +186,6 @@ func (s *Store) readChain(dir string, tree plumbing.Hash, old *chainState) (*cha
 	if len(files) > 0 {
 		c.hash = files[len(files)-1].sum
 	}
+	c.extendSummary(old)
 	return c, nil
 }

@@ -94,14 +94,18 @@ type Store struct {
 	// a sync walks only the commits that are new since.
 	checked map[plumbing.Hash]bool
 	chains  map[string]*chainState
+	// gates are the stored gate heads read, by contract directory (nil:
+	// none usable).
+	gates map[string]*gateHead
 	// delivering serialises the delivery of one contract's outbox.
 	delivering map[string]*sync.Mutex
 }
 
 var (
-	_ runner.Recorder       = (*Store)(nil)
-	_ runner.ChainHeader    = (*Store)(nil)
-	_ runner.EvidenceReader = (*Store)(nil)
+	_ runner.Recorder          = (*Store)(nil)
+	_ runner.ChainHeader       = (*Store)(nil)
+	_ runner.EvidenceReader    = (*Store)(nil)
+	_ runner.GateSummaryReader = (*Store)(nil)
 )
 
 // Option configures optional behaviour of a Store.
@@ -162,6 +166,7 @@ func Open(ctx context.Context, cfg Config, opts ...Option) (*Store, error) {
 		outbox:     outbox{dir: filepath.Join(cfg.StateDir, outboxDir), lock: filepath.Join(cfg.StateDir, lockName)},
 		checked:    map[plumbing.Hash]bool{},
 		chains:     map[string]*chainState{},
+		gates:      map[string]*gateHead{},
 		delivering: map[string]*sync.Mutex{},
 	}
 	for _, o := range opts {

@@ -1,0 +1,318 @@
+package evidence
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"hash/fnv"
+	"os"
+	"slices"
+	"sort"
+
+	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/nova-platform/nova/runner"
+)
+
+// The gate reads a contract's runner.GateSummary, not its chain: the
+// summary is folded from the verified events, so it is as trustworthy as
+// the chain it was folded from, and it is a few facts per environment,
+// so a process that has just started reads it without decoding every
+// past event. The store keeps it in the chain cache beside each chain
+// (<key>.gate), under the same protection: keyed by the contract
+// directory's tree, sealed with a sha256 and the event keys' fingerprint.
+// A summary of another tree, or none at all, is a miss: the chain is read
+// (from its own cache, or the repo) and the summary folded from it.
+//
+// Events still in the outbox are folded on top, except those the chain
+// holds already (delivered, but not yet marked so: a crash between push
+// and mark, or another process draining the same outbox). Which those are
+// only the chain knows, so the store also keeps a hash of each of its
+// event ids (<key>.ids), read only when events are pending: none of them
+// hashing to a chain event's id proves none was delivered; a match, which
+// may be a collision, is settled by reading the chain.
+
+const (
+	gateSummaryMagic = "nova-gate-summary 1\n"
+	gateIDsMagic     = "nova-gate-ids 1\n"
+)
+
+// gateHead is what a question about a contract's present needs: its
+// length, last hash and gate summary at tree. chain is set when it was
+// read from the chain, which also tells which events it holds; otherwise
+// those are the events whose id hashes are stored for idsTree (ids, read
+// when first needed) and added, the ids of the events this store
+// delivered on top of idsTree. unsaved says it is not in the state dir.
+type gateHead struct {
+	tree      plumbing.Hash
+	seq       int64
+	hash      string
+	summary   *runner.GateSummary
+	chain     *chainState
+	idsTree   plumbing.Hash
+	ids       []byte
+	idsLoaded bool
+	added     []string
+	unsaved   bool
+}
+
+// storedIDs are the hashes of a chain's event ids (idHash), sorted, each
+// in 8 bytes big-endian: one byte string, searched as it is read.
+type storedIDs struct {
+	Keys string
+	Dir  string
+	Tree plumbing.Hash
+	IDs  []byte
+}
+
+// storedGate is a gateHead as its cache file holds it.
+type storedGate struct {
+	Keys string
+	// Version is the runner.GateSummaryVersion that folded Summary.
+	Version int
+	Dir     string
+	Tree    plumbing.Hash
+	Seq     int64
+	Hash    string
+	Summary *runner.GateSummary
+}
+
+// GateSummary implements runner.GateSummaryReader: the summary of the
+// contract's whole verified chain at the head as syncOrStale finds it,
+// with the contract's events still waiting in the outbox folded on top,
+// numbered as they will be written — the chain Chain returns, folded.
+func (s *Store) GateSummary(ctx context.Context, contractID string) (*runner.GateSummary, error) {
+	dir := contractDir(contractID)
+	// Read before the head, as Chain does.
+	pending, err := s.outbox.load(dir)
+	if err != nil {
+		return nil, err
+	}
+	head, err := s.syncOrStale(ctx, "reading the chain")
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	g, err := s.gateHeadWith(head, dir, pending)
+	if err != nil {
+		return nil, err
+	}
+	sum, seq, hash := g.summary.Clone(), g.seq, g.hash
+	for _, e := range pending {
+		if g.holds(e.ID) {
+			continue
+		}
+		seq++
+		e.Seq, e.PrevEventHash = seq, hash
+		if hash, err = e.Hash(); err != nil {
+			return nil, runner.Errorf(runner.EventWriteFailed, "hashing pending event %s: %w", e.ID, err)
+		}
+		sum.Fold(e)
+	}
+	return sum, nil
+}
+
+// holds reports whether the chain holds the event with id, of the events
+// gateHeadWith was given: a stored head was used only when none of them
+// is among its stored ids.
+func (g *gateHead) holds(id string) bool {
+	if g.chain != nil {
+		return g.chain.ids[id]
+	}
+	return slices.Contains(g.added, id)
+}
+
+// extend carries g forward over a batch this store delivered on top of it.
+func (g *gateHead) extend(b *eventCommits) *gateHead {
+	next := &gateHead{tree: b.tree, seq: g.seq + int64(len(b.events)), hash: b.sum, summary: g.summary.Clone(),
+		idsTree: g.idsTree, ids: g.ids, idsLoaded: g.idsLoaded, added: slices.Clone(g.added), unsaved: true}
+	for _, e := range b.events {
+		next.summary.Fold(e)
+		next.added = append(next.added, e.ID)
+	}
+	return next
+}
+
+// gateHeadWith returns contract directory dir's gate head at head, to
+// which pending, its outbox, is added. The stored summary answers when it
+// is of the directory's tree at head and the stored id hashes show that
+// the chain holds none of pending; otherwise the chain is read, as chainAt
+// does. The caller holds s.mu.
+func (s *Store) gateHeadWith(head plumbing.Hash, dir string, pending []runner.Event) (*gateHead, error) {
+	tree, err := contractTree(s.objects, head, dir)
+	if err != nil {
+		return nil, err
+	}
+	if c, ok := s.chains[dir]; ok && c.tree == tree {
+		return c.gateHead(), nil
+	}
+	if g := s.loadGateHead(dir); g != nil && g.tree == tree && s.lacksAll(dir, g, pending) {
+		return g, nil
+	}
+	c, err := s.chainAt(head, dir)
+	if err != nil {
+		return nil, err
+	}
+	return c.gateHead(), nil
+}
+
+// gateHead is the chain's gate head, its summary folded once.
+func (c *chainState) gateHead() *gateHead {
+	if c.summary == nil {
+		c.summary = runner.SummarizeGate(c.events)
+	}
+	return &gateHead{tree: c.tree, seq: int64(len(c.events)), hash: c.hash, summary: c.summary, chain: c}
+}
+
+// extendSummary gives c, read from the repo on top of old, old's summary
+// with only the events old does not hold folded in, when old's chain is a
+// prefix of c's: its last event's hash is that of c's event at the same
+// seq, which pins every event before it.
+func (c *chainState) extendSummary(old *chainState) {
+	n := len(old.events)
+	if old.summary == nil || n == 0 || n > len(c.events) || c.files[n-1].sum != old.hash {
+		return
+	}
+	c.summary = old.summary.Clone()
+	for _, e := range c.events[n:] {
+		c.summary.Fold(e)
+	}
+}
+
+func (s *Store) gateCachePath(dir string) string { return s.chainCachePath(dir) + ".gate" }
+
+func (s *Store) gateIDsPath(dir string) string { return s.chainCachePath(dir) + ".ids" }
+
+// idHash is what the stored ids keep of an event id: enough to tell ids
+// apart but for rare collisions, which only cost a read of the chain.
+func idHash(id string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(id))
+	return h.Sum64()
+}
+
+// lacksAll reports whether g shows which of events its chain holds: those
+// it delivered itself, and none of the rest, as the stored id hashes
+// prove. The caller holds s.mu.
+func (s *Store) lacksAll(dir string, g *gateHead, events []runner.Event) bool {
+	for _, e := range events {
+		if slices.Contains(g.added, e.ID) {
+			continue
+		}
+		if !s.loadIDs(dir, g) || hasIDHash(g.ids, idHash(e.ID)) {
+			return false
+		}
+	}
+	return true
+}
+
+// loadIDs reads the stored id hashes of g's idsTree into g, and reports
+// whether there are any of that tree. The caller holds s.mu.
+func (s *Store) loadIDs(dir string, g *gateHead) bool {
+	if g.idsLoaded {
+		return true
+	}
+	var si storedIDs
+	if err := readSealed(s.gateIDsPath(dir), gateIDsMagic, &si); err != nil || si.Keys != s.eventKeys.Fingerprint() || si.Dir != dir || si.Tree != g.idsTree {
+		return false
+	}
+	g.ids, g.idsLoaded = si.IDs, true
+	return true
+}
+
+// hasIDHash reports whether sorted stored id hashes hold h.
+func hasIDHash(ids []byte, h uint64) bool {
+	n := len(ids) / 8
+	i := sort.Search(n, func(i int) bool { return binary.BigEndian.Uint64(ids[8*i:]) >= h })
+	return i < n && binary.BigEndian.Uint64(ids[8*i:]) == h
+}
+
+// loadGateHead returns the stored gate head of dir, or nil when there is
+// none that can be used. The caller holds s.mu.
+func (s *Store) loadGateHead(dir string) *gateHead {
+	if g, ok := s.gates[dir]; ok {
+		return g
+	}
+	var sg storedGate
+	err := readSealed(s.gateCachePath(dir), gateSummaryMagic, &sg)
+	if err == nil && (sg.Keys != s.eventKeys.Fingerprint() || sg.Dir != dir || sg.Summary == nil || sg.Version != runner.GateSummaryVersion) {
+		err = errors.New("written for other keys, another contract or by other rules")
+	}
+	if err != nil {
+		if !errors.Is(err, os.ErrNotExist) {
+			s.logf("evidence: gate summary of %s: %v; reading its chain", dir, err)
+		}
+		s.gates[dir] = nil
+		return nil
+	}
+	g := &gateHead{tree: sg.Tree, seq: sg.Seq, hash: sg.Hash, summary: sg.Summary, idsTree: sg.Tree}
+	s.gates[dir] = g
+	return g
+}
+
+// saveGateHead stores c's gate head unless the stored one is of its tree
+// already. The caller holds s.mu, and c's events are those of its files.
+func (s *Store) saveGateHead(dir string, c *chainState) error {
+	if g := s.loadGateHead(dir); g != nil && g.tree == c.filesTree && !g.unsaved {
+		return nil
+	}
+	g := c.gateHead()
+	hashes := make([]uint64, 0, len(c.events))
+	for _, e := range c.events {
+		hashes = append(hashes, idHash(e.ID))
+	}
+	return s.writeGateHead(dir, &gateHead{tree: c.filesTree, seq: g.seq, hash: g.hash, summary: g.summary}, hashes)
+}
+
+// saveCarriedGates stores the gate heads that deliveries carried forward
+// and no chain read stored since. The caller holds s.mu.
+func (s *Store) saveCarriedGates() {
+	for dir, g := range s.gates {
+		if g == nil || !g.unsaved {
+			continue
+		}
+		var hashes []uint64
+		if s.loadIDs(dir, g) {
+			hashes = make([]uint64, 0, len(g.ids)/8+len(g.added))
+			for i := 0; i+8 <= len(g.ids); i += 8 {
+				hashes = append(hashes, binary.BigEndian.Uint64(g.ids[i:]))
+			}
+			for _, id := range g.added {
+				hashes = append(hashes, idHash(id))
+			}
+		}
+		if err := s.writeGateHead(dir, g, hashes); err != nil {
+			s.logf("evidence: storing the gate summary of %s: %v", dir, err)
+		}
+	}
+}
+
+// writeGateHead writes g and, unless hashes is nil, the hashes of its
+// chain's event ids. The caller holds s.mu.
+func (s *Store) writeGateHead(dir string, g *gateHead, hashes []uint64) error {
+	err := writeSealed(s.gateCachePath(dir), gateSummaryMagic, storedGate{
+		Keys: s.eventKeys.Fingerprint(), Version: runner.GateSummaryVersion, Dir: dir, Tree: g.tree, Seq: g.seq, Hash: g.hash, Summary: g.summary})
+	if err != nil {
+		return err
+	}
+	saved := &gateHead{tree: g.tree, seq: g.seq, hash: g.hash, summary: g.summary}
+	s.gates[dir] = saved
+	if hashes == nil {
+		// Ids of another tree are a miss: pending events then read the
+		// chain once.
+		return nil
+	}
+	slices.Sort(hashes)
+	ids := make([]byte, 0, 8*len(hashes))
+	for _, h := range hashes {
+		ids = binary.BigEndian.AppendUint64(ids, h)
+	}
+	// Written after the summary: ids of another tree are a miss, so a
+	// crash in between costs a read of the chain, nothing else.
+	if err := writeSealed(s.gateIDsPath(dir), gateIDsMagic, storedIDs{Keys: s.eventKeys.Fingerprint(), Dir: dir, Tree: g.tree, IDs: ids}); err != nil {
+		return err
+	}
+	saved.idsTree, saved.ids, saved.idsLoaded = g.tree, ids, true
+	return nil
+}

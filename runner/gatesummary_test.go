@@ -1,0 +1,267 @@
+package runner
+
+import (
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The gate decides from a GateSummary folded event by event; the rules it
+// replaced read the whole chain. The oracle below is those rules as they
+// were, and checkGateParity holds the two equal on every chain the gate
+// tests build (newWorld registers it), on each of its prefixes.
+
+// checkGateParity checks, for every prefix of events: folding it whole and
+// folding a prefix then the rest (on the kept summary and on a clone) give
+// the same summary; the open apply of each environment is UnresolvedApply's;
+// and decideGate on the summary equals the chain rules for each
+// environment, plan digest the chain names, supersedes and time.
+func checkGateParity(t *testing.T, events []Event, approvers *ApproverConfig, nows ...time.Time) {
+	t.Helper()
+	var digests []string
+	for _, e := range events {
+		var r struct {
+			Digest     string `json:"digest"`
+			PlanDigest string `json:"planDigest"`
+		}
+		_ = DecodeEventData(e, &r)
+		digests = append(digests, r.Digest, r.PlanDigest)
+	}
+	digests = append(slices.Compact(slices.Sorted(slices.Values(digests))), "sha256:never-seen")
+	decisions := 0
+	for k := range len(events) + 1 {
+		chain := events[:k]
+		whole := SummarizeGate(chain)
+		for j := range k + 1 {
+			kept := SummarizeGate(chain[:j])
+			clone := kept.Clone()
+			for _, e := range chain[j:] {
+				clone.Fold(e)
+			}
+			if !reflect.DeepEqual(clone, whole) {
+				t.Fatalf("events[:%d]: folding %d events then the rest on a clone differs from folding them whole", k, j)
+			}
+			for _, e := range chain[j:] {
+				kept.Fold(e)
+			}
+			if !reflect.DeepEqual(kept, whole) {
+				t.Fatalf("events[:%d]: folding %d events then the rest differs from folding them whole", k, j)
+			}
+		}
+		for _, env := range []Environment{Dev, QA, Prod, DR} {
+			want, got := "", ""
+			if open := UnresolvedApply(chain, env); open != nil {
+				want = open.ID + " " + open.Type
+			}
+			if open := whole.Env(env).Open; open != nil {
+				got = open.ID + " " + open.Type
+			}
+			if got != want {
+				t.Fatalf("events[:%d], %s: open apply %q from the summary, %q from the chain", k, env, got, want)
+			}
+			if env == Dev {
+				continue
+			}
+			supersedes := []string{""}
+			if start, _ := chainPendingRequest(chain, env); start != nil {
+				supersedes = append(supersedes, start.ID)
+			}
+			for _, digest := range digests {
+				for _, sup := range supersedes {
+					for _, now := range nows {
+						in := gateInput{Env: env, Digest: digest, Supersedes: sup, Now: now, Approvers: approvers}
+						want, werr := chainDecideGate(chain, in)
+						got, gerr := decideGate(whole, in)
+						if fmt.Sprint(werr) != fmt.Sprint(gerr) || ReasonOf(werr) != ReasonOf(gerr) || !reflect.DeepEqual(got, want) {
+							t.Fatalf("events[:%d], %+v:\nsummary: %+v, %v\nchain:   %+v, %v", k, in, got, gerr, want, werr)
+						}
+						decisions++
+					}
+				}
+			}
+		}
+	}
+	if len(events) > 0 && decisions == 0 {
+		t.Fatal("no decision compared")
+	}
+}
+
+func TestGateSummaryParityOnUnreadableEvents(t *testing.T) {
+	cfg, err := ParseApprovers([]byte("groups:\n  qa:\n    members: [qa-lead]\n  sre:\n    members: [sre-1]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+	approval := func(id, env, who, digest string) Event {
+		e := event(t, id, EventApprovalRecorded, env, "r", "", ApprovalRecord{Environment: Environment(env), Approver: who, PlanDigest: digest, Group: cfg.GroupFor(Environment(env))})
+		e.Time = at
+		return e
+	}
+	rejection := func(id, digest string) Event {
+		return event(t, id, EventApprovalRejected, "prod", "r", "", ApprovalRecord{Environment: Prod, Approver: "sre-1", PlanDigest: digest, Reason: "no, says " + id})
+	}
+	unreadable := func(id, typ string) Event {
+		return Event{ID: id, Type: typ, Environment: "prod", Data: json.RawMessage(`"not an object"`)}
+	}
+	for name, events := range map[string][]Event{
+		"bad rejection before a rejection": {rejection("1", "d1"), unreadable("2", EventApprovalRejected), rejection("3", "d2"), approval("4", "prod", "sre-1", "d3"), rejection("5", "d1")},
+		"bad approval":                     {approval("1", "qa", "qa-lead", "d1"), unreadable("2", EventApprovalRecorded), approval("3", "prod", "sre-1", "d1")},
+		"separation of duties":             {approval("1", "qa", "sre-1", "d1"), approval("2", "prod", "sre-1", "d1"), approval("3", "dr", "sre-1", "d2")},
+		"request, escalation, authorization": {
+			event(t, "1", EventApprovalRequested, "qa", "r", "", RequestRecord{Environment: QA, PlanDigest: "d1"}),
+			event(t, "2", EventApprovalEscalated, "qa", "r", "", EscalationRecord{Environment: QA, PlanDigest: "d1", Request: "1"}),
+			event(t, "3", EventApprovalRequested, "qa", "r", "", RequestRecord{Environment: QA, PlanDigest: "d1", Supersedes: "1"}),
+			event(t, "4", EventApplyAuthorized, "qa", "r", "", Authorization{Digest: "d1", Environment: QA}),
+			event(t, "5", EventApprovalRequested, "qa", "r2", "", RequestRecord{Environment: QA, PlanDigest: "d2"}),
+			event(t, "6", EventApplyCompleted, "qa", "r", "", map[string]string{"digest": "d1"}),
+		},
+	} {
+		for i := range events {
+			events[i].Time = at.Add(time.Duration(i) * time.Hour)
+		}
+		t.Run(name, func(t *testing.T) {
+			checkGateParity(t, events, cfg, at, at.Add(30*time.Hour), at.Add(100*time.Hour))
+		})
+	}
+	// The parity must be able to fail: a summary missing one event is not
+	// the chain's.
+	events := []Event{approval("1", "qa", "qa-lead", "d1")}
+	got, _ := decideGate(SummarizeGate(nil), gateInput{Env: QA, Digest: "d1", Now: at, Approvers: cfg})
+	want, _ := chainDecideGate(events, gateInput{Env: QA, Digest: "d1", Now: at, Approvers: cfg})
+	if reflect.DeepEqual(got, want) || !strings.Contains(got.Message, "requires an approval") {
+		t.Errorf("an empty summary decided like a chain holding an approval: %+v", got)
+	}
+}
+
+// chainDecideGate is decideGate as it was, over the whole chain.
+func chainDecideGate(events []Event, in gateInput) (gateDecision, error) {
+	approvals, err := Approvals(events, in.Env)
+	if err != nil {
+		return gateDecision{}, err
+	}
+	for _, e := range events {
+		if e.Type != EventApprovalRejected || e.Environment != string(in.Env) {
+			continue
+		}
+		var r ApprovalRecord
+		if err := DecodeEventData(e, &r); err != nil {
+			return gateDecision{}, Errorf(EvidenceLayoutInvalid, "reading rejection %s: %w", e.ID, err)
+		}
+		if r.PlanDigest == in.Digest {
+			return gateDecision{Verdict: Fail, Reason: ApprovalRejected,
+				Message: fmt.Sprintf("%s rejected plan %s for %s (%s); the contract is held: plan again and ask for a new approval", r.Approver, ShortDigest(in.Digest), in.Env, orNone(r.Reason))}, nil
+		}
+	}
+	group := in.Approvers.GroupFor(in.Env)
+	// A decision taken after the pending request froze does not count:
+	// the request must be re-submitted first.
+	freezeAt := time.Time{}
+	if start, _ := chainPendingRequest(events, in.Env); start != nil && in.Supersedes != start.ID {
+		freezeAt = AddBusinessDuration(start.Time, FreezeAfter)
+	}
+	var valid []Approval
+	for _, a := range approvals {
+		if a.PlanDigest == in.Digest && a.Group == group && (freezeAt.IsZero() || a.decidedAt().Before(freezeAt)) {
+			valid = append(valid, a)
+		}
+	}
+	if len(valid) > 0 && (in.Env == Prod || in.Env == DR) {
+		qa, err := Approvals(events, QA)
+		if err != nil {
+			return gateDecision{}, err
+		}
+		qaApprovers := map[string][]string{}
+		for _, a := range qa {
+			qaApprovers[a.Approver] = append(qaApprovers[a.Approver], a.EventID)
+		}
+		var allowed []Approval
+		refused := RefusalRecord{Environment: in.Env, PlanDigest: in.Digest, Reason: SeparationOfDutiesViolation}
+		for _, a := range valid {
+			if ids, ok := qaApprovers[a.Approver]; ok {
+				refused.Approvers = append(refused.Approvers, a.Approver)
+				refused.QAApprovals = append(refused.QAApprovals, ids...)
+				continue
+			}
+			allowed = append(allowed, a)
+		}
+		if len(allowed) == 0 {
+			for _, m := range in.Approvers.Members(group) {
+				if _, ok := qaApprovers[m]; !ok {
+					refused.Eligible = append(refused.Eligible, m)
+				}
+			}
+			for _, t := range in.Approvers.Groups[group].Teams {
+				refused.Eligible = append(refused.Eligible, "members of "+t)
+			}
+			return gateDecision{Verdict: Fail, Reason: SeparationOfDutiesViolation,
+				Message: fmt.Sprintf("%s approved this contract in qa and may not approve it in %s; ask someone else from %s: %s",
+					strings.Join(slices.Compact(slices.Sorted(slices.Values(refused.Approvers))), ", "), in.Env, group, orNone(strings.Join(refused.Eligible, ", "))),
+				Also: []EventSpec{{Type: EventApprovalRefused, Data: refused}}}, nil
+		}
+		valid = allowed
+	}
+	if len(valid) > 0 {
+		return gateDecision{Verdict: Pass, Approval: &valid[0]}, nil
+	}
+	return chainWaiting(events, in), nil
+}
+
+// chainWaiting is waiting over the whole chain.
+func chainWaiting(events []Event, in gateInput) gateDecision {
+	d := gateDecision{Verdict: AwaitingApproval, Reason: ApprovalRequired, RecordWait: true,
+		Request: RequestRecord{Environment: in.Env, PlanDigest: in.Digest}}
+	start, escalated := chainPendingRequest(events, in.Env)
+	if start == nil {
+		d.Message = fmt.Sprintf("environment %s requires an approval bound to plan digest %s from group %s", in.Env, in.Digest, in.Approvers.GroupFor(in.Env))
+		return d
+	}
+	if in.Supersedes == start.ID {
+		// The re-submission the freeze asked for: the old request is
+		// closed and this one starts its own clock.
+		d.Request.Supersedes = start.ID
+		d.Message = fmt.Sprintf("re-submitted, superseding request %s: environment %s requires an approval bound to plan digest %s", start.ID, in.Env, in.Digest)
+		return d
+	}
+	age := BusinessDuration(start.Time, in.Now)
+	switch {
+	case age >= FreezeAfter:
+		return gateDecision{Verdict: Fail, Reason: ApprovalFrozen,
+			Message: fmt.Sprintf("the approval request %s for %s has waited %s business time since %s; it is frozen: re-submit with `supersedes: %s` in the contract", start.ID, in.Env, age.Round(time.Minute), start.Time.Format(time.RFC3339), start.ID)}
+	case age >= EscalateAfter && !escalated:
+		d.Also = []EventSpec{{Type: EventApprovalEscalated, Data: EscalationRecord{Environment: in.Env, PlanDigest: in.Digest, Request: start.ID, Since: start.Time}}}
+	}
+	d.Message = fmt.Sprintf("environment %s requires an approval bound to plan digest %s from group %s (requested %s)", in.Env, in.Digest, in.Approvers.GroupFor(in.Env), start.Time.Format(time.RFC3339))
+	return d
+}
+
+// chainPendingRequest is the pending request read from the whole chain.
+func chainPendingRequest(events []Event, env Environment) (*Event, bool) {
+	var start *Event
+	escalated := false
+	for i := range events {
+		e := &events[i]
+		if e.Environment != string(env) {
+			continue
+		}
+		switch e.Type {
+		case EventApplyAuthorized, EventApprovalRejected:
+			start, escalated = nil, false
+		case EventApprovalRequested:
+			var r RequestRecord
+			_ = DecodeEventData(*e, &r)
+			if start == nil || (r.Supersedes != "" && r.Supersedes == start.ID) {
+				start, escalated = e, false
+			}
+		case EventApprovalEscalated:
+			var r EscalationRecord
+			if start != nil && DecodeEventData(*e, &r) == nil && r.Request == start.ID {
+				escalated = true
+			}
+		}
+	}
+	return start, escalated
+}
