@@ -3,9 +3,9 @@ package runner
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
-	"time"
 )
 
 // ImportApprovals is the stage before the gate: it asks every approval
@@ -79,14 +79,24 @@ func (s *ImportApprovals) Run(ctx context.Context, st *State) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	events, err := s.Evidence.Chain(ctx, st.Contract.ID)
+	// The gate summary holds what this stage reads of the chain, so its
+	// cost does not grow with the contract's history.
+	sum, err := ReadGateSummary(ctx, s.Evidence, st.Contract.ID)
 	if err != nil {
 		return Result{}, err
 	}
-	imported, usedClaims := importedRefs(events)
+	// Copies: the imports below are added to them, and the summary may be
+	// the reader's own.
+	imported, usedClaims := maps.Clone(sum.Imported), maps.Clone(sum.UsedClaims)
+	if imported == nil {
+		imported = map[string]bool{}
+	}
+	if usedClaims == nil {
+		usedClaims = map[string]bool{}
+	}
 	req := ApprovalRequest{
 		ContractID: st.Contract.ID, Environment: env, PlanDigest: st.Plan.Digest,
-		Commit: st.Commit, PlannedAt: plannedAt(events, env, st.Plan.Digest), ForgeRun: st.Plan.ForgeRun,
+		Commit: st.Commit, PlannedAt: sum.PlannedAt(env, st.Plan.Digest), ForgeRun: st.Plan.ForgeRun,
 	}
 	var authors []string
 	if s.Change != nil {
@@ -199,40 +209,4 @@ func (s *ImportApprovals) inGroup(ctx context.Context, g ApproverGroup, login st
 		}
 	}
 	return false, nil
-}
-
-// importedRefs lists the decisions already in the chain, by source and
-// reference, and the signed claims already used.
-func importedRefs(events []Event) (refs, claims map[string]bool) {
-	refs, claims = map[string]bool{}, map[string]bool{}
-	for _, e := range events {
-		if e.Type != EventApprovalRecorded && e.Type != EventApprovalRejected {
-			continue
-		}
-		var r ApprovalRecord
-		if DecodeEventData(e, &r) != nil {
-			continue
-		}
-		refs[string(r.Environment)+"/"+r.Source+"/"+r.SourceRef] = true
-		if r.Claim != nil {
-			claims[r.Claim.Claim.ID] = true
-		}
-	}
-	return refs, claims
-}
-
-// plannedAt is when the plan with digest was first recorded in env; a
-// decision made before then cannot have seen it. Without such an event (the
-// plan of this very run, not pushed yet) it is the zero time.
-func plannedAt(events []Event, env Environment, digest string) time.Time {
-	for _, e := range events {
-		if e.Type != EventPlanCreated || e.Environment != string(env) {
-			continue
-		}
-		var p PlanRecord
-		if DecodeEventData(e, &p) == nil && p.Digest == digest {
-			return e.Time
-		}
-	}
-	return time.Time{}
 }

@@ -36,7 +36,7 @@ func ReadGateSummary(ctx context.Context, r EvidenceReader, contractID string) (
 // differs: bump it whenever Fold keeps something new or folds an event
 // differently, or a summary folded by the old rules would be read as if
 // the new ones had made it.
-const GateSummaryVersion = 1
+const GateSummaryVersion = 2
 
 // GateSummary is what the gate's rules read of one contract's chain,
 // folded event by event (Fold): folding a chain in one go and folding a
@@ -51,6 +51,22 @@ type GateSummary struct {
 	// not be read: the gate decides on no part of a record it cannot read.
 	ApprovalError string
 	Envs          map[Environment]*EnvGateSummary
+	// Imported, UsedClaims and Planned are what the approvals stage reads
+	// (importedRefs, plannedAt): the decisions imported, by
+	// environment/source/reference, the signed claims they used, and when
+	// each plan was first recorded, by environment/digest (plannedKey).
+	// They grow with the approvals and the plans, not with every event.
+	Imported   map[string]bool
+	UsedClaims map[string]bool
+	Planned    map[string]time.Time
+}
+
+// plannedKey names a plan of an environment in GateSummary.Planned.
+func plannedKey(env Environment, digest string) string { return string(env) + "/" + digest }
+
+// PlannedAt is plannedAt over the folded chain.
+func (s *GateSummary) PlannedAt(env Environment, digest string) time.Time {
+	return s.Planned[plannedKey(env, digest)]
 }
 
 // EnvGateSummary is the gate's view of one environment.
@@ -126,6 +142,7 @@ func (s *GateSummary) Env(env Environment) *EnvGateSummary {
 // decideGate, each event read the way they read it.
 func (s *GateSummary) Fold(e Event) {
 	s.Folded++
+	s.foldImports(e)
 	switch e.Type {
 	case EventApplyAuthorized:
 		es := s.env(Environment(e.Environment))
@@ -191,9 +208,45 @@ func (s *GateSummary) Fold(e Event) {
 	}
 }
 
+// foldImports keeps what importedRefs and plannedAt read of e, read the
+// way they read it.
+func (s *GateSummary) foldImports(e Event) {
+	switch e.Type {
+	case EventApprovalRecorded, EventApprovalRejected:
+		var r ApprovalRecord
+		if DecodeEventData(e, &r) != nil {
+			return
+		}
+		if s.Imported == nil {
+			s.Imported = map[string]bool{}
+		}
+		s.Imported[string(r.Environment)+"/"+r.Source+"/"+r.SourceRef] = true
+		if r.Claim != nil {
+			if s.UsedClaims == nil {
+				s.UsedClaims = map[string]bool{}
+			}
+			s.UsedClaims[r.Claim.Claim.ID] = true
+		}
+	case EventPlanCreated:
+		var p PlanRecord
+		if DecodeEventData(e, &p) != nil {
+			return
+		}
+		k := plannedKey(Environment(e.Environment), p.Digest)
+		if _, ok := s.Planned[k]; ok {
+			return
+		}
+		if s.Planned == nil {
+			s.Planned = map[string]time.Time{}
+		}
+		s.Planned[k] = e.Time
+	}
+}
+
 // Clone returns a copy that folding does not share with s.
 func (s *GateSummary) Clone() *GateSummary {
-	c := &GateSummary{Folded: s.Folded, ApprovalError: s.ApprovalError}
+	c := &GateSummary{Folded: s.Folded, ApprovalError: s.ApprovalError,
+		Imported: maps.Clone(s.Imported), UsedClaims: maps.Clone(s.UsedClaims), Planned: maps.Clone(s.Planned)}
 	if s.Envs != nil {
 		c.Envs = make(map[Environment]*EnvGateSummary, len(s.Envs))
 	}

@@ -3,6 +3,7 @@ package runner
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"strings"
@@ -52,6 +53,7 @@ func checkGateParity(t *testing.T, events []Event, approvers *ApproverConfig, no
 				t.Fatalf("events[:%d]: folding %d events then the rest differs from folding them whole", k, j)
 			}
 		}
+		checkImportParity(t, k, chain, whole, digests)
 		for _, env := range []Environment{Dev, QA, Prod, DR} {
 			want, got := "", ""
 			if open := UnresolvedApply(chain, env); open != nil {
@@ -90,6 +92,30 @@ func checkGateParity(t *testing.T, events []Event, approvers *ApproverConfig, no
 	}
 }
 
+// checkImportParity checks that what the approvals stage reads of sum,
+// the summary of chain, is what it read of chain itself.
+func checkImportParity(t *testing.T, k int, chain []Event, sum *GateSummary, digests []string) {
+	t.Helper()
+	refs, claims := importedRefs(chain)
+	if !maps.Equal(refs, nonNil(sum.Imported)) || !maps.Equal(claims, nonNil(sum.UsedClaims)) {
+		t.Fatalf("events[:%d]: imported %v and claims %v from the summary, %v and %v from the chain", k, sum.Imported, sum.UsedClaims, refs, claims)
+	}
+	for _, env := range []Environment{Dev, QA, Prod, DR} {
+		for _, digest := range append(slices.Clone(digests), "") {
+			if got, want := sum.PlannedAt(env, digest), plannedAt(chain, env, digest); !got.Equal(want) {
+				t.Fatalf("events[:%d]: %s plan %s recorded at %v by the summary, at %v by the chain", k, env, digest, got, want)
+			}
+		}
+	}
+}
+
+func nonNil(m map[string]bool) map[string]bool {
+	if m == nil {
+		return map[string]bool{}
+	}
+	return m
+}
+
 func TestGateSummaryParityOnUnreadableEvents(t *testing.T) {
 	cfg, err := ParseApprovers([]byte("groups:\n  qa:\n    members: [qa-lead]\n  sre:\n    members: [sre-1]\n"))
 	if err != nil {
@@ -111,6 +137,16 @@ func TestGateSummaryParityOnUnreadableEvents(t *testing.T) {
 		"bad rejection before a rejection": {rejection("1", "d1"), unreadable("2", EventApprovalRejected), rejection("3", "d2"), approval("4", "prod", "sre-1", "d3"), rejection("5", "d1")},
 		"bad approval":                     {approval("1", "qa", "qa-lead", "d1"), unreadable("2", EventApprovalRecorded), approval("3", "prod", "sre-1", "d1")},
 		"separation of duties":             {approval("1", "qa", "sre-1", "d1"), approval("2", "prod", "sre-1", "d1"), approval("3", "dr", "sre-1", "d2")},
+		"plans and imports": {
+			event(t, "1", EventPlanCreated, "qa", "r1", "plan", PlanRecord{Digest: "d1"}),
+			unreadable("2", EventPlanCreated),
+			event(t, "3", EventPlanCreated, "prod", "r2", "plan", PlanRecord{Digest: "d1"}),
+			event(t, "4", EventPlanCreated, "qa", "r3", "plan", PlanRecord{Digest: "d1"}),
+			event(t, "5", EventApprovalRecorded, "qa", "r3", "", ApprovalRecord{Environment: QA, Approver: "qa-lead", PlanDigest: "d1", Source: SourceLocal, SourceRef: "c1",
+				Claim: signed(LocalClaim{ID: "c1", Approver: "qa-lead", Environment: QA, PlanDigest: "d1", Decision: Approve})}),
+			event(t, "6", EventApprovalRejected, "prod", "r3", "", ApprovalRecord{Environment: Prod, Approver: "sre-1", PlanDigest: "d1", Source: SourceGiteaReview, SourceRef: "7"}),
+			event(t, "7", EventPlanCreated, "qa", "r4", "plan", PlanRecord{}),
+		},
 		"request, escalation, authorization": {
 			event(t, "1", EventApprovalRequested, "qa", "r", "", RequestRecord{Environment: QA, PlanDigest: "d1"}),
 			event(t, "2", EventApprovalEscalated, "qa", "r", "", EscalationRecord{Environment: QA, PlanDigest: "d1", Request: "1"}),
@@ -126,6 +162,15 @@ func TestGateSummaryParityOnUnreadableEvents(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			checkGateParity(t, events, cfg, at, at.Add(30*time.Hour), at.Add(100*time.Hour))
 		})
+	}
+	// The import parity must be able to fail too.
+	planned := []Event{event(t, "1", EventPlanCreated, "qa", "r1", "plan", PlanRecord{Digest: "d1"})}
+	planned[0].Time = at
+	if SummarizeGate(nil).PlannedAt(QA, "d1").Equal(plannedAt(planned, QA, "d1")) {
+		t.Error("an empty summary knows when a plan was recorded")
+	}
+	if _, claims := importedRefs([]Event{event(t, "1", EventApprovalRecorded, "qa", "r1", "", ApprovalRecord{Environment: QA, Claim: signed(LocalClaim{ID: "c1"})})}); !claims["c1"] {
+		t.Error("the oracle does not see a used claim")
 	}
 	// The parity must be able to fail: a summary missing one event is not
 	// the chain's.
@@ -264,4 +309,43 @@ func chainPendingRequest(events []Event, env Environment) (*Event, bool) {
 		}
 	}
 	return start, escalated
+}
+
+// importedRefs and plannedAt are what the approvals stage read of the
+// whole chain before the gate summary kept it: the oracle of its parity.
+
+// importedRefs lists the decisions already in the chain, by source and
+// reference, and the signed claims already used.
+func importedRefs(events []Event) (refs, claims map[string]bool) {
+	refs, claims = map[string]bool{}, map[string]bool{}
+	for _, e := range events {
+		if e.Type != EventApprovalRecorded && e.Type != EventApprovalRejected {
+			continue
+		}
+		var r ApprovalRecord
+		if DecodeEventData(e, &r) != nil {
+			continue
+		}
+		refs[string(r.Environment)+"/"+r.Source+"/"+r.SourceRef] = true
+		if r.Claim != nil {
+			claims[r.Claim.Claim.ID] = true
+		}
+	}
+	return refs, claims
+}
+
+// plannedAt is when the plan with digest was first recorded in env; a
+// decision made before then cannot have seen it. Without such an event (the
+// plan of this very run, not pushed yet) it is the zero time.
+func plannedAt(events []Event, env Environment, digest string) time.Time {
+	for _, e := range events {
+		if e.Type != EventPlanCreated || e.Environment != string(env) {
+			continue
+		}
+		var p PlanRecord
+		if DecodeEventData(e, &p) == nil && p.Digest == digest {
+			return e.Time
+		}
+	}
+	return time.Time{}
 }
