@@ -59,6 +59,19 @@ type GateSummary struct {
 	Imported   map[string]bool
 	UsedClaims map[string]bool
 	Planned    map[string]time.Time
+	// Ledger is what RecordDecisionOutcomes reads (DecisionOutcomes).
+	Ledger LedgerSummary
+}
+
+// DecisionOutcomes is DecisionOutcomes over the folded chain, with the
+// environment of each decision.
+func (s *GateSummary) DecisionOutcomes() ([]OutcomeRecord, map[string]Environment) {
+	out := s.Ledger.outcomes()
+	envOf := map[string]Environment{}
+	for _, d := range s.Ledger.Decisions {
+		envOf[d.ID] = d.Env
+	}
+	return out, envOf
 }
 
 // plannedKey names a plan of an environment in GateSummary.Planned.
@@ -143,6 +156,7 @@ func (s *GateSummary) Env(env Environment) *EnvGateSummary {
 func (s *GateSummary) Fold(e Event) {
 	s.Folded++
 	s.foldImports(e)
+	s.Ledger.fold(e)
 	switch e.Type {
 	case EventApplyAuthorized:
 		es := s.env(Environment(e.Environment))
@@ -246,7 +260,8 @@ func (s *GateSummary) foldImports(e Event) {
 // Clone returns a copy that folding does not share with s.
 func (s *GateSummary) Clone() *GateSummary {
 	c := &GateSummary{Folded: s.Folded, ApprovalError: s.ApprovalError,
-		Imported: maps.Clone(s.Imported), UsedClaims: maps.Clone(s.UsedClaims), Planned: maps.Clone(s.Planned)}
+		Imported: maps.Clone(s.Imported), UsedClaims: maps.Clone(s.UsedClaims), Planned: maps.Clone(s.Planned),
+		Ledger: s.Ledger.clone()}
 	if s.Envs != nil {
 		c.Envs = make(map[Environment]*EnvGateSummary, len(s.Envs))
 	}

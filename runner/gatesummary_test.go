@@ -54,6 +54,9 @@ func checkGateParity(t *testing.T, events []Event, approvers *ApproverConfig, no
 			}
 		}
 		checkImportParity(t, k, chain, whole, digests)
+		if got, _ := whole.DecisionOutcomes(); !reflect.DeepEqual(got, DecisionOutcomes(chain)) {
+			t.Fatalf("events[:%d]: decision outcomes %+v from the summary, %+v from the chain", k, got, DecisionOutcomes(chain))
+		}
 		for _, env := range []Environment{Dev, QA, Prod, DR} {
 			want, got := "", ""
 			if open := UnresolvedApply(chain, env); open != nil {

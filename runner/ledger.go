@@ -57,8 +57,9 @@ var stagesBeforeGate = map[string]bool{
 }
 
 // DecisionOutcomes returns the outcomes one contract's chain shows for its
-// decisions but does not record yet, in the order of the decisions. It is
-// derived from the chain alone, so whoever runs it — the end of any run, a
+// decisions but does not record yet, in the order of the decisions: the
+// rule over a whole chain, which LedgerSummary folds event by event and
+// its parity tests hold it to. It is derived from the chain alone, so whoever runs it — the end of any run, a
 // rejection, a resolution — records the same facts, a run that died before
 // recording them leaves them to the next, and running it twice records
 // nothing new. A decision gets at most one final outcome; an indeterminate
@@ -248,19 +249,15 @@ func applyOutcome(after []Event, auth Event) (OutcomeRecord, bool) {
 // finds in the contract's verified chain, and returns how many it
 // recorded. Callers run it when a run, a rejection or a resolution ends;
 // an error leaves the outcomes for the next caller, since they are derived
-// from the chain.
+// from the chain. It reads them from the contract's gate summary, which
+// folds them event by event, so that the end of every run does not cost
+// more with every past event.
 func RecordDecisionOutcomes(ctx context.Context, r EvidenceReader, em *Emitter, contractID string) (int, error) {
-	events, err := r.Chain(ctx, contractID)
+	sum, err := ReadGateSummary(ctx, r, contractID)
 	if err != nil {
 		return 0, err
 	}
-	outcomes := DecisionOutcomes(events)
-	envOf := map[string]Environment{}
-	for _, e := range events {
-		if e.Type == EventDecisionMade {
-			envOf[e.ID] = Environment(e.Environment)
-		}
-	}
+	outcomes, envOf := sum.DecisionOutcomes()
 	for i, o := range outcomes {
 		if _, err := em.Emit(ctx, EventDecisionOutcome, contractID, envOf[o.Decision], o); err != nil {
 			return i, err
