@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 )
 
 // ImportApprovals is the stage before the gate: it asks every approval
@@ -96,7 +97,17 @@ func (s *ImportApprovals) Run(ctx context.Context, st *State) (Result, error) {
 	}
 	req := ApprovalRequest{
 		ContractID: st.Contract.ID, Environment: env, PlanDigest: st.Plan.Digest,
-		Commit: st.Commit, PlannedAt: sum.PlannedAt(env, st.Plan.Digest), ForgeRun: st.Plan.ForgeRun,
+		Commit: st.Commit, ForgeRun: st.Plan.ForgeRun,
+	}
+	var known bool
+	if req.PlannedAt, known = sum.PlannedAt(env, st.Plan.Digest); !known {
+		// A plan made again after many others: the summary keeps the
+		// first time of recent plans only.
+		events, err := s.Evidence.Chain(ctx, st.Contract.ID)
+		if err != nil {
+			return Result{}, err
+		}
+		req.PlannedAt = plannedAt(events, env, st.Plan.Digest)
 	}
 	var authors []string
 	if s.Change != nil {
@@ -209,4 +220,20 @@ func (s *ImportApprovals) inGroup(ctx context.Context, g ApproverGroup, login st
 		}
 	}
 	return false, nil
+}
+
+// plannedAt is when the plan with digest was first recorded in env; a
+// decision made before then cannot have seen it. Without such an event (the
+// plan of this very run, not pushed yet) it is the zero time.
+func plannedAt(events []Event, env Environment, digest string) time.Time {
+	for _, e := range events {
+		if e.Type != EventPlanCreated || e.Environment != string(env) {
+			continue
+		}
+		var p PlanRecord
+		if DecodeEventData(e, &p) == nil && p.Digest == digest {
+			return e.Time
+		}
+	}
+	return time.Time{}
 }

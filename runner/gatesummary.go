@@ -2,8 +2,11 @@ package runner
 
 import (
 	"context"
+	"encoding/binary"
+	"hash/fnv"
 	"maps"
 	"slices"
+	"sort"
 	"time"
 )
 
@@ -51,14 +54,18 @@ type GateSummary struct {
 	// not be read: the gate decides on no part of a record it cannot read.
 	ApprovalError string
 	Envs          map[Environment]*EnvGateSummary
-	// Imported, UsedClaims and Planned are what the approvals stage reads
-	// (importedRefs, plannedAt): the decisions imported, by
-	// environment/source/reference, the signed claims they used, and when
-	// each plan was first recorded, by environment/digest (plannedKey).
-	// They grow with the approvals and the plans, not with every event.
+	// Imported and UsedClaims are what the approvals stage reads of the
+	// chain (importedRefs): the decisions imported, by
+	// environment/source/reference, and the signed claims they used. They
+	// grow with the approvals, as Approvals does.
 	Imported   map[string]bool
 	UsedClaims map[string]bool
-	Planned    map[string]time.Time
+	// Planned is when each of the last plannedKept plans was first
+	// recorded, oldest first (plannedAt); Dropped the hashes (planHash)
+	// of the plans dropped from it, sorted, each in 8 bytes big-endian,
+	// so that PlannedAt knows when its answer would not be the chain's.
+	Planned []PlanTime `json:",omitempty"`
+	Dropped []byte     `json:",omitempty"`
 	// Ledger is what RecordDecisionOutcomes reads (DecisionOutcomes).
 	Ledger LedgerSummary
 }
@@ -74,12 +81,41 @@ func (s *GateSummary) DecisionOutcomes() ([]OutcomeRecord, map[string]Environmen
 	return out, envOf
 }
 
-// plannedKey names a plan of an environment in GateSummary.Planned.
-func plannedKey(env Environment, digest string) string { return string(env) + "/" + digest }
+// plannedKept is how many plans' times a GateSummary keeps: a run asks
+// about the plan it has just made, so these cover every run but one that
+// approves a plan made again after many others, which reads the chain.
+const plannedKept = 32
 
-// PlannedAt is plannedAt over the folded chain.
-func (s *GateSummary) PlannedAt(env Environment, digest string) time.Time {
-	return s.Planned[plannedKey(env, digest)]
+// PlanTime is when the plan with Digest was first recorded in Env.
+type PlanTime struct {
+	Env    Environment
+	Digest string
+	At     time.Time
+}
+
+// planHash is what Dropped keeps of a plan: enough to tell plans apart
+// but for rare collisions, which only cost a read of the chain.
+func planHash(env Environment, digest string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(string(env) + "/" + digest))
+	return h.Sum64()
+}
+
+// droppedAt is where h is, or would be, in Dropped.
+func (s *GateSummary) droppedAt(h uint64) (int, bool) {
+	n := len(s.Dropped) / 8
+	i := sort.Search(n, func(i int) bool { return binary.BigEndian.Uint64(s.Dropped[8*i:]) >= h })
+	return i, i < n && binary.BigEndian.Uint64(s.Dropped[8*i:]) == h
+}
+
+// PlannedAt is plannedAt over the folded chain when ok; otherwise the plan
+// may have been dropped from the summary, and only the chain tells.
+func (s *GateSummary) PlannedAt(env Environment, digest string) (at time.Time, ok bool) {
+	if i := slices.IndexFunc(s.Planned, func(p PlanTime) bool { return p.Env == env && p.Digest == digest }); i >= 0 {
+		return s.Planned[i].At, true
+	}
+	_, dropped := s.droppedAt(planHash(env, digest))
+	return time.Time{}, !dropped
 }
 
 // EnvGateSummary is the gate's view of one environment.
@@ -246,21 +282,30 @@ func (s *GateSummary) foldImports(e Event) {
 		if DecodeEventData(e, &p) != nil {
 			return
 		}
-		k := plannedKey(Environment(e.Environment), p.Digest)
-		if _, ok := s.Planned[k]; ok {
+		env := Environment(e.Environment)
+		if slices.ContainsFunc(s.Planned, func(t PlanTime) bool { return t.Env == env && t.Digest == p.Digest }) {
+			return // its first time is kept
+		}
+		if _, ok := s.PlannedAt(env, p.Digest); !ok {
+			return // dropped: only the chain has its first time
+		}
+		s.Planned = append(s.Planned, PlanTime{Env: env, Digest: p.Digest, At: e.Time})
+		if len(s.Planned) <= plannedKept {
 			return
 		}
-		if s.Planned == nil {
-			s.Planned = map[string]time.Time{}
+		old := s.Planned[0]
+		s.Planned = slices.Delete(s.Planned, 0, 1)
+		h := planHash(old.Env, old.Digest)
+		if i, found := s.droppedAt(h); !found {
+			s.Dropped = slices.Insert(s.Dropped, 8*i, binary.BigEndian.AppendUint64(nil, h)...)
 		}
-		s.Planned[k] = e.Time
 	}
 }
 
 // Clone returns a copy that folding does not share with s.
 func (s *GateSummary) Clone() *GateSummary {
 	c := &GateSummary{Folded: s.Folded, ApprovalError: s.ApprovalError,
-		Imported: maps.Clone(s.Imported), UsedClaims: maps.Clone(s.UsedClaims), Planned: maps.Clone(s.Planned),
+		Imported: maps.Clone(s.Imported), UsedClaims: maps.Clone(s.UsedClaims), Planned: slices.Clone(s.Planned), Dropped: slices.Clone(s.Dropped),
 		Ledger: s.Ledger.clone()}
 	if s.Envs != nil {
 		c.Envs = make(map[Environment]*EnvGateSummary, len(s.Envs))

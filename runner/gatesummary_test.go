@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -45,6 +46,9 @@ func checkGateParity(t *testing.T, events []Event, approvers *ApproverConfig, no
 			}
 			if !reflect.DeepEqual(clone, whole) {
 				t.Fatalf("events[:%d]: folding %d events then the rest on a clone differs from folding them whole", k, j)
+			}
+			if !reflect.DeepEqual(kept, SummarizeGate(chain[:j])) {
+				t.Fatalf("events[:%d]: folding a clone of the summary of %d events changed it", k, j)
 			}
 			for _, e := range chain[j:] {
 				kept.Fold(e)
@@ -105,8 +109,12 @@ func checkImportParity(t *testing.T, k int, chain []Event, sum *GateSummary, dig
 	}
 	for _, env := range []Environment{Dev, QA, Prod, DR} {
 		for _, digest := range append(slices.Clone(digests), "") {
-			if got, want := sum.PlannedAt(env, digest), plannedAt(chain, env, digest); !got.Equal(want) {
+			got, ok := sum.PlannedAt(env, digest)
+			if want := plannedAt(chain, env, digest); ok && !got.Equal(want) {
 				t.Fatalf("events[:%d]: %s plan %s recorded at %v by the summary, at %v by the chain", k, env, digest, got, want)
+			}
+			if !ok && len(sum.Dropped) == 0 {
+				t.Fatalf("events[:%d]: the summary does not know when %s plan %s was recorded, and dropped none", k, env, digest)
 			}
 		}
 	}
@@ -169,7 +177,7 @@ func TestGateSummaryParityOnUnreadableEvents(t *testing.T) {
 	// The import parity must be able to fail too.
 	planned := []Event{event(t, "1", EventPlanCreated, "qa", "r1", "plan", PlanRecord{Digest: "d1"})}
 	planned[0].Time = at
-	if SummarizeGate(nil).PlannedAt(QA, "d1").Equal(plannedAt(planned, QA, "d1")) {
+	if at, _ := SummarizeGate(nil).PlannedAt(QA, "d1"); at.Equal(plannedAt(planned, QA, "d1")) {
 		t.Error("an empty summary knows when a plan was recorded")
 	}
 	if _, claims := importedRefs([]Event{event(t, "1", EventApprovalRecorded, "qa", "r1", "", ApprovalRecord{Environment: QA, Claim: signed(LocalClaim{ID: "c1"})})}); !claims["c1"] {
@@ -314,8 +322,67 @@ func chainPendingRequest(events []Event, env Environment) (*Event, bool) {
 	return start, escalated
 }
 
-// importedRefs and plannedAt are what the approvals stage read of the
-// whole chain before the gate summary kept it: the oracle of its parity.
+// TestPlannedAtBeyondTheWindow: the summary keeps the first time of the
+// last plannedKept plans; of an older one it says it does not know, and
+// the approvals stage then reads the chain — also for a plan made again
+// after it was dropped, whose first time only the chain has.
+func TestPlannedAtBeyondTheWindow(t *testing.T) {
+	at := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+	var events []Event
+	plan := func(env, digest string) {
+		e := event(t, fmt.Sprint(len(events)), EventPlanCreated, env, "r", "plan", PlanRecord{Digest: digest})
+		e.Time = at.Add(time.Duration(len(events)) * time.Minute)
+		events = append(events, e)
+	}
+	for i := range plannedKept + 4 {
+		plan([]string{"qa", "prod"}[i%2], fmt.Sprintf("d%d", i))
+	}
+	plan("qa", "d0")
+	plan("dr", "d1")
+	cfg, err := ParseApprovers([]byte("groups:\n  qa:\n    members: [qa-lead]\n  sre:\n    members: [sre-1]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkGateParity(t, events, cfg, at)
+	sum := SummarizeGate(events)
+	if len(sum.Planned) != plannedKept || len(sum.Dropped) != 8*(len(events)-plannedKept-1) {
+		t.Errorf("the summary keeps %d plans and %d bytes of dropped ones", len(sum.Planned), len(sum.Dropped))
+	}
+	for _, c := range []struct {
+		env    Environment
+		digest string
+		known  bool
+	}{{QA, "d0", false}, {Prod, "d1", false}, {DR, "d1", true}, {QA, fmt.Sprintf("d%d", plannedKept+2), true}, {QA, "never", true}, {Prod, "d0", true}} {
+		got, ok := sum.PlannedAt(c.env, c.digest)
+		if ok != c.known || ok && !got.Equal(plannedAt(events, c.env, c.digest)) {
+			t.Errorf("%s %s: planned at %v (known %v), the chain says %v", c.env, c.digest, got, ok, plannedAt(events, c.env, c.digest))
+		}
+	}
+	// The stage falls back to the chain for the dropped plan.
+	var seen time.Time
+	w := chainReader{&events}
+	stage := &ImportApprovals{Sources: []ApprovalSource{requestSpy{&seen}}, Approvers: StaticApprovers{cfg}, Evidence: w}
+	st := &State{Contract: &Contract{ID: "c", Environment: QA}, Plan: &Plan{Digest: "d0"}}
+	if _, err := stage.Run(t.Context(), st); err != nil {
+		t.Fatal(err)
+	}
+	if !seen.Equal(at) {
+		t.Errorf("the stage asked for claims after %v, the plan was first recorded at %v", seen, at)
+	}
+}
+
+// requestSpy is an approval source that keeps the PlannedAt it is asked
+// with and holds no claim.
+type requestSpy struct{ plannedAt *time.Time }
+
+func (requestSpy) Name() string { return "spy" }
+func (r requestSpy) Claims(_ context.Context, req ApprovalRequest) ([]ApprovalClaim, error) {
+	*r.plannedAt = req.PlannedAt
+	return nil, nil
+}
+
+// importedRefs is what the approvals stage read of the whole chain before
+// the gate summary kept it: the oracle of its parity, with plannedAt.
 
 // importedRefs lists the decisions already in the chain, by source and
 // reference, and the signed claims already used.
@@ -335,20 +402,4 @@ func importedRefs(events []Event) (refs, claims map[string]bool) {
 		}
 	}
 	return refs, claims
-}
-
-// plannedAt is when the plan with digest was first recorded in env; a
-// decision made before then cannot have seen it. Without such an event (the
-// plan of this very run, not pushed yet) it is the zero time.
-func plannedAt(events []Event, env Environment, digest string) time.Time {
-	for _, e := range events {
-		if e.Type != EventPlanCreated || e.Environment != string(env) {
-			continue
-		}
-		var p PlanRecord
-		if DecodeEventData(e, &p) == nil && p.Digest == digest {
-			return e.Time
-		}
-	}
-	return time.Time{}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -49,6 +50,72 @@ func benchmarkGateHistory(b *testing.B, pending bool) {
 	b.ReportMetric(float64(took[1])/float64(took[0]), "ratio")
 }
 
+// BenchmarkRunEndHistory measures what the end of a run costs a process
+// that has just started (the state dir as an earlier run left it, the
+// run's decision still in the outbox): runner.RecordDecisionOutcomes, on
+// a contract with 10 past events and on one with 10 000, runs of a
+// decision, plan, authorization, completion and the decision's outcome.
+// "chain" is what it did before it read the gate summary — the whole
+// chain, then runner.DecisionOutcomes over it — measured in the same
+// rounds, so the four sides share the load.
+func BenchmarkRunEndHistory(b *testing.B) {
+	small, large := historyFixture(b, "ledger", 10, ledgerShape), historyFixture(b, "ledger", 10_000, ledgerShape)
+	ctx := context.Background()
+	var took [4]time.Duration
+	for b.Loop() {
+		for i, f := range []*gateHistory{small, large} {
+			took[i] += f.runEnd(ctx, b, true)
+			took[2+i] += f.runEnd(ctx, b, false)
+		}
+	}
+	for i, name := range []string{"summary", "chain"} {
+		b.ReportMetric(float64(took[2*i].Microseconds())/float64(b.N), "µs/"+name+"-10")
+		b.ReportMetric(float64(took[2*i+1].Microseconds())/float64(b.N), "µs/"+name+"-10000")
+		b.ReportMetric(float64(took[2*i+1])/float64(took[2*i]), "ratio-"+name)
+	}
+}
+
+// runEnd opens a store as a new process would, with the run's decision in
+// the outbox, and finds the outcomes to record from the gate summary
+// (summary) or the whole chain; it returns the time that took.
+func (f *gateHistory) runEnd(ctx context.Context, b *testing.B, summary bool) time.Duration {
+	state, err := os.MkdirTemp(fixtureRoot, "state-")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer os.RemoveAll(state)
+	if err := os.CopyFS(state, os.DirFS(f.stateBase)); err != nil {
+		b.Fatal(err)
+	}
+	e := runner.Event{SpecVersion: "1.0", ID: "pending-" + filepath.Base(state), Source: "urn:nova:bench", Type: runner.EventDecisionMade,
+		Time: time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC), DataContentType: "application/json", RunID: "run-next", ContractID: "c-gate",
+		Environment: string(runner.Dev), Data: []byte(`{"decisionId":"dec-next","chosenAction":"proceed"}`)}
+	o := outbox{dir: filepath.Join(state, outboxDir), lock: filepath.Join(state, lockName)}
+	if err := o.add(contractDir("c-gate"), e); err != nil {
+		b.Fatal(err)
+	}
+	start := time.Now()
+	s, err := Open(ctx, Config{Repo: f.repo, StateDir: state, Keys: f.keys})
+	if err != nil {
+		b.Fatal(err)
+	}
+	n := 0
+	if summary {
+		n, err = runner.RecordDecisionOutcomes(ctx, s, runner.NewEmitter(s, "urn:nova:bench", "run-next", nil), "c-gate")
+	} else {
+		var events []runner.Event
+		if events, err = s.Chain(ctx, "c-gate"); err == nil {
+			n = len(runner.DecisionOutcomes(events))
+		}
+	}
+	took := time.Since(start)
+	s.Close()
+	if err != nil || n != 0 {
+		b.Fatalf("run end on %s: %d outcomes, %v", f.repo, n, err)
+	}
+	return took
+}
+
 // gateHistory is a repo whose one contract has a history of n events.
 type gateHistory struct {
 	repo, stateBase string
@@ -58,14 +125,21 @@ type gateHistory struct {
 
 var (
 	gateHistoryMu       sync.Mutex
-	gateHistoryFixtures = map[int]*gateHistory{}
+	gateHistoryFixtures = map[string]*gateHistory{}
 )
 
 func gateHistoryFixture(b *testing.B, n int) *gateHistory {
+	return historyFixture(b, "gate", n, gateShape)
+}
+
+// historyFixture builds, once per test binary, the repo and state dir of
+// a contract whose n events are shaped by shape, named name.
+func historyFixture(b *testing.B, name string, n int, shape historyShape) *gateHistory {
 	b.Helper()
 	gateHistoryMu.Lock()
 	defer gateHistoryMu.Unlock()
-	if f, ok := gateHistoryFixtures[n]; ok {
+	key := fmt.Sprintf("%s-%d", name, n)
+	if f, ok := gateHistoryFixtures[key]; ok {
 		return f
 	}
 	if fixtureRoot == "" {
@@ -75,9 +149,9 @@ func gateHistoryFixture(b *testing.B, n int) *gateHistory {
 		}
 		fixtureRoot = dir
 	}
-	f := &gateHistory{repo: filepath.Join(fixtureRoot, fmt.Sprintf("gate-%d.git", n)), stateBase: filepath.Join(fixtureRoot, fmt.Sprintf("gate-%d-state", n)), keys: newKeys(b)}
+	f := &gateHistory{repo: filepath.Join(fixtureRoot, key+".git"), stateBase: filepath.Join(fixtureRoot, key+"-state"), keys: newKeys(b)}
 	var err error
-	if f.head, err = buildHistory(f.repo, f.keys, "c-gate", n); err != nil {
+	if f.head, err = buildHistory(f.repo, f.keys, "c-gate", n, shape); err != nil {
 		b.Fatal(err)
 	}
 	// The state an earlier run leaves: its witness and what it verified.
@@ -92,7 +166,7 @@ func gateHistoryFixture(b *testing.B, n int) *gateHistory {
 		b.Fatal(err)
 	}
 	s.Close()
-	gateHistoryFixtures[n] = f
+	gateHistoryFixtures[key] = f
 	return f
 }
 
@@ -132,11 +206,44 @@ func (f *gateHistory) decide(ctx context.Context, b *testing.B, pending bool) ti
 	return took
 }
 
-// buildHistory writes n signed events of contract, runs of three (plan,
-// authorization, completion), in one signed commit: what the gate reads is
-// the head's tree, however many commits made it, and one commit keeps the
-// fixture cheap to build.
-func buildHistory(path string, keys signing.Keys, contract string, n int) (plumbing.Hash, error) {
+// historyShape gives the type, run and data of a history's i-th event.
+type historyShape func(i int) (typ, run string, data []byte)
+
+// gateShape is runs of three: plan, authorization, completion.
+func gateShape(i int) (string, string, []byte) {
+	types := []string{runner.EventPlanCreated, runner.EventApplyAuthorized, runner.EventApplyCompleted}
+	return types[i%len(types)], fmt.Sprintf("run-%d", i/len(types)), []byte(`{"stage":"bench","verdict":"pass"}`)
+}
+
+// ledgerShape is runs of five as Nova writes them in dev: a decision, the
+// plan, its authorization and completion, and the decision's outcome.
+func ledgerShape(i int) (string, string, []byte) {
+	r := i / 5
+	run, digest := fmt.Sprintf("run-%d", r), fmt.Sprintf("sha256:%d", r)
+	stage := func(name string, result any) []byte {
+		raw, _ := json.Marshal(result)
+		data, _ := json.Marshal(runner.StageEventData{Stage: name, Verdict: runner.Pass, Result: raw})
+		return data
+	}
+	switch i % 5 {
+	case 0:
+		return runner.EventDecisionMade, run, []byte(`{"decisionId":"dec-` + run + `","chosenAction":"proceed"}`)
+	case 1:
+		return runner.EventPlanCreated, run, stage("plan", runner.PlanRecord{Digest: digest})
+	case 2:
+		return runner.EventApplyAuthorized, run, stage("gate", runner.Authorization{Digest: digest, Environment: runner.Dev})
+	case 3:
+		return runner.EventApplyCompleted, run, stage("apply", map[string]any{"applied": true})
+	}
+	data, _ := json.Marshal(runner.OutcomeRecord{Decision: fmt.Sprintf("history-%d", i-4), DecisionID: "dec-" + run, Run: run,
+		Outcome: runner.OutcomeApplied, PlanDigest: digest, SettledBy: fmt.Sprintf("history-%d", i-1)})
+	return runner.EventDecisionOutcome, run, data
+}
+
+// buildHistory writes n signed events of contract, shaped by shape, in one
+// signed commit: what the gate reads is the head's tree, however many
+// commits made it, and one commit keeps the fixture cheap to build.
+func buildHistory(path string, keys signing.Keys, contract string, n int, shape historyShape) (plumbing.Hash, error) {
 	branch := plumbing.NewBranchReferenceName(DefaultBranch)
 	if err := gitrepo.InitBare(path, branch); err != nil {
 		return plumbing.ZeroHash, err
@@ -148,15 +255,15 @@ func buildHistory(path string, keys signing.Keys, contract string, n int) (plumb
 	defer bare.Close()
 	objs := gitrepo.NewObjects()
 	var files []gitrepo.Entry
-	types := []string{runner.EventPlanCreated, runner.EventApplyAuthorized, runner.EventApplyCompleted}
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	prev := ""
 	for i := range n {
+		typ, run, data := shape(i)
 		e := runner.Event{
-			SpecVersion: "1.0", ID: fmt.Sprintf("history-%d", i), Source: "urn:nova:bench", Type: types[i%len(types)],
-			Time: t0.Add(time.Duration(i) * time.Minute), DataContentType: "application/json", RunID: fmt.Sprintf("run-%d", i/len(types)),
+			SpecVersion: "1.0", ID: fmt.Sprintf("history-%d", i), Source: "urn:nova:bench", Type: typ,
+			Time: t0.Add(time.Duration(i) * time.Minute), DataContentType: "application/json", RunID: run,
 			ContractID: contract, Environment: string(runner.Dev), Seq: int64(i + 1), PrevEventHash: prev,
-			Data: []byte(`{"stage":"bench","verdict":"pass"}`),
+			Data: data,
 		}
 		canon, err := e.Canonical()
 		if err != nil {
