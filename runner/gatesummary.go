@@ -41,8 +41,9 @@ func ReadGateSummary(ctx context.Context, r EvidenceReader, contractID string) (
 // the new ones had made it.
 const GateSummaryVersion = 2
 
-// GateSummary is what the gate's rules read of one contract's chain,
-// folded event by event (Fold): folding a chain in one go and folding a
+// GateSummary is what the gate's rules read of one contract's chain, and
+// what the approvals stage and the decision ledger read of it, folded
+// event by event (Fold): folding a chain in one go and folding a
 // prefix, keeping the summary and folding the rest later give the same
 // summary, which is what lets a store keep it instead of the chain. Its
 // fields are exported so a store can persist it; only Fold changes it.
@@ -188,7 +189,8 @@ func (s *GateSummary) Env(env Environment) *EnvGateSummary {
 
 // Fold adds the next event of the chain. The rules it keeps are those of
 // UnresolvedApply, Approvals, pendingRequest and the rejection scan of
-// decideGate, each event read the way they read it.
+// decideGate, then importedRefs, plannedAt and DecisionOutcomes, each
+// event read the way they read it.
 func (s *GateSummary) Fold(e Event) {
 	s.Folded++
 	s.foldImports(e)

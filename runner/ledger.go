@@ -59,8 +59,9 @@ var stagesBeforeGate = map[string]bool{
 // DecisionOutcomes returns the outcomes one contract's chain shows for its
 // decisions but does not record yet, in the order of the decisions: the
 // rule over a whole chain, which LedgerSummary folds event by event and
-// its parity tests hold it to. It is derived from the chain alone, so whoever runs it — the end of any run, a
-// rejection, a resolution — records the same facts, a run that died before
+// its parity tests hold it to. It is derived from the chain alone, so
+// whoever runs it — the end of any run, a rejection, a resolution —
+// records the same facts, a run that died before
 // recording them leaves them to the next, and running it twice records
 // nothing new. A decision gets at most one final outcome; an indeterminate
 // one is followed by the final one once the apply is resolved.
