@@ -83,12 +83,7 @@ type storedGate struct {
 // numbered as they will be written — the chain Chain returns, folded.
 func (s *Store) GateSummary(ctx context.Context, contractID string) (*runner.GateSummary, error) {
 	dir := contractDir(contractID)
-	// Read before the head, as Chain does.
-	pending, err := s.outbox.load(dir)
-	if err != nil {
-		return nil, err
-	}
-	head, err := s.syncOrStale(ctx, "reading the chain")
+	pending, head, err := s.pendingAtHead(ctx, dir)
 	if err != nil {
 		return nil, err
 	}

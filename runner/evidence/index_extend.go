@@ -6,7 +6,6 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 
@@ -24,15 +23,13 @@ import (
 // verified are not checked again), and the repo-wide rules (no event id
 // twice, no event a commit added missing) are applied to what is new.
 func (ix *Index) extend(ctx context.Context, repo *Repo, opts IndexOptions) (*Index, error) {
-	v := &verifier{opts: opts.Verify, readers: []*gitrepo.Reader{gitrepo.NewReader(repo.st)}, addedBy: map[string]plumbing.Hash{}}
-	for i := 1; i < runtime.GOMAXPROCS(0) && repo.fork != nil; i++ {
-		st, closeFn, err := repo.fork()
-		if err != nil {
-			return nil, runner.Errorf(runner.EvidenceRepoUnavailable, "opening the evidence repo again: %w", err)
-		}
-		defer closeFn()
-		v.readers = append(v.readers, gitrepo.NewReader(st))
+	v := &verifier{opts: opts.Verify, addedBy: map[string]plumbing.Hash{}}
+	readers, closeReaders, err := repo.readers()
+	if err != nil {
+		return nil, err
 	}
+	defer closeReaders()
+	v.readers = readers
 	r := v.readers[0]
 	fresh, sawHead, err := ix.newCommits(ctx, r, repo.head)
 	if err != nil {

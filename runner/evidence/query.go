@@ -46,13 +46,7 @@ type chainState struct {
 // will be written on this head.
 func (s *Store) Chain(ctx context.Context, contractID string) ([]runner.Event, error) {
 	dir := contractDir(contractID)
-	// Read before the head: an event delivered after this read is then
-	// in the head, and one delivered before is not pending any more.
-	pending, err := s.outbox.load(dir)
-	if err != nil {
-		return nil, err
-	}
-	head, err := s.syncOrStale(ctx, "reading the chain")
+	pending, head, err := s.pendingAtHead(ctx, dir)
 	if err != nil {
 		return nil, err
 	}
@@ -188,4 +182,19 @@ func (s *Store) readChain(dir string, tree plumbing.Hash, old *chainState) (*cha
 	}
 	c.extendSummary(old)
 	return c, nil
+}
+
+// pendingAtHead reads the contract's outbox, then the head its chain is
+// read at. The outbox comes first: an event delivered after that read is
+// then in the head, and one delivered before is not pending any more.
+func (s *Store) pendingAtHead(ctx context.Context, dir string) ([]runner.Event, plumbing.Hash, error) {
+	pending, err := s.outbox.load(dir)
+	if err != nil {
+		return nil, plumbing.ZeroHash, err
+	}
+	head, err := s.syncOrStale(ctx, "reading the chain")
+	if err != nil {
+		return nil, plumbing.ZeroHash, err
+	}
+	return pending, head, nil
 }

@@ -3,6 +3,7 @@ package evidence
 import (
 	"context"
 	"errors"
+	"runtime"
 	"strings"
 
 	"github.com/go-git/go-git/v5"
@@ -107,3 +108,25 @@ func isLocalPath(repo string) bool {
 }
 
 func trimFileScheme(p string) string { return strings.TrimPrefix(p, "file://") }
+
+// readers opens one read handle per core (the repo's own first), so the
+// verifier's workers read in parallel; closeAll releases the extra ones.
+func (r *Repo) readers() (rs []*gitrepo.Reader, closeAll func(), err error) {
+	var closers []func() error
+	closeAll = func() {
+		for _, c := range closers {
+			c()
+		}
+	}
+	rs = []*gitrepo.Reader{gitrepo.NewReader(r.st)}
+	for i := 1; i < runtime.GOMAXPROCS(0) && r.fork != nil; i++ {
+		st, closeFn, err := r.fork()
+		if err != nil {
+			closeAll()
+			return nil, nil, runner.Errorf(runner.EvidenceRepoUnavailable, "opening the evidence repo again: %w", err)
+		}
+		closers = append(closers, closeFn)
+		rs = append(rs, gitrepo.NewReader(st))
+	}
+	return rs, closeAll, nil
+}

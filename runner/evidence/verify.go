@@ -3,7 +3,6 @@ package evidence
 import (
 	"context"
 	"fmt"
-	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -93,20 +92,18 @@ func runVerify(ctx context.Context, repo *Repo, opts VerifyOptions) (*verifier, 
 	if opts.Since != "" && !plumbing.IsHash(opts.Since) {
 		return nil, runner.Errorf(runner.ConfigInvalid, "--since %q is not a full commit hash", opts.Since)
 	}
-	v := &verifier{opts: opts, readers: []*gitrepo.Reader{gitrepo.NewReader(repo.st)}, addedBy: map[string]plumbing.Hash{},
+	v := &verifier{opts: opts, addedBy: map[string]plumbing.Hash{},
 		chains: map[string][]*eventFile{}, dirTrees: map[string]plumbing.Hash{}}
 	v.report.Head = repo.Head()
-	for i := 1; i < runtime.GOMAXPROCS(0) && repo.fork != nil; i++ {
-		st, closeFn, err := repo.fork()
-		if err != nil {
-			return nil, runner.Errorf(runner.EvidenceRepoUnavailable, "opening the evidence repo again: %w", err)
-		}
-		defer closeFn()
-		v.readers = append(v.readers, gitrepo.NewReader(st))
+	readers, closeReaders, err := repo.readers()
+	if err != nil {
+		return nil, err
 	}
+	defer closeReaders()
+	v.readers = readers
 	witness := opts.Witness
 	if opts.Since == "" {
-		commits, err := v.walk(ctx, repo.head)
+		commits, _, err := v.walk(ctx, repo.head, plumbing.ZeroHash)
 		if err != nil {
 			return nil, err
 		}
@@ -175,33 +172,41 @@ func (v *verifier) add(f ...Finding) {
 	v.mu.Unlock()
 }
 
-// walk collects every commit reachable from head, newest first.
-func (v *verifier) walk(ctx context.Context, head plumbing.Hash) ([]*object.Commit, error) {
+// walk collects the commits reachable from head, newest first, without
+// going past stop (a zero stop walks to the roots); met says whether it
+// came to stop.
+func (v *verifier) walk(ctx context.Context, head, stop plumbing.Hash) (commits []*object.Commit, met bool, err error) {
 	v.reachable = map[plumbing.Hash]bool{}
-	var commits []*object.Commit
+	if !stop.IsZero() {
+		v.reachable[stop] = true
+	}
 	stack := []plumbing.Hash{}
 	if !head.IsZero() {
 		stack = append(stack, head)
 	}
 	for len(stack) > 0 {
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		h := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
+		if h == stop && !stop.IsZero() {
+			met = true
+			continue
+		}
 		if v.reachable[h] {
 			continue
 		}
 		v.reachable[h] = true
 		c, err := v.readers[0].Commit(h)
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		commits = append(commits, c)
 		stack = append(stack, c.ParentHashes...)
 	}
 	v.report.Commits = len(commits)
-	return commits, nil
+	return commits, met, nil
 }
 
 // addition is an event file a commit added; order is the commit's index

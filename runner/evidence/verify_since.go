@@ -42,40 +42,15 @@ func (v *verifier) verifySince(ctx context.Context, head, since plumbing.Hash) e
 // the history this machine verified was rewritten, or since is not one of
 // its heads, and nothing after it can be trusted to continue it.
 func (v *verifier) walkSince(ctx context.Context, head, since plumbing.Hash) ([]*object.Commit, error) {
-	v.reachable = map[plumbing.Hash]bool{since: true}
-	var commits []*object.Commit
-	met := head == since
-	stack := []plumbing.Hash{}
-	if !head.IsZero() && !met {
-		stack = append(stack, head)
-	}
-	for len(stack) > 0 {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		h := stack[len(stack)-1]
-		stack = stack[:len(stack)-1]
-		if h == since {
-			met = true
-			continue
-		}
-		if v.reachable[h] {
-			continue
-		}
-		v.reachable[h] = true
-		c, err := v.readers[0].Commit(h)
-		if err != nil {
-			return nil, err
-		}
-		commits = append(commits, c)
-		stack = append(stack, c.ParentHashes...)
+	commits, met, err := v.walk(ctx, head, since)
+	if err != nil {
+		return nil, err
 	}
 	if !met {
 		return nil, runner.Errorf(runner.EvidenceHistoryRewritten,
 			"--since %s is not in the history of the head %s: the history was rewritten after it was verified, or it is not a head of this repo; verify without --since",
 			short(since), shortOrNone(head))
 	}
-	v.report.Commits = len(commits)
 	return commits, nil
 }
 
@@ -148,16 +123,7 @@ func (v *verifier) checkAdded(ctx context.Context, head, since plumbing.Hash) er
 	for _, c := range chains {
 		_, findings := linkChainFrom(c.dir, c.files, c.tail)
 		v.add(findings...)
-		for _, f := range c.files {
-			if !f.decoded || f.event.ID == "" {
-				continue
-			}
-			if prev, seen := ids[f.event.ID]; seen {
-				v.add(Finding{Reason: runner.EvidenceEventDuplicate, Path: f.path, Message: "event id " + f.event.ID + " also in " + prev})
-				continue
-			}
-			ids[f.event.ID] = f.path
-		}
+		v.uniqueIDs(ids, c.files)
 	}
 	return nil
 }

@@ -74,15 +74,8 @@ func (v *verifier) checkTree(ctx context.Context, head plumbing.Hash) error {
 		v.add(findings...)
 		for _, f := range files {
 			present[f.path] = true
-			if !f.decoded || f.event.ID == "" {
-				continue
-			}
-			if prev, seen := ids[f.event.ID]; seen {
-				v.add(Finding{Reason: runner.EvidenceEventDuplicate, Path: f.path, Message: "event id " + f.event.ID + " also in " + prev})
-				continue
-			}
-			ids[f.event.ID] = f.path
 		}
+		v.uniqueIDs(ids, files)
 	}
 	// An event a commit added but the head lacks was deleted later.
 	for p, h := range v.addedBy {
@@ -95,4 +88,19 @@ func (v *verifier) checkTree(ctx context.Context, head plumbing.Hash) error {
 		}
 	}
 	return nil
+}
+
+// uniqueIDs reports every event of files whose id ids already holds (the
+// path it was first seen at), and adds the others to it.
+func (v *verifier) uniqueIDs(ids map[string]string, files []*eventFile) {
+	for _, f := range files {
+		if !f.decoded || f.event.ID == "" {
+			continue
+		}
+		if prev, seen := ids[f.event.ID]; seen {
+			v.add(Finding{Reason: runner.EvidenceEventDuplicate, Path: f.path, Message: "event id " + f.event.ID + " also in " + prev})
+			continue
+		}
+		ids[f.event.ID] = f.path
+	}
 }
