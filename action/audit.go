@@ -150,6 +150,19 @@ func evidenceQuery(ctx context.Context, cfg Config, env Env) error {
 	return nil
 }
 
+// auditRecords reads every verified event about the contracts the
+// command asks about, and the evidence head they were verified at: what
+// export and report are built from.
+func auditRecords(ctx context.Context, cfg Config) ([]audit.Record, string, error) {
+	repo, ix, err := verifiedIndex(ctx, cfg)
+	if err != nil {
+		return nil, "", err
+	}
+	defer repo.Close()
+	records, err := verifiedRecords(repo, ix, cfg.Audit.Contracts)
+	return records, ix.Head(), err
+}
+
 // verifiedRecords reads every verified event about the contracts asked
 // about, each checked against the bytes that were verified, in chain
 // order.
@@ -172,12 +185,7 @@ func verifiedRecords(repo *evidence.Repo, ix *evidence.Index, contracts []string
 }
 
 func evidenceExport(ctx context.Context, cfg Config, env Env) error {
-	repo, ix, err := verifiedIndex(ctx, cfg)
-	if err != nil {
-		return refused(env, cfg, err)
-	}
-	defer repo.Close()
-	records, err := verifiedRecords(repo, ix, cfg.Audit.Contracts)
+	records, head, err := auditRecords(ctx, cfg)
 	if err != nil {
 		return refused(env, cfg, err)
 	}
@@ -191,7 +199,7 @@ func evidenceExport(ctx context.Context, cfg Config, env Env) error {
 		}
 		fmt.Fprintf(env.Stdout, "%s\t%d rows\n", path, t.Len())
 	}
-	fmt.Fprintf(env.Stdout, "exported %d verified events at evidence head %s\n", len(records), orEmpty(ix.Head()))
+	fmt.Fprintf(env.Stdout, "exported %d verified events at evidence head %s\n", len(records), orEmpty(head))
 	return nil
 }
 
@@ -212,17 +220,12 @@ func writeTable(path string, t audit.Table, format string) error {
 }
 
 func reportCommand(ctx context.Context, cfg Config, env Env) error {
-	repo, ix, err := verifiedIndex(ctx, cfg)
-	if err != nil {
-		return refused(env, cfg, err)
-	}
-	defer repo.Close()
-	records, err := verifiedRecords(repo, ix, cfg.Audit.Contracts)
+	records, head, err := auditRecords(ctx, cfg)
 	if err != nil {
 		return refused(env, cfg, err)
 	}
 	page, err := report.Render(report.Input{
-		Tables: audit.Build(records), Repo: evidence.RedactURL(cfg.Evidence.Repo), Head: ix.Head(),
+		Tables: audit.Build(records), Repo: evidence.RedactURL(cfg.Evidence.Repo), Head: head,
 		Events: len(records), Generated: time.Now().UTC(), Version: version,
 	})
 	if err != nil {
@@ -231,7 +234,7 @@ func reportCommand(ctx context.Context, cfg Config, env Env) error {
 	if err := writeFileAtomic(cfg.Audit.Out, page); err != nil {
 		return failed(env, cfg, runner.Errorf(runner.ConfigInvalid, "--out: %w", err))
 	}
-	fmt.Fprintf(env.Stdout, "wrote %s: %d verified events at evidence head %s\n", cfg.Audit.Out, len(records), orEmpty(ix.Head()))
+	fmt.Fprintf(env.Stdout, "wrote %s: %d verified events at evidence head %s\n", cfg.Audit.Out, len(records), orEmpty(head))
 	return nil
 }
 
