@@ -236,7 +236,7 @@ func buildFixture(path string, keys signing.Keys, contracts, perContract int) er
 	if err := gitrepo.InitBare(path, branch); err != nil {
 		return err
 	}
-	bare, err := gitrepo.OpenBare(path, branch, func(...string) error { return nil })
+	bare, err := gitrepo.OpenBare(path, branch, func(...string) error { return nil }, func(string, ...any) {})
 	if err != nil {
 		return err
 	}

@@ -248,7 +248,7 @@ func buildHistory(path string, keys signing.Keys, contract string, n int, shape 
 	if err := gitrepo.InitBare(path, branch); err != nil {
 		return plumbing.ZeroHash, err
 	}
-	bare, err := gitrepo.OpenBare(path, branch, func(...string) error { return nil })
+	bare, err := gitrepo.OpenBare(path, branch, func(...string) error { return nil }, func(string, ...any) {})
 	if err != nil {
 		return plumbing.ZeroHash, err
 	}

@@ -2,14 +2,13 @@ package evidence
 
 import (
 	"context"
+	"crypto/sha256"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
-
-	"github.com/go-git/go-git/v5"
-	"github.com/go-git/go-git/v5/plumbing"
 
 	"github.com/nova-platform/nova/runner"
 	"github.com/nova-platform/nova/runner/evidence/gitrepo"
@@ -113,25 +112,34 @@ func TestOutboxDropsTornLastLine(t *testing.T) {
 }
 
 // TestInPlacePushIsDurableBeforeDelivered: writing a bare repo in place,
-// every object of the event's commit, the directories holding them and the
-// branch's directory are fsynced before the outbox forgets the event. A
-// power cut cannot be staged here, so the test watches the sync calls and,
-// when the branch's directory is synced, that the outbox still holds the
-// event.
+// the batch's pack and its index are fsynced under their temporary names
+// (so a name never points at a torn file), then the pack directory, then
+// the branch's directory, all before the outbox forgets the event. A power
+// cut cannot be staged here, so the test watches the sync calls and, when
+// the branch's directory is synced, that the outbox still holds the event.
 func TestInPlacePushIsDurableBeforeDelivered(t *testing.T) {
 	repo := newBareRepo(t)
 	stateDir := t.TempDir()
 	s := openStoreIn(t, repo, stateDir, newKeys(t))
 	refsDir := filepath.Join(repo, "refs", "heads")
+	packDir := filepath.Join(repo, "objects", "pack")
 
 	var mu sync.Mutex
-	synced := map[string]bool{}
+	var order []string
+	syncedContent := map[[32]byte]bool{} // of temporary pack files, when synced
 	outboxAtRefSync := ""
 	orig := syncPath
 	syncPath = func(p string) error {
 		mu.Lock()
 		defer mu.Unlock()
-		synced[p] = true
+		order = append(order, p)
+		if strings.HasPrefix(filepath.Base(p), "tmp_") {
+			b, err := os.ReadFile(p)
+			if err != nil {
+				t.Errorf("syncing %s: %v", p, err)
+			}
+			syncedContent[sha256.Sum256(b)] = true
+		}
 		if p == refsDir {
 			b, _ := os.ReadFile(filepath.Join(stateDir, outboxDir, "c-1.jsonl"))
 			outboxAtRefSync = string(b)
@@ -142,32 +150,22 @@ func TestInPlacePushIsDurableBeforeDelivered(t *testing.T) {
 
 	e := emitN(t, s, "c-1", 1)[0]
 
-	r, err := git.PlainOpen(repo)
-	if err != nil {
-		t.Fatal(err)
+	named, _ := filepath.Glob(filepath.Join(packDir, "pack-*"))
+	if len(named) != 2 {
+		t.Fatalf("pack dir holds %v, want one pack and its index", named)
 	}
-	head := headOf(t, repo)
-	c, err := r.CommitObject(head)
-	if err != nil {
-		t.Fatal(err)
-	}
-	objs := []plumbing.Hash{head, c.TreeHash}
-	root, _ := c.Tree()
-	contracts, _ := root.Tree(contractsDir)
-	contract, _ := root.Tree(contractsDir + "/c-1")
-	objs = append(objs, contracts.Hash, contract.Hash)
-	for _, entry := range contract.Entries {
-		objs = append(objs, entry.Hash)
-	}
-	want := []string{refsDir, filepath.Join(repo, "objects")}
-	for _, h := range objs {
-		hex := h.String()
-		want = append(want, filepath.Join(repo, "objects", hex[:2]), filepath.Join(repo, "objects", hex[:2], hex[2:]))
-	}
-	for _, p := range want {
-		if !synced[p] {
-			t.Errorf("%s was not synced", strings.TrimPrefix(p, repo+"/"))
+	for _, p := range named {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
 		}
+		if !syncedContent[sha256.Sum256(b)] {
+			t.Errorf("%s was named before its content was synced", filepath.Base(p))
+		}
+	}
+	packSync, refSync := slices.Index(order, packDir), slices.Index(order, refsDir)
+	if packSync < 0 || refSync < 0 || packSync > refSync {
+		t.Errorf("syncs in order %v: want the pack dir synced before the branch's dir", order)
 	}
 	if !strings.Contains(outboxAtRefSync, e.ID) {
 		t.Errorf("the outbox had dropped event %s before the branch was durable (outbox: %q)", e.ID, outboxAtRefSync)

@@ -67,9 +67,9 @@ func OpenRepo(ctx context.Context, repo, branch string, creds Credentials) (*Rep
 			if err != nil {
 				return nil, nil, err
 			}
-			return r.Storer, closeFn, nil
+			return gitrepo.Settled(r.Storer, path), closeFn, nil
 		}
-		return &Repo{head: head, st: r.Storer, close: closeFn, fork: fork}, nil
+		return &Repo{head: head, st: gitrepo.Settled(r.Storer, path), close: closeFn, fork: fork}, nil
 	}
 	url, creds := splitCredentials(repo, creds)
 	r, err := git.CloneContext(ctx, memory.NewStorage(), nil, &git.CloneOptions{

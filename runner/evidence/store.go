@@ -210,7 +210,7 @@ func (s *Store) openTarget() (gitrepo.Remote, error) {
 			}
 		}
 		if gitrepo.IsBare(p) {
-			return gitrepo.OpenBare(p, s.branch, syncAll)
+			return gitrepo.OpenBare(p, s.branch, syncAll, s.logf)
 		}
 		repo = p
 	}

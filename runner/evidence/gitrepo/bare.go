@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -29,9 +29,15 @@ type bareTarget struct {
 	path   string
 	branch plumbing.ReferenceName
 	sync   func(paths ...string) error
-	st     storer.EncodedObjectStorer
+	logf   func(format string, args ...any)
+	objs   *overlay
 	close  func() error
-	packs  time.Time // mtime of objects/pack when st was opened
+	// known are the packs objs' storage has indexed (go-git lists them
+	// once): Install re-indexes when another writer adds one, and reopens
+	// when one is gone.
+	known map[string]bool
+	// merging lets one push at a time of this process merge packs.
+	merging sync.Mutex
 }
 
 // OpenBare opens the bare repo at path for writing branch in place. sync
@@ -39,8 +45,10 @@ type bareTarget struct {
 // commit them together instead of flushing once per path (about a dozen
 // per event); every path a push writes goes through it before the push
 // returns.
-func OpenBare(path string, branch plumbing.ReferenceName, sync func(paths ...string) error) (Remote, error) {
-	b := &bareTarget{path: path, branch: branch, sync: sync}
+// logf hears of packs that could not be merged: the push that wrote them
+// succeeded, and a later one merges them.
+func OpenBare(path string, branch plumbing.ReferenceName, sync func(paths ...string) error, logf func(format string, args ...any)) (Remote, error) {
+	b := &bareTarget{path: path, branch: branch, sync: sync, logf: logf}
 	return b, b.reopen()
 }
 
@@ -48,42 +56,83 @@ func (b *bareTarget) reopen() error {
 	if b.close != nil {
 		_ = b.close()
 	}
+	known, err := packNames(b.packDir())
+	if err != nil {
+		return fmt.Errorf("opening evidence repo %s: %w", b.path, err)
+	}
 	repo, closeFn, err := OpenLocal(b.path)
 	if err != nil {
 		return fmt.Errorf("opening evidence repo %s: %w", b.path, err)
 	}
-	b.st, b.close, b.packs = repo.Storer, closeFn, b.packsTime()
+	if b.objs == nil {
+		b.objs = newOverlay(repo.Storer)
+		b.objs.gitDir = b.path
+	}
+	b.objs.EncodedObjectStorer = repo.Storer
+	clear(b.objs.mem)
+	b.close, b.known = closeFn, known
 	return nil
 }
 
+func (b *bareTarget) packDir() string { return filepath.Join(b.path, "objects", "pack") }
+
 func (b *bareTarget) Close() error { return b.close() }
 
-// packsTime returns the pack dir's mtime: go-git reads the list of packs
-// once, so a `git gc` by someone else must be noticed and the repo reopened.
-func (b *bareTarget) packsTime() time.Time {
-	fi, err := os.Stat(filepath.Join(b.path, "objects", "pack"))
-	if err != nil {
-		return time.Time{}
-	}
-	return fi.ModTime()
-}
-
-func (b *bareTarget) Objects() storer.EncodedObjectStorer { return b.st }
+func (b *bareTarget) Objects() storer.EncodedObjectStorer { return b.objs }
 
 func (b *bareTarget) Fetch(context.Context, func(plumbing.Hash) bool) (Fetched, error) {
 	head, err := readRef(b.path, b.branch)
 	return Fetched{Head: head}, err
 }
 
+// Install catches up with other writers: their new packs are indexed, and
+// a pack gone (merged, or a `git gc`) means reopening, which also lets go
+// of the descriptors of removed packs.
 func (b *bareTarget) Install(Fetched) error {
-	if b.packsTime().Equal(b.packs) {
-		return nil
+	names, err := packNames(b.packDir())
+	if err != nil {
+		return fmt.Errorf("listing packs of %s: %w", b.path, err)
 	}
-	return b.reopen()
+	added := false
+	for n := range names {
+		added = added || !b.known[n]
+	}
+	for n := range b.known {
+		if !names[n] {
+			return b.reopen()
+		}
+	}
+	if added {
+		b.objs.reindex()
+		b.known = names
+	}
+	return nil
 }
 
-// Keep has nothing to do: Push wrote the objects into the repo.
-func (b *bareTarget) Keep(*Objects) {}
+// Keep makes a batch this process pushed readable at once, from memory
+// until the storage has indexed its pack (go-git indexes a repo's packs
+// once, and re-indexing them for every batch would cost more than the
+// batch).
+func (b *bareTarget) Keep(objs *Objects) {
+	if objs.merged {
+		if err := b.reopen(); err != nil {
+			b.logf("evidence: %v; reading packs as they were", err)
+		} else {
+			return
+		}
+	}
+	b.known[objs.pack] = true
+	for _, h := range objs.order {
+		b.objs.mem[h] = objs.get(h)
+	}
+	if len(b.objs.mem) > maxKept {
+		b.objs.reindex()
+	}
+}
+
+// maxKept bounds the objects Keep holds in memory (a few hundred bytes
+// each) before the storage indexes the packs holding them.
+const maxKept = 4096
 
 // Push writes the objects and moves the branch.
 //
@@ -143,28 +192,35 @@ func (b *bareTarget) Push(_ context.Context, old, new plumbing.Hash, objs *Objec
 	if err := b.sync(filepath.Dir(refPath)); err != nil {
 		return fmt.Errorf("syncing %s: %w", b.branch, err)
 	}
+	b.merge(objs)
 	return nil
 }
 
-// writeObjects writes objs into the repo, then fsyncs them and the
-// directories holding them (objects/ too, for a fan-out directory created
-// just now), all at once: the ref moves only after every one is durable,
-// and their order among themselves does not matter.
-func (b *bareTarget) writeObjects(objs *Objects) error {
-	objects := filepath.Join(b.path, "objects")
-	files, err := objs.writeLoose(objects)
+// merge merges small packs once there are many, after the push they would
+// slow down has completed: failing to merge fails no push.
+func (b *bareTarget) merge(objs *Objects) {
+	if !b.merging.TryLock() {
+		return // another push of this process is merging
+	}
+	defer b.merging.Unlock()
+	merged, err := consolidate(b.path, b.sync)
 	if err != nil {
-		return err
+		b.logf("evidence: merging packs of %s: %v; a later push merges them", b.path, err)
 	}
-	dirs := []string{objects}
-	for _, f := range files {
-		if d := filepath.Dir(f); !slices.Contains(dirs, d) {
-			dirs = append(dirs, d)
-		}
+	objs.merged = merged
+}
+
+// writeObjects writes objs into the repo as one pack, durable with its
+// directory before the ref moves.
+func (b *bareTarget) writeObjects(objs *Objects) error {
+	pack, err := writeObjectsPack(b.packDir(), objs, b.sync)
+	if err != nil {
+		return fmt.Errorf("writing objects: %w", err)
 	}
-	if err := b.sync(append(files, dirs...)...); err != nil {
+	if err := b.sync(b.packDir()); err != nil {
 		return fmt.Errorf("syncing objects: %w", err)
 	}
+	objs.pack = filepath.Base(pack)
 	return nil
 }
 

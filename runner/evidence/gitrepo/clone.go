@@ -250,6 +250,9 @@ func (c *cloneTarget) Push(ctx context.Context, old, new plumbing.Hash, objs *Ob
 type overlay struct {
 	storer.EncodedObjectStorer
 	mem map[plumbing.Hash]plumbing.EncodedObject
+	// gitDir, when set, is a repo whose packs may be merged under the
+	// reader: re-listing them waits for a merge to finish.
+	gitDir string
 }
 
 func newOverlay(base storer.EncodedObjectStorer) *overlay {
@@ -268,6 +271,28 @@ func (o *overlay) HasEncodedObject(h plumbing.Hash) error {
 		return nil
 	}
 	return o.EncodedObjectStorer.HasEncodedObject(h)
+}
+
+// reindex makes the storage list the repo's packs again, and forgets the
+// memory copies it can now read.
+func (o *overlay) reindex() {
+	if r, ok := o.EncodedObjectStorer.(interface{ Reindex() }); ok {
+		if o.gitDir != "" {
+			defer settle(o.gitDir)()
+		}
+		r.Reindex()
+		// Re-list now, while no merge runs; go-git would do it lazily.
+		_ = o.EncodedObjectStorer.HasEncodedObject(plumbing.ZeroHash)
+	}
+	o.dropStored()
+}
+
+// Settled reads st, the storage of the repo at gitDir, re-listing its packs
+// when a read misses, as a concurrent merge of packs requires: see Reader.
+func Settled(st storer.EncodedObjectStorer, gitDir string) storer.EncodedObjectStorer {
+	o := newOverlay(st)
+	o.gitDir = gitDir
+	return o
 }
 
 // dropStored forgets the memory copies a fetch has since brought to disk.

@@ -2,12 +2,8 @@ package gitrepo
 
 import (
 	"fmt"
-	"io"
-	"os"
-	"path/filepath"
 
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/format/objfile"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/storage/memory"
 )
@@ -18,6 +14,10 @@ import (
 type Objects struct {
 	st    *memory.ObjectStorage
 	order []plumbing.Hash
+	// pack and merged are what an in-place push did with them: the file
+	// name of the pack written, and whether packs were merged after it.
+	pack   string
+	merged bool
 }
 
 // NewObjects returns an empty set.
@@ -54,55 +54,4 @@ func (o *Objects) add(obj plumbing.EncodedObject) plumbing.Hash {
 func (o *Objects) get(h plumbing.Hash) plumbing.EncodedObject {
 	obj, _ := o.st.EncodedObject(plumbing.AnyObject, h) // every hash in order is there
 	return obj
-}
-
-// writeLoose writes o's objects into objects as loose objects, as git
-// would, and returns their paths. They are written here rather than
-// through go-git's storage so no lock is needed: each is a new file
-// renamed into place, and readers find it by its name.
-func (o *Objects) writeLoose(objects string) ([]string, error) {
-	paths := make([]string, 0, len(o.order))
-	for _, h := range o.order {
-		hex := h.String()
-		path := filepath.Join(objects, hex[:2], hex[2:])
-		if _, err := os.Stat(path); err != nil {
-			if err := writeLoose(path, o.get(h)); err != nil {
-				return nil, fmt.Errorf("writing object %s: %w", hex, err)
-			}
-		}
-		paths = append(paths, path)
-	}
-	return paths, nil
-}
-
-func writeLoose(path string, obj plumbing.EncodedObject) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	f, err := os.CreateTemp(filepath.Dir(path), "tmp_obj_")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(f.Name())
-	w := objfile.NewWriter(f)
-	err = w.WriteHeader(obj.Type(), obj.Size())
-	if err == nil {
-		var r io.ReadCloser
-		if r, err = obj.Reader(); err == nil {
-			_, err = io.Copy(w, r)
-			r.Close()
-		}
-	}
-	for _, closer := range []io.Closer{w, f} {
-		if cerr := closer.Close(); err == nil {
-			err = cerr
-		}
-	}
-	if err == nil {
-		err = os.Chmod(f.Name(), 0o444)
-	}
-	if err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), path)
 }

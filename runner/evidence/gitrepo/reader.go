@@ -63,13 +63,41 @@ func (r *Reader) Blob(h plumbing.Hash) ([]byte, error) { return r.read(plumbing.
 // Commit returns commit h.
 func (r *Reader) Commit(h plumbing.Hash) (*object.Commit, error) {
 	c, err := object.GetCommit(r.st, h)
+	for retry := 0; err != nil && retry < maxRereads && r.reindex(); retry++ {
+		c, err = object.GetCommit(r.st, h)
+	}
 	if err != nil {
 		return nil, runner.Errorf(runner.EvidenceRepoUnavailable, "reading commit %s: %w", h, err)
 	}
 	return c, nil
 }
 
+// maxRereads bounds how often a read re-lists the packs: one merge at a
+// time runs, so a second miss means a second merge ran in between, and a
+// third that the object is really not there.
+const maxRereads = 3
+
+// reindex makes the storage list the repo's packs again, as git does when
+// an object is not where it looked: another writer may have merged the
+// packs it listed into one it has not seen. It reports whether there is
+// anything to retry.
+func (r *Reader) reindex() bool {
+	ri, ok := r.st.(interface{ reindex() })
+	if ok {
+		ri.reindex()
+	}
+	return ok
+}
+
 func (r *Reader) read(t plumbing.ObjectType, h plumbing.Hash) ([]byte, error) {
+	b, err := r.readOnce(t, h)
+	for retry := 0; err != nil && retry < maxRereads && r.reindex(); retry++ {
+		b, err = r.readOnce(t, h)
+	}
+	return b, err
+}
+
+func (r *Reader) readOnce(t plumbing.ObjectType, h plumbing.Hash) ([]byte, error) {
 	o, err := r.st.EncodedObject(t, h)
 	if err == nil {
 		var rd io.ReadCloser

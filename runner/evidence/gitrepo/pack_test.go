@@ -1,0 +1,179 @@
+package gitrepo
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/object"
+)
+
+func TestToMergeKeepsPacksGeometric(t *testing.T) {
+	sizes := func(ps []packInfo) []uint32 {
+		var out []uint32
+		for _, p := range ps {
+			out = append(out, p.objects)
+		}
+		return out
+	}
+	packs := func(objects ...uint32) []packInfo {
+		var ps []packInfo
+		for i, n := range objects {
+			ps = append(ps, packInfo{base: fmt.Sprint(i), objects: n})
+		}
+		return ps
+	}
+	many := func(n int, objects uint32) []uint32 {
+		var out []uint32
+		for range n {
+			out = append(out, objects)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name  string
+		packs []packInfo
+		want  []uint32
+	}{
+		{"few packs are left alone", packs(many(maxPacks, 5)...), nil},
+		{"equal small packs merge together", packs(many(maxPacks+1, 5)...), many(maxPacks+1, 5)},
+		{"a big pack stays", packs(append(many(maxPacks, 5), 1000)...), many(maxPacks, 5)},
+		// Sorted: 5×15 = 75, then 140 < 2×75: it joins; 10 000 ≥ 2×215 stays.
+		{"a pack too small for the sum joins", packs(append(many(maxPacks-1, 5), 10000, 140)...), append(many(maxPacks-1, 5), 140)},
+		// 150 = 2×75 stays.
+		{"a pack twice the sum stays", packs(append(many(maxPacks-1, 5), 150, 10000)...), many(maxPacks-1, 5)},
+		// Powers of two are not geometric enough (4 < 2×(1+2)): all merge.
+		{"powers of two", packs(1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536), []uint32{1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536}},
+		// Powers of three are, but too many: the two smallest merge.
+		{"geometric but too many", packs(1, 3, 9, 27, 81, 243, 729, 2187, 6561, 19683, 59049, 177147, 531441, 1594323, 4782969, 14348907, 43046721), []uint32{1, 3}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := sizes(toMerge(tc.packs))
+			if fmt.Sprint(got) != fmt.Sprint(tc.want) {
+				t.Fatalf("toMerge = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestPushesMergePacksAndEveryObjectStaysReadable pushes many batches in
+// place, one pack each, with a second reader opened before the merges, and
+// a `git repack` half way (a pack of deltas, which a merge must store
+// whole): the packs are merged as they accumulate, real git finds the repo
+// sound and every commit, and the reader that listed packs since removed
+// still reads every commit (it re-lists when a read misses).
+func TestPushesMergePacksAndEveryObjectStaysReadable(t *testing.T) {
+	git, err := exec.LookPath("git")
+	if err != nil {
+		t.Fatal("git is not on PATH")
+	}
+	dir := filepath.Join(t.TempDir(), "evidence.git")
+	branch := plumbing.NewBranchReferenceName("main")
+	if err := InitBare(dir, branch); err != nil {
+		t.Fatal(err)
+	}
+	var logged []string
+	target, err := OpenBare(dir, branch, func(...string) error { return nil }, func(f string, a ...any) { logged = append(logged, fmt.Sprintf(f, a...)) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer target.Close()
+	other, err := OpenBare(dir, branch, func(...string) error { return nil }, t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	stale := NewReader(other.Objects())
+
+	const batches = 3 * maxPacks
+	head := plumbing.ZeroHash
+	var commits []plumbing.Hash
+	for i := range batches {
+		objs := NewObjects()
+		// Alike and large enough for git to store them as deltas.
+		blob := objs.Put(plumbing.BlobObject, []byte(strings.Repeat("an event of the evidence repo\n", 100)+fmt.Sprint(i)))
+		tree := objs.Put(plumbing.TreeObject, EncodeTree([]Entry{{Name: fmt.Sprintf("%04d.json", i), Mode: filemode.Regular, Hash: blob}}))
+		sig := object.Signature{Name: "nova", Email: "nova@localhost", When: time.Unix(int64(i), 0).UTC()}
+		c := &object.Commit{Author: sig, Committer: sig, Message: fmt.Sprintf("event %d\n", i), TreeHash: tree}
+		if !head.IsZero() {
+			c.ParentHashes = []plumbing.Hash{head}
+		}
+		h, err := objs.PutCommit(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := target.Push(context.Background(), head, h, objs); err != nil {
+			t.Fatalf("push %d: %v", i, err)
+		}
+		target.Keep(objs)
+		head = h
+		commits = append(commits, h)
+		if i == 0 {
+			if _, err := stale.Commit(h); err != nil { // lists the packs now
+				t.Fatal(err)
+			}
+		}
+		if i == maxPacks/2 {
+			gitRepack(t, git, dir)
+		}
+	}
+	if len(logged) > 0 {
+		t.Errorf("merging logged: %v", logged)
+	}
+	packs, err := listPacks(filepath.Join(dir, "objects", "pack"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(packs) > maxPacks {
+		t.Errorf("%d packs after %d pushes, want at most %d", len(packs), batches, maxPacks)
+	}
+	if len(packs) >= batches {
+		t.Errorf("%d packs after %d pushes: nothing was merged", len(packs), batches)
+	}
+	for _, args := range [][]string{{"fsck", "--strict", "--no-dangling"}, {"rev-list", "--count", "main"}} {
+		out, err := exec.Command(git, append([]string{"--git-dir", dir}, args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %s: %v\n%s", args[0], err, out)
+		}
+		if args[0] == "rev-list" && strings.TrimSpace(string(out)) != fmt.Sprint(batches) {
+			t.Errorf("git rev-list counts %s commits, want %d", out, batches)
+		}
+	}
+	for _, r := range []*Reader{stale, NewReader(target.Objects())} {
+		for _, h := range commits {
+			c, err := r.Commit(h)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := r.Tree(c.TreeHash); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// gitRepack packs the repo's objects with git, as `git gc` would, and
+// checks the pack holds deltas.
+func gitRepack(t *testing.T, git, dir string) {
+	t.Helper()
+	if out, err := exec.Command(git, "--git-dir", dir, "repack", "-a", "-d", "-q").CombinedOutput(); err != nil {
+		t.Fatalf("git repack: %v\n%s", err, out)
+	}
+	idx, _ := filepath.Glob(filepath.Join(dir, "objects", "pack", "pack-*.idx"))
+	if len(idx) != 1 {
+		t.Fatalf("after git repack: %v", idx)
+	}
+	out, err := exec.Command(git, "verify-pack", "-v", idx[0]).CombinedOutput()
+	if err != nil {
+		t.Fatalf("git verify-pack: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "chain length") {
+		t.Fatalf("git repack made no deltas:\n%s", out)
+	}
+}

@@ -1,0 +1,225 @@
+package gitrepo
+
+import (
+	"bufio"
+	"compress/zlib"
+	"crypto/sha1"
+	"encoding/binary"
+	"fmt"
+	"hash"
+	"hash/crc32"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
+)
+
+// packWriter writes a version 2 pack of whole objects and builds its index
+// as it goes: go-git's encoder would need a second pass (its parser,
+// inflating and hashing every object again) to learn the offsets and
+// checksums the index holds.
+type packWriter struct {
+	w     *bufio.Writer
+	sum   hash.Hash // of the whole pack: its trailer and name
+	crc   hash.Hash32
+	zw    *zlib.Writer
+	off   uint64
+	index idxfile.Writer
+	left  uint32
+}
+
+func newPackWriter(w io.Writer, count uint32) (*packWriter, error) {
+	p := &packWriter{sum: sha1.New(), crc: crc32.NewIEEE(), left: count}
+	p.w = bufio.NewWriterSize(io.MultiWriter(w, p.sum), 64<<10)
+	// Small JSON events gain little from harder compression, and git
+	// reads any level.
+	p.zw, _ = zlib.NewWriterLevel(io.Discard, zlib.BestSpeed) // the level is valid
+	_ = p.index.OnHeader(count)
+	var hdr [12]byte
+	copy(hdr[:], "PACK")
+	binary.BigEndian.PutUint32(hdr[4:], 2)
+	binary.BigEndian.PutUint32(hdr[8:], count)
+	_, err := p.w.Write(hdr[:])
+	p.off = 12
+	return p, err
+}
+
+// entryWriter counts and checksums what goes into one entry.
+type entryWriter struct{ p *packWriter }
+
+func (e entryWriter) Write(b []byte) (int, error) {
+	n, err := e.p.w.Write(b)
+	e.p.crc.Write(b[:n])
+	e.p.off += uint64(n)
+	return n, err
+}
+
+// object adds an object of type t with content b.
+func (p *packWriter) object(h plumbing.Hash, t plumbing.ObjectType, b []byte) error {
+	start, err := p.begin(h)
+	if err != nil {
+		return err
+	}
+	e := entryWriter{p}
+	if _, err := e.Write(objectHeader(t, len(b))); err != nil {
+		return err
+	}
+	p.zw.Reset(e)
+	if _, err := p.zw.Write(b); err != nil {
+		return err
+	}
+	if err := p.zw.Close(); err != nil {
+		return err
+	}
+	p.index.Add(h, start, p.crc.Sum32())
+	return nil
+}
+
+// raw adds an entry copied as it is from another pack (a whole object,
+// header and compressed content), which must have the checksum crc.
+func (p *packWriter) raw(h plumbing.Hash, entry []byte, crc uint32) error {
+	if crc32.ChecksumIEEE(entry) != crc {
+		return fmt.Errorf("object %s: its pack entry does not match the checksum its index records", h)
+	}
+	start, err := p.begin(h)
+	if err != nil {
+		return err
+	}
+	if _, err := (entryWriter{p}).Write(entry); err != nil {
+		return err
+	}
+	p.index.Add(h, start, crc)
+	return nil
+}
+
+func (p *packWriter) begin(h plumbing.Hash) (uint64, error) {
+	if p.left == 0 {
+		return 0, fmt.Errorf("object %s is one more than the pack's header counts", h)
+	}
+	p.left--
+	p.crc.Reset()
+	return p.off, nil
+}
+
+// finish writes the trailer and returns the pack's checksum (its name) and
+// its index.
+func (p *packWriter) finish() (plumbing.Hash, *idxfile.MemoryIndex, error) {
+	if p.left != 0 {
+		return plumbing.ZeroHash, nil, fmt.Errorf("pack is %d object(s) short of its header", p.left)
+	}
+	if err := p.w.Flush(); err != nil {
+		return plumbing.ZeroHash, nil, err
+	}
+	var sum plumbing.Hash
+	copy(sum[:], p.sum.Sum(nil))
+	if _, err := p.w.Write(sum[:]); err != nil {
+		return plumbing.ZeroHash, nil, err
+	}
+	if err := p.w.Flush(); err != nil {
+		return plumbing.ZeroHash, nil, err
+	}
+	if err := p.index.OnFooter(sum); err != nil {
+		return plumbing.ZeroHash, nil, err
+	}
+	index, err := p.index.Index()
+	return sum, index, err
+}
+
+// objectHeader is a pack entry's type and inflated size: three bits of
+// type and four of size in the first byte, then seven bits of size per
+// byte, each byte but the last with its high bit set.
+func objectHeader(t plumbing.ObjectType, size int) []byte {
+	b := []byte{byte(t)<<4 | byte(size&0x0f)}
+	for size >>= 4; size > 0; size >>= 7 {
+		b[len(b)-1] |= 0x80
+		b = append(b, byte(size&0x7f))
+	}
+	return b
+}
+
+// writePack writes count objects, added by fill, as a pack and its index
+// into packDir, and makes both durable before naming them, so a power cut
+// never leaves a named but torn pack (go-git and git read every index they
+// find, and one bad index makes the whole repo unreadable). The index is
+// named before the pack: go-git lists packs by their .pack file and then
+// opens the index beside it. It returns the pack's path; the caller syncs
+// the directory with whatever else it syncs.
+func writePack(packDir string, count uint32, fill func(*packWriter) error, sync func(paths ...string) error) (string, error) {
+	if err := os.MkdirAll(packDir, 0o755); err != nil {
+		return "", err
+	}
+	pf, err := os.CreateTemp(packDir, "tmp_pack_")
+	if err != nil {
+		return "", err
+	}
+	defer func() {
+		pf.Close()
+		os.Remove(pf.Name())
+	}()
+	pw, err := newPackWriter(pf, count)
+	if err != nil {
+		return "", err
+	}
+	if err := fill(pw); err != nil {
+		return "", err
+	}
+	sum, index, err := pw.finish()
+	if err != nil {
+		return "", fmt.Errorf("writing pack: %w", err)
+	}
+	xf, err := os.CreateTemp(packDir, "tmp_idx_")
+	if err != nil {
+		return "", err
+	}
+	defer func() {
+		xf.Close()
+		os.Remove(xf.Name())
+	}()
+	bw := bufio.NewWriterSize(xf, 16<<10)
+	if _, err = idxfile.NewEncoder(bw).Encode(index); err == nil {
+		err = bw.Flush()
+	}
+	if err != nil {
+		return "", fmt.Errorf("writing pack index: %w", err)
+	}
+	for _, f := range []*os.File{pf, xf} {
+		if err := f.Chmod(0o444); err != nil {
+			return "", err
+		}
+	}
+	if err := sync(pf.Name(), xf.Name()); err != nil {
+		return "", fmt.Errorf("syncing pack: %w", err)
+	}
+	base := filepath.Join(packDir, "pack-"+sum.String())
+	if err := os.Rename(xf.Name(), base+".idx"); err != nil {
+		return "", err
+	}
+	if err := os.Rename(pf.Name(), base+".pack"); err != nil {
+		return "", err
+	}
+	return base + ".pack", nil
+}
+
+// writeObjectsPack writes objs as one pack into packDir.
+func writeObjectsPack(packDir string, objs *Objects, sync func(paths ...string) error) (string, error) {
+	return writePack(packDir, uint32(len(objs.order)), func(pw *packWriter) error {
+		for _, h := range objs.order {
+			obj := objs.get(h)
+			r, err := obj.Reader()
+			if err != nil {
+				return err
+			}
+			b, err := io.ReadAll(r)
+			r.Close()
+			if err != nil {
+				return err
+			}
+			if err := pw.object(h, obj.Type(), b); err != nil {
+				return err
+			}
+		}
+		return nil
+	}, sync)
+}
