@@ -184,6 +184,10 @@ func (c htmlContext) advance(s string) (htmlContext, error) {
 			case len(rest) > 1 && rest[0] == '/' && isLetter(rest[1]):
 				c = htmlContext{state: hTagName, closing: true}
 				i++
+			case rest == "" || rest == "/":
+				// html/template rewrites a < that an action follows to
+				// &lt;; taking it for a tag's start refuses the action.
+				return htmlContext{state: hTagName}, nil
 			}
 		case hTagName:
 			if isNameByte(ch) {
