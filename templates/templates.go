@@ -10,9 +10,10 @@ import (
 	"embed"
 	"encoding/json"
 	"fmt"
+	"io/fs"
+	"path"
 	"slices"
 	"sync"
-	"text/template"
 )
 
 //go:embed terraform/*.tmpl comment/*.tmpl workflows/*.tmpl init/*.tmpl
@@ -24,22 +25,45 @@ var files embed.FS
 
 // TerraformRoot is the template of the root module the Terraform adapter
 // renders for a target stack.
-var TerraformRoot = sync.OnceValue(func() *template.Template {
-	return template.Must(template.New("root.tf.tmpl").ParseFS(files, "terraform/root.tf.tmpl"))
+var TerraformRoot = sync.OnceValue(func() *Template {
+	return mustParse("root.tf.tmpl", "{{", "}}", nil, "terraform/root.tf.tmpl")
 })
 
 // PRComment is the template of the comment Nova keeps on a pull request,
 // one per contract and environment.
-var PRComment = sync.OnceValue(func() *template.Template {
-	return template.Must(template.New("pr.md.tmpl").ParseFS(files, "comment/pr.md.tmpl"))
+var PRComment = sync.OnceValue(func() *Template {
+	return mustParse("pr.md.tmpl", "{{", "}}", nil, "comment/pr.md.tmpl")
 })
 
 // Scaffold holds the files `nova init` writes besides the workflow:
 // contract.yml.tmpl and approvers.yml.tmpl. Values are placed YAML-quoted
 // by the caller.
-var Scaffold = sync.OnceValue(func() *template.Template {
-	return template.Must(template.New("init").Delims("[[", "]]").ParseFS(files, "init/*.tmpl"))
+var Scaffold = sync.OnceValue(func() *Template {
+	return mustParse("init", "[[", "]]", nil, "init/*.tmpl")
 })
+
+// mustParse parses the embedded files matching pattern into a set, each
+// named by its base name. The files are fixed at build time and the
+// tests parse them all, so an error is a bug in this package.
+func mustParse(name, left, right string, funcs map[string]Func, pattern string) *Template {
+	paths, err := fs.Glob(files, pattern)
+	if err != nil || len(paths) == 0 {
+		panic(fmt.Sprintf("templates: no file matches %s", pattern))
+	}
+	srcs := make([]source, len(paths))
+	for i, p := range paths {
+		b, err := files.ReadFile(p)
+		if err != nil {
+			panic(err)
+		}
+		srcs[i] = source{path.Base(p), string(b)}
+	}
+	t, err := parse(name, left, right, funcs, false, srcs...)
+	if err != nil {
+		panic(err)
+	}
+	return t
+}
 
 // Workflow is what a workflow is rendered from. Key, Dir, Contract and
 // EvidenceRepo may be ${{ }} expressions (the reusable workflow's inputs).
@@ -100,14 +124,47 @@ func Guarded(env string) bool { return env != "dev" }
 
 // Workflow templates use [[ ]] so that GitHub's ${{ }} expressions pass
 // through as text.
-var workflows = sync.OnceValue(func() *template.Template {
-	return template.Must(template.New("workflows").Delims("[[", "]]").Funcs(template.FuncMap{
-		"q":       quote,
-		"guarded": Guarded,
-		"uses":    func(w *Workflow, env string) string { return w.Action.Uses(env) },
-		"job":     newJob,
-	}).ParseFS(files, "workflows/*.tmpl"))
+var workflows = sync.OnceValue(func() *Template {
+	return mustParse("workflows", "[[", "]]", workflowFuncs(), "workflows/*.tmpl")
 })
+
+func workflowFuncs() map[string]Func {
+	return map[string]Func{
+		"q": func(a []any) (any, error) {
+			s, err := arg[string]("q", a, 0, 1)
+			return quote(s), err
+		},
+		"guarded": func(a []any) (any, error) {
+			env, err := arg[string]("guarded", a, 0, 1)
+			return Guarded(env), err
+		},
+		"uses": func(a []any) (any, error) {
+			w, err := arg[*Workflow]("uses", a, 0, 2)
+			if err != nil {
+				return nil, err
+			}
+			env, err := arg[string]("uses", a, 1, 2)
+			if err != nil {
+				return nil, err
+			}
+			return w.Action.Uses(env), nil
+		},
+		"job": func(a []any) (any, error) {
+			w, err := arg[*Workflow]("job", a, 0, 2)
+			if err != nil {
+				return nil, err
+			}
+			i, err := arg[int]("job", a, 1, 2)
+			if err != nil {
+				return nil, err
+			}
+			if i < 0 || i >= len(w.Environments) {
+				return nil, fmt.Errorf("job: environment %d of %d", i, len(w.Environments))
+			}
+			return newJob(w, i), nil
+		},
+	}
+}
 
 // job is what the plan and apply job templates are rendered from.
 type job struct {
@@ -175,9 +232,15 @@ func RenderWorkflow(kind string, w Workflow) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// ReportHTML is the source of the audit report page, an html/template
-// that runner/audit/report parses on first use (so commands that never
-// render it do not pay for parsing it).
+// ReportHTML is the source of the audit report page, in html/template's
+// syntax; Report parses it.
 //
 //go:embed report/report.html.tmpl
 var ReportHTML string
+
+// Report is the audit report page, parsed on first use (commands that
+// never render it do not pay for parsing it). It is executed in HTML
+// mode: every value is escaped for where it lands, as html/template would.
+var Report = sync.OnceValues(func() (*Template, error) {
+	return parse("report", "{{", "}}", nil, true, source{"report", ReportHTML})
+})

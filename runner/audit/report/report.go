@@ -6,17 +6,15 @@
 // inputs over time, the policy rules that fail most, and whether the
 // confidence signal was right. Charts are inline SVG computed here; every
 // chart is followed by a table of the same numbers, for screen readers and
-// for anyone who wants the figures. The template is html/template's, so
+// for anyone who wants the figures. The template is rendered in HTML mode, so
 // every value is escaped for where it lands.
 package report
 
 import (
 	"bytes"
 	"fmt"
-	"html/template"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/nova-platform/nova/runner"
@@ -35,18 +33,20 @@ type Input struct {
 	Version    string
 }
 
-// The template is parsed on first use: commands that never render a
-// report do not pay for it.
-var page = sync.OnceValues(func() (*template.Template, error) {
-	return template.New("report").Parse(templates.ReportHTML)
-})
-
 // Render returns the report page.
 func Render(in Input) ([]byte, error) {
-	t, err := page()
+	t, err := templates.Report()
 	if err != nil {
 		return nil, fmt.Errorf("parsing the report template: %w", err)
 	}
+	var b bytes.Buffer
+	if err := t.Execute(&b, newPage(in)); err != nil {
+		return nil, fmt.Errorf("rendering the report: %w", err)
+	}
+	return b.Bytes(), nil
+}
+
+func newPage(in Input) pageModel {
 	byContract := in.Tables.ByContract()
 	contracts := make([]string, 0, len(byContract))
 	for c := range byContract {
@@ -62,11 +62,7 @@ func Render(in Input) ([]byte, error) {
 		m.ContractID = c
 		p.Sections = append(p.Sections, newSection(m, "c-"+c, "Contract "+c))
 	}
-	var b bytes.Buffer
-	if err := t.Execute(&b, p); err != nil {
-		return nil, fmt.Errorf("rendering the report: %w", err)
-	}
-	return b.Bytes(), nil
+	return p
 }
 
 type pageModel struct {
