@@ -11,7 +11,7 @@ package templates
 // rejects the rest when the template is parsed, so a template edit that
 // reaches beyond the subset fails in tests rather than when a user runs
 // nova. Within the subset the output is text/template's byte for byte
-// (html/template's in HTML mode); engine_test.go renders every template
+// (html/template's in HTML mode); parity_test.go renders every template
 // with both to hold it to that.
 
 import (
