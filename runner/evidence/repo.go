@@ -53,23 +53,21 @@ func OpenRepo(ctx context.Context, repo, branch string, creds Credentials) (*Rep
 	ref := plumbing.NewBranchReferenceName(branch)
 	if isLocalPath(repo) {
 		path := trimFileScheme(repo)
-		r, closeFn, err := gitrepo.OpenLocal(path)
+		r, closeRepo, err := gitrepo.OpenLocal(path)
 		if err != nil {
 			return nil, runner.Errorf(runner.EvidenceRepoUnavailable, "opening evidence repo %s: %w", repo, err)
 		}
 		head, err := gitrepo.BranchHead(r, ref)
+		closeRepo()
 		if err != nil {
-			closeFn()
 			return nil, runner.Errorf(runner.EvidenceRepoUnavailable, "evidence repo %s: %w", RedactURL(repo), err)
 		}
-		fork := func() (storer.EncodedObjectStorer, func() error, error) {
-			r, closeFn, err := gitrepo.OpenLocal(path)
-			if err != nil {
-				return nil, nil, err
-			}
-			return gitrepo.Settled(r.Storer, path), closeFn, nil
+		fork := func() (storer.EncodedObjectStorer, func() error, error) { return gitrepo.OpenObjects(path) }
+		st, closeFn, err := fork()
+		if err != nil {
+			return nil, runner.Errorf(runner.EvidenceRepoUnavailable, "opening evidence repo %s: %w", repo, err)
 		}
-		return &Repo{head: head, st: gitrepo.Settled(r.Storer, path), close: closeFn, fork: fork}, nil
+		return &Repo{head: head, st: st, close: closeFn, fork: fork}, nil
 	}
 	url, creds := splitCredentials(repo, creds)
 	r, err := git.CloneContext(ctx, memory.NewStorage(), nil, &git.CloneOptions{

@@ -60,17 +60,21 @@ func (b *bareTarget) reopen() error {
 	if err != nil {
 		return fmt.Errorf("opening evidence repo %s: %w", b.path, err)
 	}
-	repo, closeFn, err := OpenLocal(b.path)
+	repo, closeRepo, err := OpenLocal(b.path)
 	if err != nil {
 		return fmt.Errorf("opening evidence repo %s: %w", b.path, err)
 	}
+	ps, err := newPackStore(repo.Storer, b.path)
+	if err != nil {
+		closeRepo()
+		return fmt.Errorf("opening evidence repo %s: %w", b.path, err)
+	}
 	if b.objs == nil {
-		b.objs = newOverlay(repo.Storer)
+		b.objs = newOverlay(ps)
 		b.objs.gitDir = b.path
 	}
-	b.objs.EncodedObjectStorer = repo.Storer
-	clear(b.objs.mem)
-	b.close, b.known = closeFn, known
+	b.objs.EncodedObjectStorer = ps
+	b.close, b.known = ps.Close, known
 	return nil
 }
 
@@ -109,30 +113,20 @@ func (b *bareTarget) Install(Fetched) error {
 	return nil
 }
 
-// Keep makes a batch this process pushed readable at once, from memory
-// until the storage has indexed its pack (go-git indexes a repo's packs
-// once, and re-indexing them for every batch would cost more than the
-// batch).
+// Keep makes a batch this process pushed readable at once: its pack is
+// opened (a pack store lists packs cheaply, without reading their indexes
+// whole), or, after a merge removed packs, the repo is reopened.
 func (b *bareTarget) Keep(objs *Objects) {
 	if objs.merged {
-		if err := b.reopen(); err != nil {
-			b.logf("evidence: %v; reading packs as they were", err)
-		} else {
+		err := b.reopen()
+		if err == nil {
 			return
 		}
+		b.logf("evidence: %v; reading packs as they were", err)
 	}
 	b.known[objs.pack] = true
-	for _, h := range objs.order {
-		b.objs.mem[h] = objs.get(h)
-	}
-	if len(b.objs.mem) > maxKept {
-		b.objs.reindex()
-	}
+	b.objs.reindex()
 }
-
-// maxKept bounds the objects Keep holds in memory (a few hundred bytes
-// each) before the storage indexes the packs holding them.
-const maxKept = 4096
 
 // Push writes the objects and moves the branch.
 //

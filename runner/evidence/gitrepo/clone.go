@@ -281,18 +281,8 @@ func (o *overlay) reindex() {
 			defer settle(o.gitDir)()
 		}
 		r.Reindex()
-		// Re-list now, while no merge runs; go-git would do it lazily.
-		_ = o.EncodedObjectStorer.HasEncodedObject(plumbing.ZeroHash)
 	}
 	o.dropStored()
-}
-
-// Settled reads st, the storage of the repo at gitDir, re-listing its packs
-// when a read misses, as a concurrent merge of packs requires: see Reader.
-func Settled(st storer.EncodedObjectStorer, gitDir string) storer.EncodedObjectStorer {
-	o := newOverlay(st)
-	o.gitDir = gitDir
-	return o
 }
 
 // dropStored forgets the memory copies a fetch has since brought to disk.

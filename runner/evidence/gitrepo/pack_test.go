@@ -3,8 +3,11 @@ package gitrepo
 import (
 	"context"
 	"fmt"
+	"io"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +15,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/plumbing/storer"
 )
 
 func TestToMergeKeepsPacksGeometric(t *testing.T) {
@@ -176,4 +180,104 @@ func gitRepack(t *testing.T, git, dir string) {
 	if !strings.Contains(string(out), "chain length") {
 		t.Fatalf("git repack made no deltas:\n%s", out)
 	}
+}
+
+// TestPackStoreReadsWhatGitWrote reads every object of a repo git packed
+// with deep delta chains (offset and ref deltas), plus a loose one, through
+// the pack store and compares it with go-git's reading of the same object.
+func TestPackStoreReadsWhatGitWrote(t *testing.T) {
+	git, err := exec.LookPath("git")
+	if err != nil {
+		t.Fatal("git is not on PATH")
+	}
+	work := t.TempDir()
+	run := func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command(git, args...)
+		cmd.Dir = work
+		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=n", "GIT_AUTHOR_EMAIL=n@x", "GIT_COMMITTER_NAME=n", "GIT_COMMITTER_EMAIL=n@x")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+		return string(out)
+	}
+	run("init", "-q", "-b", "main")
+	for i := range 40 {
+		body := strings.Repeat(fmt.Sprintf("line %d of a file that changes a little\n", i%7), 60) + fmt.Sprint(i)
+		if err := os.WriteFile(filepath.Join(work, "f.txt"), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		run("add", "f.txt")
+		run("commit", "-q", "-m", fmt.Sprint("commit ", i))
+	}
+	if err := os.WriteFile(filepath.Join(work, "loose.txt"), []byte("loose\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	loose := strings.TrimSpace(run("hash-object", "-w", "loose.txt"))
+	// Offset deltas, then reference deltas (what git writes with
+	// repack.useDeltaBaseOffset off, and what thin packs carry).
+	for _, offsets := range []string{"true", "false"} {
+		run("-c", "repack.useDeltaBaseOffset="+offsets, "repack", "-a", "-d", "-f", "-q", "--window=50", "--depth=50")
+		if !strings.Contains(run("verify-pack", "-v", mustGlob(t, filepath.Join(work, ".git", "objects", "pack", "*.idx"))), "chain length") {
+			t.Fatal("git made no deltas")
+		}
+		comparePackStore(t, work, strings.Fields(run("cat-file", "--batch-all-objects", "--batch-check=%(objectname)")), loose)
+	}
+}
+
+func comparePackStore(t *testing.T, work string, hashes []string, loose string) {
+	st, closeSt, err := OpenObjects(work)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeSt()
+	repo, closeRepo, err := OpenLocal(work)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeRepo()
+	if len(hashes) < 120 || !slices.Contains(hashes, loose) {
+		t.Fatalf("%d objects listed (loose %s among them: %v)", len(hashes), loose, slices.Contains(hashes, loose))
+	}
+	content := func(st storer.EncodedObjectStorer, h plumbing.Hash) (plumbing.ObjectType, string) {
+		t.Helper()
+		obj, err := st.EncodedObject(plumbing.AnyObject, h)
+		if err != nil {
+			t.Fatalf("%s: %v", h, err)
+		}
+		r, err := obj.Reader()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		b, err := io.ReadAll(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if obj.Hash() != h {
+			t.Fatalf("object read for %s hashes to %s", h, obj.Hash())
+		}
+		return obj.Type(), string(b)
+	}
+	for _, s := range hashes {
+		h := plumbing.NewHash(s)
+		gt, gb := content(st, h)
+		wt, wb := content(repo.Storer, h)
+		if gt != wt || gb != wb {
+			t.Fatalf("%s: pack store read %s of %d bytes, go-git %s of %d", h, gt, len(gb), wt, len(wb))
+		}
+	}
+	if err := st.HasEncodedObject(plumbing.NewHash(strings.Repeat("ab", 20))); err == nil {
+		t.Error("an object no pack holds is reported present")
+	}
+}
+
+func mustGlob(t *testing.T, pattern string) string {
+	t.Helper()
+	m, _ := filepath.Glob(pattern)
+	if len(m) == 0 {
+		t.Fatalf("nothing matches %s", pattern)
+	}
+	return m[0]
 }

@@ -58,10 +58,7 @@ type Fetched struct {
 // otherwise reopens the pack for every object it reads, which dominates a
 // verify of a large repo.
 func OpenLocal(path string) (*git.Repository, func() error, error) {
-	dir := path
-	if fi, err := os.Stat(filepath.Join(path, ".git")); err == nil && fi.IsDir() {
-		dir = filepath.Join(path, ".git")
-	}
+	dir := gitDir(path)
 	if _, err := os.Stat(filepath.Join(dir, "HEAD")); err != nil {
 		return nil, nil, git.ErrRepositoryNotExists
 	}
@@ -72,6 +69,33 @@ func OpenLocal(path string) (*git.Repository, func() error, error) {
 		return nil, nil, err
 	}
 	return r, st.Close, nil
+}
+
+// gitDir is the git directory of the repo at path: path itself when bare.
+func gitDir(path string) string {
+	if fi, err := os.Stat(filepath.Join(path, ".git")); err == nil && fi.IsDir() {
+		return filepath.Join(path, ".git")
+	}
+	return path
+}
+
+// OpenObjects opens the objects of the repo at path for reading: its
+// packs through a packStore, the rest through go-git. A read that misses
+// re-lists the packs, waiting for a merge of them to finish (see Reader).
+func OpenObjects(path string) (storer.EncodedObjectStorer, func() error, error) {
+	repo, closeFn, err := OpenLocal(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	dir := gitDir(path)
+	ps, err := newPackStore(repo.Storer, dir)
+	if err != nil {
+		closeFn()
+		return nil, nil, err
+	}
+	o := newOverlay(ps)
+	o.gitDir = dir
+	return o, ps.Close, nil
 }
 
 // BranchHead is the commit of branch ref. A missing branch is an error,

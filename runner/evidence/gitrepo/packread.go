@@ -1,0 +1,359 @@
+package gitrepo
+
+import (
+	"bufio"
+	"compress/zlib"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/format/packfile"
+	"github.com/go-git/go-git/v5/plumbing/storer"
+)
+
+// packStore reads objects from a repo's packs itself and everything else
+// (loose objects, writes) through go-git's storage. go-git decodes every
+// pack index whole before its first lookup, which made opening a repo cost
+// in proportion to its history (a 10 000-event repo: 50 000 index entries
+// read and copied for a gate decision that reads a dozen objects). Here an
+// index is mapped, not read, and a lookup is a binary search that touches a
+// few of its pages.
+//
+// Not safe for concurrent use, like go-git's storage.
+type packStore struct {
+	storer.EncodedObjectStorer
+	packDir string
+	packs   []*packIndex
+	zr      io.ReadCloser // reused inflater
+	br      *bufio.Reader
+	// bases caches objects that deltas were applied to (git gc packs
+	// chains of them): each chain would otherwise inflate its base again.
+	bases map[baseKey]rawObject
+}
+
+// rawObject is an object's type and content.
+type rawObject struct {
+	t    plumbing.ObjectType
+	data []byte
+}
+
+type baseKey struct {
+	pack   *packIndex
+	offset int64
+}
+
+// maxBases bounds the delta base cache (objects of a few KB each).
+const maxBases = 512
+
+func newPackStore(st storer.EncodedObjectStorer, gitDir string) (*packStore, error) {
+	s := &packStore{EncodedObjectStorer: st, packDir: filepath.Join(gitDir, "objects", "pack"), bases: map[baseKey]rawObject{}}
+	return s, s.list()
+}
+
+// list opens the packs present now, keeping those already open.
+func (s *packStore) list() error {
+	entries, err := os.ReadDir(s.packDir)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	open := map[string]*packIndex{}
+	for _, p := range s.packs {
+		open[p.base] = p
+	}
+	var packs []*packIndex
+	for _, e := range entries {
+		name, ok := strings.CutSuffix(e.Name(), ".pack")
+		if !ok || !strings.HasPrefix(name, "pack-") {
+			continue
+		}
+		base := filepath.Join(s.packDir, name)
+		if p, ok := open[base]; ok {
+			packs = append(packs, p)
+			delete(open, base)
+			continue
+		}
+		p, err := openPackIndex(base)
+		if errors.Is(err, os.ErrNotExist) {
+			continue // removed by a merge since the listing
+		}
+		if err != nil {
+			return err
+		}
+		packs = append(packs, p)
+	}
+	for _, p := range open {
+		p.close() // gone from the directory
+	}
+	s.packs = packs
+	clear(s.bases)
+	return nil
+}
+
+// Reindex re-lists the packs (another writer added or merged some).
+func (s *packStore) Reindex() {
+	_ = s.list() // a listing that fails leaves reads to fail and say why
+	if r, ok := s.EncodedObjectStorer.(interface{ Reindex() }); ok {
+		r.Reindex()
+	}
+}
+
+// Close lets go of the packs and go-git's storage.
+func (s *packStore) Close() error {
+	for _, p := range s.packs {
+		p.close()
+	}
+	s.packs = nil
+	if c, ok := s.EncodedObjectStorer.(interface{ Close() error }); ok {
+		return c.Close()
+	}
+	return nil
+}
+
+func (s *packStore) HasEncodedObject(h plumbing.Hash) error {
+	for _, p := range s.packs {
+		if _, ok := p.find(h); ok {
+			return nil
+		}
+	}
+	return s.EncodedObjectStorer.HasEncodedObject(h)
+}
+
+func (s *packStore) EncodedObject(t plumbing.ObjectType, h plumbing.Hash) (plumbing.EncodedObject, error) {
+	for _, p := range s.packs {
+		if off, ok := p.find(h); ok {
+			o, err := s.readAt(p, off)
+			if err != nil {
+				return nil, fmt.Errorf("reading %s from %s: %w", h, filepath.Base(p.base), err)
+			}
+			if t != plumbing.AnyObject && o.t != t {
+				return nil, plumbing.ErrObjectNotFound
+			}
+			obj := &plumbing.MemoryObject{}
+			obj.SetType(o.t)
+			_, _ = obj.Write(o.data) // cannot fail in memory
+			return obj, nil
+		}
+	}
+	return s.EncodedObjectStorer.EncodedObject(t, h)
+}
+
+// readAt reads the object whose entry is at off in p, resolving deltas.
+func (s *packStore) readAt(p *packIndex, off int64) (rawObject, error) {
+	if o, ok := s.bases[baseKey{p, off}]; ok {
+		return o, nil
+	}
+	var hdr [32]byte
+	n, err := p.pack.ReadAt(hdr[:], off)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return rawObject{}, err
+	}
+	t, size, i, err := entryHeader(hdr[:n])
+	if err != nil {
+		return rawObject{}, err
+	}
+	var base *rawObject
+	switch t {
+	case plumbing.OFSDeltaObject:
+		rel, used, err := ofsDeltaOffset(hdr[i:n])
+		if err != nil {
+			return rawObject{}, err
+		}
+		i += used
+		if rel <= 0 || rel > off {
+			return rawObject{}, fmt.Errorf("delta at %d names a base outside the pack", off)
+		}
+		b, err := s.readBase(p, off-rel)
+		if err != nil {
+			return rawObject{}, err
+		}
+		base = &b
+	case plumbing.REFDeltaObject:
+		if n < i+20 {
+			return rawObject{}, fmt.Errorf("entry at %d is truncated", off)
+		}
+		var bh plumbing.Hash
+		copy(bh[:], hdr[i:i+20])
+		i += 20
+		bo, ok := p.find(bh)
+		if !ok {
+			return rawObject{}, fmt.Errorf("delta at %d: base %s is not in its pack", off, bh)
+		}
+		b, err := s.readBase(p, bo)
+		if err != nil {
+			return rawObject{}, err
+		}
+		base = &b
+	}
+	data, err := s.inflate(p, off+int64(i), size)
+	if err != nil {
+		return rawObject{}, err
+	}
+	if base == nil {
+		return rawObject{t, data}, nil
+	}
+	if data, err = packfile.PatchDelta(base.data, data); err != nil {
+		return rawObject{}, err
+	}
+	return rawObject{base.t, data}, nil
+}
+
+func (s *packStore) readBase(p *packIndex, off int64) (rawObject, error) {
+	o, err := s.readAt(p, off)
+	if err != nil {
+		return rawObject{}, err
+	}
+	if len(s.bases) >= maxBases {
+		clear(s.bases)
+	}
+	s.bases[baseKey{p, off}] = o
+	return o, nil
+}
+
+// inflate reads size bytes of zlib data starting at off in p's pack.
+func (s *packStore) inflate(p *packIndex, off, size int64) ([]byte, error) {
+	src := io.NewSectionReader(p.pack, off, p.size-off)
+	if s.br == nil {
+		s.br = bufio.NewReaderSize(src, 4096)
+	} else {
+		s.br.Reset(src)
+	}
+	var err error
+	if s.zr == nil {
+		s.zr, err = zlib.NewReader(s.br)
+	} else {
+		err = s.zr.(zlib.Resetter).Reset(s.br, nil)
+	}
+	if err != nil {
+		return nil, err
+	}
+	b := make([]byte, size)
+	if _, err := io.ReadFull(s.zr, b); err != nil {
+		return nil, fmt.Errorf("inflating entry at %d: %w", off, err)
+	}
+	return b, nil
+}
+
+// entryHeader parses a pack entry's type and inflated size, returning
+// how many bytes they took.
+func entryHeader(b []byte) (plumbing.ObjectType, int64, int, error) {
+	if len(b) == 0 {
+		return 0, 0, 0, io.ErrUnexpectedEOF
+	}
+	t := plumbing.ObjectType((b[0] >> 4) & 7)
+	size := int64(b[0] & 0x0f)
+	shift := 4
+	i := 1
+	for c := b[0]; c&0x80 != 0; i++ {
+		if i >= len(b) || shift > 56 {
+			return 0, 0, 0, errors.New("malformed pack entry header")
+		}
+		c = b[i]
+		size |= int64(c&0x7f) << shift
+		shift += 7
+	}
+	if !t.Valid() {
+		return 0, 0, 0, fmt.Errorf("pack entry of unknown type %d", t)
+	}
+	return t, size, i, nil
+}
+
+// ofsDeltaOffset parses the distance back to an offset delta's base.
+func ofsDeltaOffset(b []byte) (int64, int, error) {
+	if len(b) == 0 {
+		return 0, 0, io.ErrUnexpectedEOF
+	}
+	c := b[0]
+	off := int64(c & 0x7f)
+	i := 1
+	for c&0x80 != 0 {
+		if i >= len(b) || off > 1<<55 {
+			return 0, 0, errors.New("malformed delta offset")
+		}
+		c = b[i]
+		i++
+		off = ((off + 1) << 7) | int64(c&0x7f)
+	}
+	return off, i, nil
+}
+
+// packIndex is a pack and its version 2 index, mapped.
+type packIndex struct {
+	base  string
+	idx   []byte
+	unmap func()
+	pack  *os.File
+	size  int64 // of the pack without its trailer
+	count int
+}
+
+func openPackIndex(base string) (*packIndex, error) {
+	idx, unmap, err := mapFile(base + ".idx")
+	if err != nil {
+		return nil, err
+	}
+	p := &packIndex{base: base, idx: idx, unmap: unmap}
+	if len(idx) < 8+256*4 || string(idx[:4]) != "\xfftOc" || binary.BigEndian.Uint32(idx[4:]) != 2 {
+		p.close()
+		return nil, fmt.Errorf("%s.idx is not a version 2 pack index", filepath.Base(base))
+	}
+	p.count = int(binary.BigEndian.Uint32(idx[8+255*4:]))
+	if len(idx) < 8+256*4+p.count*(20+4+4)+40 {
+		p.close()
+		return nil, fmt.Errorf("%s.idx is truncated", filepath.Base(base))
+	}
+	if p.pack, err = os.Open(base + ".pack"); err != nil {
+		p.close()
+		return nil, err
+	}
+	fi, err := p.pack.Stat()
+	if err != nil {
+		p.close()
+		return nil, err
+	}
+	p.size = fi.Size() - 20
+	return p, nil
+}
+
+func (p *packIndex) close() {
+	if p.pack != nil {
+		p.pack.Close()
+	}
+	if p.unmap != nil {
+		p.unmap()
+	}
+}
+
+// find returns the offset of h's entry in the pack.
+func (p *packIndex) find(h plumbing.Hash) (int64, bool) {
+	const fanout, names = 8, 8 + 256*4
+	lo := 0
+	if h[0] > 0 {
+		lo = int(binary.BigEndian.Uint32(p.idx[fanout+(int(h[0])-1)*4:]))
+	}
+	hi := int(binary.BigEndian.Uint32(p.idx[fanout+int(h[0])*4:]))
+	if hi > p.count || lo > hi {
+		return 0, false
+	}
+	i := lo + sort.Search(hi-lo, func(i int) bool {
+		return string(p.idx[names+(lo+i)*20:names+(lo+i)*20+20]) >= string(h[:])
+	})
+	if i >= hi || string(p.idx[names+i*20:names+i*20+20]) != string(h[:]) {
+		return 0, false
+	}
+	offsets := names + p.count*(20+4)
+	off := binary.BigEndian.Uint32(p.idx[offsets+i*4:])
+	if off&0x80000000 == 0 {
+		return int64(off), true
+	}
+	large := offsets + p.count*4 + int(off&0x7fffffff)*8
+	if large+8 > len(p.idx)-40 {
+		return 0, false
+	}
+	return int64(binary.BigEndian.Uint64(p.idx[large:])), true
+}
