@@ -273,6 +273,7 @@ func buildFixture(path string, keys signing.Keys, contracts, perContract int) er
 		if err := bare.Push(context.Background(), commit, ec.head, ec.objs); err != nil {
 			return err
 		}
+		bare.Keep(ec.objs)
 		commit = ec.head
 		sum := sha256.Sum256(canon)
 		heads[c] = head{seq: e.Seq, hash: hex.EncodeToString(sum[:])}

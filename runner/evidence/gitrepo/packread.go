@@ -13,12 +13,13 @@ import (
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/format/objfile"
 	"github.com/go-git/go-git/v5/plumbing/format/packfile"
 	"github.com/go-git/go-git/v5/plumbing/storer"
 )
 
-// packStore reads objects from a repo's packs itself and everything else
-// (loose objects, writes) through go-git's storage. go-git decodes every
+// packStore reads a repo's objects itself, packed and loose, and leaves
+// everything else (writes, iteration) to go-git's storage. go-git decodes every
 // pack index whole before its first lookup, which made opening a repo cost
 // in proportion to its history (a 10 000-event repo: 50 000 index entries
 // read and copied for a gate decision that reads a dozen objects). Here an
@@ -28,10 +29,10 @@ import (
 // Not safe for concurrent use, like go-git's storage.
 type packStore struct {
 	storer.EncodedObjectStorer
-	packDir string
-	packs   []*packIndex
-	zr      io.ReadCloser // reused inflater
-	br      *bufio.Reader
+	objectsDir, packDir string
+	packs               []*packIndex
+	zr                  io.ReadCloser // reused inflater
+	br                  *bufio.Reader
 	// bases caches objects that deltas were applied to (git gc packs
 	// chains of them): each chain would otherwise inflate its base again.
 	bases map[baseKey]rawObject
@@ -52,7 +53,8 @@ type baseKey struct {
 const maxBases = 512
 
 func newPackStore(st storer.EncodedObjectStorer, gitDir string) (*packStore, error) {
-	s := &packStore{EncodedObjectStorer: st, packDir: filepath.Join(gitDir, "objects", "pack"), bases: map[baseKey]rawObject{}}
+	objects := filepath.Join(gitDir, "objects")
+	s := &packStore{EncodedObjectStorer: st, objectsDir: objects, packDir: filepath.Join(objects, "pack"), bases: map[baseKey]rawObject{}}
 	return s, s.list()
 }
 
@@ -121,7 +123,48 @@ func (s *packStore) HasEncodedObject(h plumbing.Hash) error {
 			return nil
 		}
 	}
-	return s.EncodedObjectStorer.HasEncodedObject(h)
+	if _, err := os.Stat(s.loosePath(h)); err != nil {
+		return plumbing.ErrObjectNotFound
+	}
+	return nil
+}
+
+func (s *packStore) loosePath(h plumbing.Hash) string {
+	hex := h.String()
+	return filepath.Join(s.objectsDir, hex[:2], hex[2:])
+}
+
+// loose reads a loose object (go-git would look in its own list of packs
+// first, decoding each pack index whole on the first miss).
+func (s *packStore) loose(t plumbing.ObjectType, h plumbing.Hash) (plumbing.EncodedObject, error) {
+	f, err := os.Open(s.loosePath(h))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, plumbing.ErrObjectNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	r, err := objfile.NewReader(f)
+	if err != nil {
+		return nil, fmt.Errorf("reading loose object %s: %w", h, err)
+	}
+	defer r.Close()
+	ot, size, err := r.Header()
+	if err != nil {
+		return nil, fmt.Errorf("reading loose object %s: %w", h, err)
+	}
+	if t != plumbing.AnyObject && ot != t {
+		return nil, plumbing.ErrObjectNotFound
+	}
+	b := make([]byte, size)
+	if _, err := io.ReadFull(r, b); err != nil {
+		return nil, fmt.Errorf("reading loose object %s: %w", h, err)
+	}
+	obj := &plumbing.MemoryObject{}
+	obj.SetType(ot)
+	_, _ = obj.Write(b) // cannot fail in memory
+	return obj, nil
 }
 
 func (s *packStore) EncodedObject(t plumbing.ObjectType, h plumbing.Hash) (plumbing.EncodedObject, error) {
@@ -140,7 +183,7 @@ func (s *packStore) EncodedObject(t plumbing.ObjectType, h plumbing.Hash) (plumb
 			return obj, nil
 		}
 	}
-	return s.EncodedObjectStorer.EncodedObject(t, h)
+	return s.loose(t, h)
 }
 
 // readAt reads the object whose entry is at off in p, resolving deltas.
