@@ -51,12 +51,6 @@ type initSerializer interface {
 
 var _ runner.Engine = (*Engine)(nil)
 
-// ProbeVersion starts asking terraform its version in the background
-// (see ProbeVersion), for a command that will plan: the answer is then
-// ready when the plan stage opens its workspace, instead of costing one
-// more terraform process between the pre-plan stages and the init.
-func (e *Engine) ProbeVersion() { ProbeVersion(e.Terraform.ExecPath, e.Terraform.Env) }
-
 // Render implements runner.Engine: main.tf with the contract's backend,
 // and a copy of every registry module the stack uses.
 func (e *Engine) Render(dir string, c *runner.Contract, target *runner.TargetStack) error {
