@@ -32,50 +32,21 @@ type bareTarget struct {
 	logf   func(format string, args ...any)
 	objs   *overlay
 	close  func() error
-	// known are the packs objs' storage has indexed (go-git lists them
-	// once): Install re-indexes when another writer adds one, and reopens
-	// when one is gone.
-	known map[string]bool
 	// merging lets one push at a time of this process merge packs.
 	merging sync.Mutex
 }
 
 // OpenBare opens the bare repo at path for writing branch in place. sync
 // makes files and directories durable, all at once so the file system can
-// commit them together instead of flushing once per path (about a dozen
-// per event); every path a push writes goes through it before the push
-// returns.
-// logf hears of packs that could not be merged: the push that wrote them
-// succeeded, and a later one merges them.
+// commit them together; every path a push writes goes through it before
+// the push returns. logf hears of packs that could not be merged: the push
+// that wrote them succeeded, and a later one merges them.
 func OpenBare(path string, branch plumbing.ReferenceName, sync func(paths ...string) error, logf func(format string, args ...any)) (Remote, error) {
-	b := &bareTarget{path: path, branch: branch, sync: sync, logf: logf}
-	return b, b.reopen()
-}
-
-func (b *bareTarget) reopen() error {
-	if b.close != nil {
-		_ = b.close()
-	}
-	known, err := packNames(b.packDir())
+	objs, closeFn, err := openObjects(path)
 	if err != nil {
-		return fmt.Errorf("opening evidence repo %s: %w", b.path, err)
+		return nil, fmt.Errorf("opening evidence repo %s: %w", path, err)
 	}
-	repo, closeRepo, err := OpenLocal(b.path)
-	if err != nil {
-		return fmt.Errorf("opening evidence repo %s: %w", b.path, err)
-	}
-	ps, err := newPackStore(repo.Storer, b.path)
-	if err != nil {
-		closeRepo()
-		return fmt.Errorf("opening evidence repo %s: %w", b.path, err)
-	}
-	if b.objs == nil {
-		b.objs = newOverlay(ps)
-		b.objs.gitDir = b.path
-	}
-	b.objs.EncodedObjectStorer = ps
-	b.close, b.known = ps.Close, known
-	return nil
+	return &bareTarget{path: path, branch: branch, sync: sync, logf: logf, objs: objs, close: closeFn}, nil
 }
 
 func (b *bareTarget) packDir() string { return filepath.Join(b.path, "objects", "pack") }
@@ -89,44 +60,15 @@ func (b *bareTarget) Fetch(context.Context, func(plumbing.Hash) bool) (Fetched, 
 	return Fetched{Head: head}, err
 }
 
-// Install catches up with other writers: their new packs are indexed, and
-// a pack gone (merged, or a `git gc`) means reopening, which also lets go
-// of the descriptors of removed packs.
+// Install catches up with other writers: the packs they added are
+// opened and those merged away (or removed by a `git gc`) let go of.
 func (b *bareTarget) Install(Fetched) error {
-	names, err := packNames(b.packDir())
-	if err != nil {
-		return fmt.Errorf("listing packs of %s: %w", b.path, err)
-	}
-	added := false
-	for n := range names {
-		added = added || !b.known[n]
-	}
-	for n := range b.known {
-		if !names[n] {
-			return b.reopen()
-		}
-	}
-	if added {
-		b.objs.reindex()
-		b.known = names
-	}
+	b.objs.reindex()
 	return nil
 }
 
-// Keep makes a batch this process pushed readable at once: its pack is
-// opened (a pack store lists packs cheaply, without reading their indexes
-// whole), or, after a merge removed packs, the repo is reopened.
-func (b *bareTarget) Keep(objs *Objects) {
-	if objs.merged {
-		err := b.reopen()
-		if err == nil {
-			return
-		}
-		b.logf("evidence: %v; reading packs as they were", err)
-	}
-	b.known[objs.pack] = true
-	b.objs.reindex()
-}
+// Keep makes a batch this process pushed readable: its pack is opened.
+func (b *bareTarget) Keep(*Objects) { b.objs.reindex() }
 
 // Push writes the objects and moves the branch.
 //
@@ -186,35 +128,31 @@ func (b *bareTarget) Push(_ context.Context, old, new plumbing.Hash, objs *Objec
 	if err := b.sync(filepath.Dir(refPath)); err != nil {
 		return fmt.Errorf("syncing %s: %w", b.branch, err)
 	}
-	b.merge(objs)
+	b.merge()
 	return nil
 }
 
 // merge merges small packs once there are many, after the push they would
 // slow down has completed: failing to merge fails no push.
-func (b *bareTarget) merge(objs *Objects) {
+func (b *bareTarget) merge() {
 	if !b.merging.TryLock() {
 		return // another push of this process is merging
 	}
 	defer b.merging.Unlock()
-	merged, err := consolidate(b.path, b.sync)
-	if err != nil {
+	if err := consolidate(b.path, b.sync); err != nil {
 		b.logf("evidence: merging packs of %s: %v; a later push merges them", b.path, err)
 	}
-	objs.merged = merged
 }
 
 // writeObjects writes objs into the repo as one pack, durable with its
 // directory before the ref moves.
 func (b *bareTarget) writeObjects(objs *Objects) error {
-	pack, err := writeObjectsPack(b.packDir(), objs, b.sync)
-	if err != nil {
+	if _, err := writeObjectsPack(b.packDir(), objs, b.sync); err != nil {
 		return fmt.Errorf("writing objects: %w", err)
 	}
 	if err := b.sync(b.packDir()); err != nil {
 		return fmt.Errorf("syncing objects: %w", err)
 	}
-	objs.pack = filepath.Base(pack)
 	return nil
 }
 

@@ -14,10 +14,6 @@ import (
 type Objects struct {
 	st    *memory.ObjectStorage
 	order []plumbing.Hash
-	// pack and merged are what an in-place push did with them: the file
-	// name of the pack written, and whether packs were merged after it.
-	pack   string
-	merged bool
 }
 
 // NewObjects returns an empty set.

@@ -109,26 +109,23 @@ func toMerge(packs []packInfo) []packInfo {
 // readers re-list the packs when a read misses, after waiting for the
 // merge to finish (settle). One merger runs at a time (mergeLock); the
 // others skip, and a later push merges.
-//
-// It reports whether it removed any pack: a storage that indexed the repo
-// before must then be reopened.
-func consolidate(gitDir string, sync func(paths ...string) error) (removed bool, err error) {
+func consolidate(gitDir string, sync func(paths ...string) error) error {
 	packDir := filepath.Join(gitDir, "objects", "pack")
 	packs, err := listPacks(packDir)
 	if err != nil || toMerge(packs) == nil {
-		return false, err
+		return err
 	}
 	unlock, ok := mergeLock(gitDir)
 	if !ok {
-		return false, nil
+		return nil
 	}
 	defer unlock()
 	if packs, err = listPacks(packDir); err != nil {
-		return false, err
+		return err
 	}
 	merge := toMerge(packs)
 	if merge == nil {
-		return false, nil
+		return nil
 	}
 	var sources []*packSource
 	defer func() {
@@ -141,7 +138,7 @@ func consolidate(gitDir string, sync func(paths ...string) error) (removed bool,
 	for _, p := range merge {
 		s, err := openPackSource(p.base)
 		if err != nil {
-			return false, err
+			return err
 		}
 		sources = append(sources, s)
 		for _, e := range s.entries {
@@ -188,10 +185,10 @@ func consolidate(gitDir string, sync func(paths ...string) error) (removed bool,
 		return nil
 	}, sync)
 	if err != nil {
-		return false, err
+		return err
 	}
 	if err := sync(packDir); err != nil {
-		return false, err
+		return err
 	}
 	for _, p := range merge {
 		if p.base+".pack" == merged {
@@ -200,15 +197,14 @@ func consolidate(gitDir string, sync func(paths ...string) error) (removed bool,
 		// .pack first: go-git lists packs by it, and a listed pack whose
 		// index is gone fails every read of the repo.
 		if err := os.Remove(p.base + ".pack"); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return removed, err
+			return err
 		}
-		removed = true
 		others, _ := filepath.Glob(p.base + ".*")
 		for _, f := range others {
 			_ = os.Remove(f)
 		}
 	}
-	return removed, nil
+	return nil
 }
 
 // copyObject adds object h, read from st, to pw whole.
@@ -288,19 +284,4 @@ func (s *packSource) entry(i int) ([]byte, error) {
 		return nil, err
 	}
 	return b, nil
-}
-
-// packNames lists the packs in packDir by file name.
-func packNames(packDir string) (map[string]bool, error) {
-	entries, err := os.ReadDir(packDir)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return nil, err
-	}
-	names := map[string]bool{}
-	for _, e := range entries {
-		if strings.HasPrefix(e.Name(), "pack-") && strings.HasSuffix(e.Name(), ".pack") {
-			names[e.Name()] = true
-		}
-	}
-	return names, nil
 }

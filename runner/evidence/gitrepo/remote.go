@@ -83,6 +83,14 @@ func gitDir(path string) string {
 // packs through a packStore, the rest through go-git. A read that misses
 // re-lists the packs, waiting for a merge of them to finish (see Reader).
 func OpenObjects(path string) (storer.EncodedObjectStorer, func() error, error) {
+	o, closeFn, err := openObjects(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	return o, closeFn, nil
+}
+
+func openObjects(path string) (*overlay, func() error, error) {
 	repo, closeFn, err := OpenLocal(path)
 	if err != nil {
 		return nil, nil, err
