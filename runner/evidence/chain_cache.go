@@ -166,16 +166,21 @@ func writeSealed(path, magic string, v any) error {
 		return err
 	}
 	sum := sha256.Sum256(body.Bytes())
+	return writeAtomic(path, slices.Concat([]byte(magic), body.Bytes(), sum[:]))
+}
+
+// writeAtomic replaces path with b: another process reads the old file or
+// the new one.
+func writeAtomic(path string, b []byte) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return err
 	}
-	// Atomic: another process reads the old file or the new one.
 	tmp, err := os.CreateTemp(filepath.Dir(path), ".chain-*")
 	if err != nil {
 		return err
 	}
 	defer os.Remove(tmp.Name())
-	_, err = tmp.Write(slices.Concat([]byte(magic), body.Bytes(), sum[:]))
+	_, err = tmp.Write(b)
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
 	}

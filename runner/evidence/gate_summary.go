@@ -2,12 +2,10 @@ package evidence
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"hash/fnv"
 	"os"
 	"slices"
-	"sort"
 
 	"github.com/go-git/go-git/v5/plumbing"
 
@@ -32,37 +30,24 @@ import (
 // hashing to a chain event's id proves none was delivered; a match, which
 // may be a collision, is settled by reading the chain.
 
-const (
-	gateSummaryMagic = "nova-gate-summary 1\n"
-	gateIDsMagic     = "nova-gate-ids 1\n"
-)
+const gateSummaryMagic = "nova-gate-summary 1\n"
 
 // gateHead is what a question about a contract's present needs: its
 // length, last hash and gate summary at tree. chain is set when it was
 // read from the chain, which also tells which events it holds; otherwise
-// those are the events whose id hashes are stored for idsTree (ids, read
+// those are the events whose id hashes are stored for idsTree (ids, opened
 // when first needed) and added, the ids of the events this store
 // delivered on top of idsTree. unsaved says it is not in the state dir.
 type gateHead struct {
-	tree      plumbing.Hash
-	seq       int64
-	hash      string
-	summary   *runner.GateSummary
-	chain     *chainState
-	idsTree   plumbing.Hash
-	ids       []byte
-	idsLoaded bool
-	added     []string
-	unsaved   bool
-}
-
-// storedIDs are the hashes of a chain's event ids (idHash), sorted, each
-// in 8 bytes big-endian: one byte string, searched as it is read.
-type storedIDs struct {
-	Keys string
-	Dir  string
-	Tree plumbing.Hash
-	IDs  []byte
+	tree    plumbing.Hash
+	seq     int64
+	hash    string
+	summary *runner.GateSummary
+	chain   *chainState
+	idsTree plumbing.Hash
+	ids     *idsFile
+	added   []string
+	unsaved bool
 }
 
 // storedGate is a gateHead as its cache file holds it.
@@ -121,7 +106,7 @@ func (g *gateHead) holds(id string) bool {
 // extend carries g forward over a batch this store delivered on top of it.
 func (g *gateHead) extend(b *eventCommits) *gateHead {
 	next := &gateHead{tree: b.tree, seq: g.seq + int64(len(b.events)), hash: b.sum, summary: g.summary.Clone(),
-		idsTree: g.idsTree, ids: g.ids, idsLoaded: g.idsLoaded, added: slices.Clone(g.added), unsaved: true}
+		idsTree: g.idsTree, ids: g.ids, added: slices.Clone(g.added), unsaved: true}
 	for _, e := range b.events {
 		next.summary.Fold(e)
 		next.added = append(next.added, e.ID)
@@ -195,32 +180,28 @@ func (s *Store) lacksAll(dir string, g *gateHead, events []runner.Event) bool {
 		if slices.Contains(g.added, e.ID) {
 			continue
 		}
-		if !s.loadIDs(dir, g) || hasIDHash(g.ids, idHash(e.ID)) {
+		if !s.loadIDs(dir, g) {
+			return false
+		}
+		if held, err := g.ids.has(idHash(e.ID)); err != nil || held {
 			return false
 		}
 	}
 	return true
 }
 
-// loadIDs reads the stored id hashes of g's idsTree into g, and reports
+// loadIDs opens the stored id hashes of g's idsTree for g, and reports
 // whether there are any of that tree. The caller holds s.mu.
 func (s *Store) loadIDs(dir string, g *gateHead) bool {
-	if g.idsLoaded {
+	if g.ids != nil {
 		return true
 	}
-	var si storedIDs
-	if err := readSealed(s.gateIDsPath(dir), gateIDsMagic, &si); err != nil || si.Keys != s.eventKeys.Fingerprint() || si.Dir != dir || si.Tree != g.idsTree {
+	f, err := openIDs(s.gateIDsPath(dir), s.eventKeys.Fingerprint(), dir, g.idsTree)
+	if err != nil {
 		return false
 	}
-	g.ids, g.idsLoaded = si.IDs, true
+	g.ids = f
 	return true
-}
-
-// hasIDHash reports whether sorted stored id hashes hold h.
-func hasIDHash(ids []byte, h uint64) bool {
-	n := len(ids) / 8
-	i := sort.Search(n, func(i int) bool { return binary.BigEndian.Uint64(ids[8*i:]) >= h })
-	return i < n && binary.BigEndian.Uint64(ids[8*i:]) == h
 }
 
 // loadGateHead returns the stored gate head of dir, or nil when there is
@@ -269,12 +250,11 @@ func (s *Store) saveCarriedGates() {
 		}
 		var hashes []uint64
 		if s.loadIDs(dir, g) {
-			hashes = make([]uint64, 0, len(g.ids)/8+len(g.added))
-			for i := 0; i+8 <= len(g.ids); i += 8 {
-				hashes = append(hashes, binary.BigEndian.Uint64(g.ids[i:]))
-			}
-			for _, id := range g.added {
-				hashes = append(hashes, idHash(id))
+			if stored, err := g.ids.all(); err == nil {
+				hashes = stored
+				for _, id := range g.added {
+					hashes = append(hashes, idHash(id))
+				}
 			}
 		}
 		if err := s.writeGateHead(dir, g, hashes); err != nil {
@@ -298,16 +278,12 @@ func (s *Store) writeGateHead(dir string, g *gateHead, hashes []uint64) error {
 		// chain once.
 		return nil
 	}
-	slices.Sort(hashes)
-	ids := make([]byte, 0, 8*len(hashes))
-	for _, h := range hashes {
-		ids = binary.BigEndian.AppendUint64(ids, h)
-	}
 	// Written after the summary: ids of another tree are a miss, so a
 	// crash in between costs a read of the chain, nothing else.
-	if err := writeSealed(s.gateIDsPath(dir), gateIDsMagic, storedIDs{Keys: s.eventKeys.Fingerprint(), Dir: dir, Tree: g.tree, IDs: ids}); err != nil {
+	ids, err := writeIDs(s.gateIDsPath(dir), idsHeader{Keys: s.eventKeys.Fingerprint(), Dir: dir, Tree: g.tree}, hashes)
+	if err != nil {
 		return err
 	}
-	saved.idsTree, saved.ids, saved.idsLoaded = g.tree, ids, true
+	saved.idsTree, saved.ids = g.tree, ids
 	return nil
 }
