@@ -107,37 +107,47 @@ func decideGate(sum *GateSummary, in gateInput) (gateDecision, error) {
 		}
 	}
 	if len(valid) > 0 && (in.Env == Prod || in.Env == DR) {
-		qaApprovers := sum.Env(QA).Approvers
-		var allowed []Approval
-		refused := RefusalRecord{Environment: in.Env, PlanDigest: in.Digest, Reason: SeparationOfDutiesViolation}
-		for _, a := range valid {
-			if ids, ok := qaApprovers[a.Approver]; ok {
-				refused.Approvers = append(refused.Approvers, a.Approver)
-				refused.QAApprovals = append(refused.QAApprovals, ids...)
-				continue
-			}
-			allowed = append(allowed, a)
+		var refusal *gateDecision
+		if valid, refusal = separateDuties(valid, sum.Env(QA).Approvers, in, group); refusal != nil {
+			return *refusal, nil
 		}
-		if len(allowed) == 0 {
-			for _, m := range in.Approvers.Members(group) {
-				if _, ok := qaApprovers[m]; !ok {
-					refused.Eligible = append(refused.Eligible, m)
-				}
-			}
-			for _, t := range in.Approvers.Groups[group].Teams {
-				refused.Eligible = append(refused.Eligible, "members of "+t)
-			}
-			return gateDecision{Verdict: Fail, Reason: SeparationOfDutiesViolation,
-				Message: fmt.Sprintf("%s approved this contract in qa and may not approve it in %s; ask someone else from %s: %s",
-					strings.Join(slices.Compact(slices.Sorted(slices.Values(refused.Approvers))), ", "), in.Env, group, orNone(strings.Join(refused.Eligible, ", "))),
-				Also: []EventSpec{{Type: EventApprovalRefused, Data: refused}}}, nil
-		}
-		valid = allowed
 	}
 	if len(valid) > 0 {
 		return gateDecision{Verdict: Pass, Approval: &valid[0]}, nil
 	}
 	return waiting(es, in), nil
+}
+
+// separateDuties keeps the approvals of valid whose approver did not
+// approve the contract in qa (qaApprovers: approver → their qa approval
+// events). When none is left, the decision is a refusal that names them
+// and who else of group may approve.
+func separateDuties(valid []Approval, qaApprovers map[string][]string, in gateInput, group string) ([]Approval, *gateDecision) {
+	var allowed []Approval
+	refused := RefusalRecord{Environment: in.Env, PlanDigest: in.Digest, Reason: SeparationOfDutiesViolation}
+	for _, a := range valid {
+		if ids, ok := qaApprovers[a.Approver]; ok {
+			refused.Approvers = append(refused.Approvers, a.Approver)
+			refused.QAApprovals = append(refused.QAApprovals, ids...)
+			continue
+		}
+		allowed = append(allowed, a)
+	}
+	if len(allowed) > 0 {
+		return allowed, nil
+	}
+	for _, m := range in.Approvers.Members(group) {
+		if _, ok := qaApprovers[m]; !ok {
+			refused.Eligible = append(refused.Eligible, m)
+		}
+	}
+	for _, t := range in.Approvers.Groups[group].Teams {
+		refused.Eligible = append(refused.Eligible, "members of "+t)
+	}
+	return nil, &gateDecision{Verdict: Fail, Reason: SeparationOfDutiesViolation,
+		Message: fmt.Sprintf("%s approved this contract in qa and may not approve it in %s; ask someone else from %s: %s",
+			strings.Join(slices.Compact(slices.Sorted(slices.Values(refused.Approvers))), ", "), in.Env, group, orNone(strings.Join(refused.Eligible, ", "))),
+		Also: []EventSpec{{Type: EventApprovalRefused, Data: refused}}}
 }
 
 // waiting decides a request no approval answers yet: how long it has been

@@ -234,31 +234,10 @@ func chainDecideGate(events []Event, in gateInput) (gateDecision, error) {
 		for _, a := range qa {
 			qaApprovers[a.Approver] = append(qaApprovers[a.Approver], a.EventID)
 		}
-		var allowed []Approval
-		refused := RefusalRecord{Environment: in.Env, PlanDigest: in.Digest, Reason: SeparationOfDutiesViolation}
-		for _, a := range valid {
-			if ids, ok := qaApprovers[a.Approver]; ok {
-				refused.Approvers = append(refused.Approvers, a.Approver)
-				refused.QAApprovals = append(refused.QAApprovals, ids...)
-				continue
-			}
-			allowed = append(allowed, a)
+		var refusal *gateDecision
+		if valid, refusal = separateDuties(valid, qaApprovers, in, group); refusal != nil {
+			return *refusal, nil
 		}
-		if len(allowed) == 0 {
-			for _, m := range in.Approvers.Members(group) {
-				if _, ok := qaApprovers[m]; !ok {
-					refused.Eligible = append(refused.Eligible, m)
-				}
-			}
-			for _, t := range in.Approvers.Groups[group].Teams {
-				refused.Eligible = append(refused.Eligible, "members of "+t)
-			}
-			return gateDecision{Verdict: Fail, Reason: SeparationOfDutiesViolation,
-				Message: fmt.Sprintf("%s approved this contract in qa and may not approve it in %s; ask someone else from %s: %s",
-					strings.Join(slices.Compact(slices.Sorted(slices.Values(refused.Approvers))), ", "), in.Env, group, orNone(strings.Join(refused.Eligible, ", "))),
-				Also: []EventSpec{{Type: EventApprovalRefused, Data: refused}}}, nil
-		}
-		valid = allowed
 	}
 	if len(valid) > 0 {
 		return gateDecision{Verdict: Pass, Approval: &valid[0]}, nil
