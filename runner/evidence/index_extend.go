@@ -121,37 +121,11 @@ func (ix *Index) extend(ctx context.Context, repo *Repo, opts IndexOptions) (*In
 // returns the ones it does not, newest first, and whether the walk met the
 // indexed head: it meets it exactly when head's history contains it.
 func (ix *Index) newCommits(ctx context.Context, r *gitrepo.Reader, head plumbing.Hash) ([]*object.Commit, bool, error) {
-	var fresh []*object.Commit
-	seen := map[plumbing.Hash]bool{}
-	sawHead := false
-	stack := []plumbing.Hash{}
-	if !head.IsZero() {
-		stack = append(stack, head)
+	fresh, seen, err := walkCommits(ctx, r, head, ix.hasCommit)
+	if err != nil {
+		return nil, false, err
 	}
-	for len(stack) > 0 {
-		if err := ctx.Err(); err != nil {
-			return nil, false, err
-		}
-		h := stack[len(stack)-1]
-		stack = stack[:len(stack)-1]
-		if seen[h] {
-			continue
-		}
-		seen[h] = true
-		if h == ix.head {
-			sawHead = true
-		}
-		if ix.hasCommit(h) {
-			continue
-		}
-		c, err := r.Commit(h)
-		if err != nil {
-			return nil, false, err
-		}
-		fresh = append(fresh, c)
-		stack = append(stack, c.ParentHashes...)
-	}
-	return fresh, sawHead, nil
+	return fresh, seen[ix.head], nil
 }
 
 // readChain reads a changed contract directory's files, checking only

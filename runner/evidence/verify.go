@@ -176,37 +176,49 @@ func (v *verifier) add(f ...Finding) {
 // going past stop (a zero stop walks to the roots); met says whether it
 // came to stop.
 func (v *verifier) walk(ctx context.Context, head, stop plumbing.Hash) (commits []*object.Commit, met bool, err error) {
-	v.reachable = map[plumbing.Hash]bool{}
+	commits, v.reachable, err = walkCommits(ctx, v.readers[0], head, func(h plumbing.Hash) bool { return h == stop })
+	if err != nil {
+		return nil, false, err
+	}
+	met = v.reachable[stop]
 	if !stop.IsZero() {
 		v.reachable[stop] = true
 	}
+	v.report.Commits = len(commits)
+	return commits, met, nil
+}
+
+// walkCommits collects the commits reachable from head that known does
+// not stop at, newest first, and every hash it came to (the known ones
+// included).
+func walkCommits(ctx context.Context, r *gitrepo.Reader, head plumbing.Hash, known func(plumbing.Hash) bool) ([]*object.Commit, map[plumbing.Hash]bool, error) {
+	var commits []*object.Commit
+	seen := map[plumbing.Hash]bool{}
 	stack := []plumbing.Hash{}
 	if !head.IsZero() {
 		stack = append(stack, head)
 	}
 	for len(stack) > 0 {
 		if err := ctx.Err(); err != nil {
-			return nil, false, err
+			return nil, nil, err
 		}
 		h := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
-		if h == stop && !stop.IsZero() {
-			met = true
+		if seen[h] {
 			continue
 		}
-		if v.reachable[h] {
+		seen[h] = true
+		if known(h) {
 			continue
 		}
-		v.reachable[h] = true
-		c, err := v.readers[0].Commit(h)
+		c, err := r.Commit(h)
 		if err != nil {
-			return nil, false, err
+			return nil, nil, err
 		}
 		commits = append(commits, c)
 		stack = append(stack, c.ParentHashes...)
 	}
-	v.report.Commits = len(commits)
-	return commits, met, nil
+	return commits, seen, nil
 }
 
 // addition is an event file a commit added; order is the commit's index
