@@ -111,20 +111,11 @@ func BenchmarkEvidenceVerify(b *testing.B) {
 	repo, keys := verifyFixture(b, contracts, perContract)
 	opts := verifyOptions(b, keys)
 	floor := newSignatureFloor(b)
-	ctx := context.Background()
 	var verifying, floored time.Duration
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		start := time.Now()
-		r, err := OpenRepo(ctx, repo, "", Credentials{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		rep, err := Verify(ctx, r, opts)
-		r.Close()
-		if err != nil {
-			b.Fatal(err)
-		}
+		rep := verifyRepo(b, repo, opts)
 		if !rep.OK() || rep.Events != contracts*perContract {
 			b.Fatalf("fixture does not verify: %d events%s", rep.Events, dumpFindings(rep))
 		}
@@ -322,15 +313,7 @@ func benchmarkVerifySince(b *testing.B, contracts, perContract, fresh int) {
 	opts.Since = since.String()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		r, err := OpenRepo(ctx, repo, "", Credentials{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		rep, err := Verify(ctx, r, opts)
-		r.Close()
-		if err != nil {
-			b.Fatal(err)
-		}
+		rep := verifyRepo(b, repo, opts)
 		if !rep.OK() || rep.Events != fresh || rep.Commits != fresh {
 			b.Fatalf("fixture does not verify since %s: %d events, %d commits%s", since, rep.Events, rep.Commits, dumpFindings(rep))
 		}
@@ -338,4 +321,14 @@ func benchmarkVerifySince(b *testing.B, contracts, perContract, fresh int) {
 	if fresh > 0 {
 		b.ReportMetric(float64(b.N*fresh)/b.Elapsed().Seconds(), "events/s")
 	}
+}
+
+// writeEventCommit writes one event as one signed commit on top of
+// parent: a batch of one.
+func writeEventCommit(r *gitrepo.Reader, parent plumbing.Hash, dir, name string, event, sig []byte, msg string, cs *signing.CommitSigner, when time.Time) (*eventCommits, error) {
+	b, err := newEventCommits(r, parent, dir)
+	if err == nil {
+		err = b.add(name, event, sig, msg, cs, when)
+	}
+	return b, err
 }

@@ -88,16 +88,6 @@ func (b *eventCommits) add(name string, event, sig []byte, msg string, cs *signi
 	return nil
 }
 
-// writeEventCommit writes one event as one signed commit on top of
-// parent: a batch of one.
-func writeEventCommit(r *gitrepo.Reader, parent plumbing.Hash, dir, name string, event, sig []byte, msg string, cs *signing.CommitSigner, when time.Time) (*eventCommits, error) {
-	b, err := newEventCommits(r, parent, dir)
-	if err == nil {
-		err = b.add(name, event, sig, msg, cs, when)
-	}
-	return b, err
-}
-
 // subtree returns a copy of tree h's entries: the reader's are shared.
 func subtree(r *gitrepo.Reader, h plumbing.Hash) ([]gitrepo.Entry, error) {
 	t, err := r.Tree(h)

@@ -79,14 +79,8 @@ func BenchmarkRunEndHistory(b *testing.B) {
 // the outbox, and finds the outcomes to record from the gate summary
 // (summary) or the whole chain; it returns the time that took.
 func (f *gateHistory) runEnd(ctx context.Context, b *testing.B, summary bool) time.Duration {
-	state, err := os.MkdirTemp(fixtureRoot, "state-")
-	if err != nil {
-		b.Fatal(err)
-	}
+	state := f.copyState(b)
 	defer os.RemoveAll(state)
-	if err := os.CopyFS(state, os.DirFS(f.stateBase)); err != nil {
-		b.Fatal(err)
-	}
 	e := runner.Event{SpecVersion: "1.0", ID: "pending-" + filepath.Base(state), Source: "urn:nova:bench", Type: runner.EventDecisionMade,
 		Time: time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC), DataContentType: "application/json", RunID: "run-next", ContractID: "c-gate",
 		Environment: string(runner.Dev), Data: []byte(`{"decisionId":"dec-next","chosenAction":"proceed"}`)}
@@ -170,18 +164,25 @@ func historyFixture(b *testing.B, name string, n int, shape historyShape) *gateH
 	return f
 }
 
-// decide opens a store as a new process would and asks the gate of dev,
-// with one event of the run in the outbox when pending is set; it returns
-// the time that took.
-func (f *gateHistory) decide(ctx context.Context, b *testing.B, pending bool) time.Duration {
+// copyState copies the state dir an earlier run left, for one process
+// to start from.
+func (f *gateHistory) copyState(b *testing.B) string {
 	state, err := os.MkdirTemp(fixtureRoot, "state-")
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer os.RemoveAll(state)
 	if err := os.CopyFS(state, os.DirFS(f.stateBase)); err != nil {
 		b.Fatal(err)
 	}
+	return state
+}
+
+// decide opens a store as a new process would and asks the gate of dev,
+// with one event of the run in the outbox when pending is set; it returns
+// the time that took.
+func (f *gateHistory) decide(ctx context.Context, b *testing.B, pending bool) time.Duration {
+	state := f.copyState(b)
+	defer os.RemoveAll(state)
 	if pending {
 		e := runner.Event{SpecVersion: "1.0", ID: "pending-" + filepath.Base(state), Source: "urn:nova:bench", Type: runner.EventApprovalChecked,
 			Time: time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC), DataContentType: "application/json", RunID: "run-next", ContractID: "c-gate",

@@ -2,7 +2,6 @@ package evidence
 
 import (
 	"context"
-	"crypto"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,7 +11,6 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/nova-platform/nova/runner"
-	"github.com/nova-platform/nova/runner/evidence/signing"
 )
 
 // indexed is what a query sees of an index: the events' envelopes, facets
@@ -180,13 +178,7 @@ func TestIndexAgreesWithVerify(t *testing.T) {
 			f.rewriteHead(t, func(c *object.Commit) { c.PGPSignature = "" })
 		}, false},
 		{"forged event signed by a wrong key", func(t *testing.T, f *tamperFixture) {
-			rogue := newKeys(t)
-			s, err := Open(t.Context(), Config{Repo: f.repo, StateDir: t.TempDir(), Keys: signing.Keys{Events: rogue.Events, Commit: f.keys.Commit}, TrustedEventKeys: []crypto.PublicKey{f.keys.Events.PublicKey()}}, WithRetry(testRetry), WithLogf(t.Logf))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer s.Close()
-			emitN(t, s, "c-b", 1)
+			f.forgeEvent(t, "c-b")
 		}, false},
 		{"history rewritten with a force-push", func(t *testing.T, f *tamperFixture) {
 			back := f.commit(t, f.commit(t, f.head(t)).ParentHashes[0]).ParentHashes[0]
@@ -243,13 +235,7 @@ func TestIndexCheckIsPerContract(t *testing.T) {
 	f := newTamperFixture(t)
 	// A forger with push access and the commit key, but not the event
 	// key, adds an event to c-b: its commit is in order, its chain is not.
-	rogue := newKeys(t)
-	s, err := Open(t.Context(), Config{Repo: f.repo, StateDir: t.TempDir(), Keys: signing.Keys{Events: rogue.Events, Commit: f.keys.Commit}, TrustedEventKeys: []crypto.PublicKey{f.keys.Events.PublicKey()}}, WithRetry(testRetry), WithLogf(t.Logf))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	emitN(t, s, "c-b", 1)
+	f.forgeEvent(t, "c-b")
 	opts := IndexOptions{Verify: verifyOptions(t, f.keys)}
 	ix, err := updateIndex(t, f.repo, filepath.Join(t.TempDir(), "index"), opts)
 	if err != nil {

@@ -113,16 +113,7 @@ func TestTamperMatrix(t *testing.T) {
 	}, {
 		name: "forged event signed by a wrong key",
 		tamper: func(t *testing.T, f *tamperFixture) (string, string) {
-			// The forger's store reads the history (it trusts the real
-			// event key, as a writer after a rotation would) and adds an
-			// event signed by a key verify does not allow.
-			rogue := newKeys(t)
-			s, err := Open(t.Context(), Config{Repo: f.repo, StateDir: t.TempDir(), Keys: signing.Keys{Events: rogue.Events, Commit: f.keys.Commit}, TrustedEventKeys: []crypto.PublicKey{f.keys.Events.PublicKey()}}, WithRetry(testRetry), WithLogf(t.Logf))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer s.Close()
-			emitN(t, s, "c-b", 1)
+			f.forgeEvent(t, "c-b")
 			return "contracts/c-b/3-nova.test.step.json", f.head(t).String()
 		},
 		want: runner.EvidenceSignatureInvalid,
@@ -206,6 +197,21 @@ func newTamperFixture(t *testing.T) *tamperFixture {
 }
 
 func (f *tamperFixture) head(t *testing.T) plumbing.Hash { return headOf(t, f.repo) }
+
+// forgeEvent adds an event to contract signed by a key verify does not
+// allow, through a store that reads the history (it trusts the real event
+// key, as a writer after a rotation would) and signs commits with the real
+// commit key: the commit is in order, the event is not.
+func (f *tamperFixture) forgeEvent(t *testing.T, contract string) {
+	t.Helper()
+	rogue := newKeys(t)
+	s, err := Open(t.Context(), Config{Repo: f.repo, StateDir: t.TempDir(), Keys: signing.Keys{Events: rogue.Events, Commit: f.keys.Commit}, TrustedEventKeys: []crypto.PublicKey{f.keys.Events.PublicKey()}}, WithRetry(testRetry), WithLogf(t.Logf))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	emitN(t, s, contract, 1)
+}
 
 func (f *tamperFixture) commit(t *testing.T, h plumbing.Hash) *object.Commit {
 	t.Helper()

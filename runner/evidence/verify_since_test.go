@@ -2,7 +2,6 @@ package evidence
 
 import (
 	"context"
-	"crypto"
 	"strings"
 	"testing"
 
@@ -10,7 +9,6 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/nova-platform/nova/runner"
-	"github.com/nova-platform/nova/runner/evidence/signing"
 )
 
 // sinceFixture is the tamper fixture verified at its head (since), then
@@ -124,13 +122,7 @@ func TestVerifySinceDetectsTamperingInTheNewRange(t *testing.T) {
 	}, {
 		name: "forged event signed by a wrong key",
 		tamper: func(t *testing.T, f *sinceFixture) (string, string) {
-			rogue := newKeys(t)
-			s, err := Open(t.Context(), Config{Repo: f.repo, StateDir: t.TempDir(), Keys: signing.Keys{Events: rogue.Events, Commit: f.keys.Commit}, TrustedEventKeys: []crypto.PublicKey{f.keys.Events.PublicKey()}}, WithRetry(testRetry), WithLogf(t.Logf))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer s.Close()
-			emitN(t, s, "c-b", 1)
+			f.forgeEvent(t, "c-b")
 			return "contracts/c-b/3-nova.test.step.json", f.head(t).String()
 		},
 		want: runner.EvidenceSignatureInvalid,
