@@ -2,6 +2,7 @@ package gitrepo
 
 import (
 	"bufio"
+	"bytes"
 	"compress/zlib"
 	"encoding/binary"
 	"errors"
@@ -161,10 +162,7 @@ func (s *packStore) loose(t plumbing.ObjectType, h plumbing.Hash) (plumbing.Enco
 	if _, err := io.ReadFull(r, b); err != nil {
 		return nil, fmt.Errorf("reading loose object %s: %w", h, err)
 	}
-	obj := &plumbing.MemoryObject{}
-	obj.SetType(ot)
-	_, _ = obj.Write(b) // cannot fail in memory
-	return obj, nil
+	return &readObject{h: h, rawObject: rawObject{ot, b}}, nil
 }
 
 func (s *packStore) EncodedObject(t plumbing.ObjectType, h plumbing.Hash) (plumbing.EncodedObject, error) {
@@ -177,13 +175,30 @@ func (s *packStore) EncodedObject(t plumbing.ObjectType, h plumbing.Hash) (plumb
 			if t != plumbing.AnyObject && o.t != t {
 				return nil, plumbing.ErrObjectNotFound
 			}
-			obj := &plumbing.MemoryObject{}
-			obj.SetType(o.t)
-			_, _ = obj.Write(o.data) // cannot fail in memory
-			return obj, nil
+			return &readObject{h: h, rawObject: o}, nil
 		}
 	}
 	return s.loose(t, h)
+}
+
+// readObject is an object as read, under the hash it was looked up by, as
+// go-git's own pack reader gives it: a plumbing.MemoryObject would copy
+// the content once more and hash it again on every read.
+type readObject struct {
+	h plumbing.Hash
+	rawObject
+}
+
+func (o *readObject) Hash() plumbing.Hash           { return o.h }
+func (o *readObject) Type() plumbing.ObjectType     { return o.t }
+func (o *readObject) SetType(t plumbing.ObjectType) { o.t = t }
+func (o *readObject) Size() int64                   { return int64(len(o.data)) }
+func (o *readObject) SetSize(int64)                 {}
+func (o *readObject) Reader() (io.ReadCloser, error) {
+	return io.NopCloser(bytes.NewReader(o.data)), nil
+}
+func (o *readObject) Writer() (io.WriteCloser, error) {
+	return nil, errors.New("an object read from the repo cannot be written")
 }
 
 // readAt reads the object whose entry is at off in p, resolving deltas.
