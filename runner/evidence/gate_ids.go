@@ -142,20 +142,29 @@ func openIDs(path, keys, dir string, tree plumbing.Hash) (*idsFile, error) {
 	return &idsFile{path: path, count: hdr.Count, bits: hdr.Bits, recOff: recOff, idsOff: recOff + int64(idsRecord)<<hdr.Bits}, nil
 }
 
-// has reports whether the stored hashes hold h, reading h's bucket only.
-func (f *idsFile) has(h uint64) (bool, error) {
+// hasAny reports whether the stored hashes hold any of hs, reading only
+// their buckets.
+func (f *idsFile) hasAny(hs []uint64) (bool, error) {
+	if len(hs) == 0 {
+		return false, nil
+	}
 	file, err := os.Open(f.path)
 	if err != nil {
 		return false, err
 	}
 	defer file.Close()
-	ids, err := f.bucket(file, bucketOf(h, f.bits))
-	if err != nil {
-		return false, err
+	for _, h := range hs {
+		ids, err := f.bucket(file, bucketOf(h, f.bits))
+		if err != nil {
+			return false, err
+		}
+		n := len(ids) / 8
+		i := sort.Search(n, func(i int) bool { return binary.BigEndian.Uint64(ids[8*i:]) >= h })
+		if i < n && binary.BigEndian.Uint64(ids[8*i:]) == h {
+			return true, nil
+		}
 	}
-	n := len(ids) / 8
-	i := sort.Search(n, func(i int) bool { return binary.BigEndian.Uint64(ids[8*i:]) >= h })
-	return i < n && binary.BigEndian.Uint64(ids[8*i:]) == h, nil
+	return false, nil
 }
 
 // all reads every stored hash.

@@ -176,18 +176,20 @@ func idHash(id string) uint64 {
 // it delivered itself, and none of the rest, as the stored id hashes
 // prove. The caller holds s.mu.
 func (s *Store) lacksAll(dir string, g *gateHead, events []runner.Event) bool {
+	var ask []uint64
 	for _, e := range events {
-		if slices.Contains(g.added, e.ID) {
-			continue
-		}
-		if !s.loadIDs(dir, g) {
-			return false
-		}
-		if held, err := g.ids.has(idHash(e.ID)); err != nil || held {
-			return false
+		if !slices.Contains(g.added, e.ID) {
+			ask = append(ask, idHash(e.ID))
 		}
 	}
-	return true
+	if len(ask) == 0 {
+		return true
+	}
+	if !s.loadIDs(dir, g) {
+		return false
+	}
+	held, err := g.ids.hasAny(ask)
+	return err == nil && !held
 }
 
 // loadIDs opens the stored id hashes of g's idsTree for g, and reports

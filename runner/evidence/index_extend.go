@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 
@@ -345,24 +344,7 @@ var errIndexFormat = errors.New("not a Nova evidence index")
 
 // save writes the index atomically: a concurrent query reads the old file
 // or the new one, never half of one.
-func (ix *Index) save(path string) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), indexFile+".*.tmp")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	_, err = tmp.Write(ix.encode())
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
-}
+func (ix *Index) save(path string) error { return writeAtomic(path, ix.encode()) }
 
 func loadIndex(path string) (*Index, error) {
 	b, err := os.ReadFile(path)
