@@ -78,17 +78,9 @@ func (s *Store) GateSummary(ctx context.Context, contractID string) (*runner.Gat
 	if err != nil {
 		return nil, err
 	}
-	sum, seq, hash := g.summary.Clone(), g.seq, g.hash
-	for _, e := range pending {
-		if g.holds(e.ID) {
-			continue
-		}
-		seq++
-		e.Seq, e.PrevEventHash = seq, hash
-		if hash, err = e.Hash(); err != nil {
-			return nil, runner.Errorf(runner.EventWriteFailed, "hashing pending event %s: %w", e.ID, err)
-		}
-		sum.Fold(e)
+	sum := g.summary.Clone()
+	if _, _, err := onTop(pending, g.seq, g.hash, g.holds, sum.Fold); err != nil {
+		return nil, err
 	}
 	return sum, nil
 }

@@ -56,18 +56,33 @@ func (s *Store) Chain(ctx context.Context, contractID string) ([]runner.Event, e
 	if err != nil {
 		return nil, err
 	}
-	events, hash := slices.Clone(c.events), c.hash
-	for _, e := range pending {
-		if c.ids[e.ID] {
-			continue
-		}
-		e.Seq, e.PrevEventHash = int64(len(events))+1, hash
-		if hash, err = e.Hash(); err != nil {
-			return nil, runner.Errorf(runner.EventWriteFailed, "hashing pending event %s: %w", e.ID, err)
-		}
-		events = append(events, e)
+	events := slices.Clone(c.events)
+	_, _, err = onTop(pending, int64(len(events)), c.hash, func(id string) bool { return c.ids[id] }, func(e runner.Event) { events = append(events, e) })
+	if err != nil {
+		return nil, err
 	}
 	return events, nil
+}
+
+// onTop numbers the events of pending that the chain at seq and hash does
+// not hold as they will be written on top of it, gives each to add (when
+// set), and returns the head they make.
+func onTop(pending []runner.Event, seq int64, hash string, holds func(string) bool, add func(runner.Event)) (int64, string, error) {
+	for _, e := range pending {
+		if holds(e.ID) {
+			continue
+		}
+		seq++
+		e.Seq, e.PrevEventHash = seq, hash
+		var err error
+		if hash, err = e.Hash(); err != nil {
+			return 0, "", runner.Errorf(runner.EventWriteFailed, "hashing pending event %s: %w", e.ID, err)
+		}
+		if add != nil {
+			add(e)
+		}
+	}
+	return seq, hash, nil
 }
 
 // ChainHead implements runner.ChainHeader. It is advisory: the store
@@ -91,22 +106,13 @@ func (s *Store) ChainHead(ctx context.Context, contractID string) (int64, string
 		s.mu.Unlock()
 	}
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	g, err := s.gateHeadWith(head, dir, pending)
 	if err != nil {
 		s.logf("evidence: %v; numbering contract %s from its outbox", err, dir)
 		g = &gateHead{}
 	}
-	seq, hash := g.seq, g.hash
-	for _, p := range pending {
-		if !g.holds(p.ID) {
-			seq++
-			if hash, err = p.Hash(); err != nil {
-				break
-			}
-		}
-	}
-	s.mu.Unlock()
-	return seq, hash, err
+	return onTop(pending, g.seq, g.hash, g.holds, nil)
 }
 
 // chainAt reads the chain of contract directory dir at head, or the first
