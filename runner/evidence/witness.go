@@ -29,12 +29,21 @@ func readWitness(path string) ([]plumbing.Hash, error) {
 	}
 	var heads []plumbing.Hash
 	for _, line := range strings.Split(string(b), "\n") {
-		// A torn last line from a crash does not count; the head before it does.
-		if field, _, _ := strings.Cut(strings.TrimSpace(line), " "); plumbing.IsHash(field) {
-			heads = append(heads, plumbing.NewHash(field))
+		if h, ok := witnessHead(line); ok {
+			heads = append(heads, h)
 		}
 	}
 	return heads, nil
+}
+
+// witnessHead reads a witness line's head. A torn last line from a crash
+// does not count; the head before it does.
+func witnessHead(line string) (plumbing.Hash, bool) {
+	field, _, _ := strings.Cut(strings.TrimSpace(line), " ")
+	if !plumbing.IsHash(field) {
+		return plumbing.ZeroHash, false
+	}
+	return plumbing.NewHash(field), true
 }
 
 // lastWitness returns the newest head recorded in path (zero: none),
@@ -68,8 +77,8 @@ func lastWitness(path string) (plumbing.Hash, error) {
 			lines = lines[1:]
 		}
 		for i := len(lines) - 1; i >= 0; i-- {
-			if field, _, _ := strings.Cut(strings.TrimSpace(string(lines[i])), " "); plumbing.IsHash(field) {
-				return plumbing.NewHash(field), nil
+			if h, ok := witnessHead(string(lines[i])); ok {
+				return h, nil
 			}
 		}
 		if start == 0 {
