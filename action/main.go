@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"slices"
 	"syscall"
 )
 
@@ -26,6 +27,9 @@ func main() {
 	if os.Getenv("GOMEMLIMIT") == "" {
 		debug.SetMemoryLimit(1 << 30)
 	}
+	if !printsOnly(os.Args[1:]) {
+		preferHugePages()
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, Env{
 		Args:    os.Args[1:],
@@ -36,4 +40,10 @@ func main() {
 	})
 	stop()
 	os.Exit(exitCode(err))
+}
+
+// printsOnly says whether a command only prints a fixed text, which must
+// start in a few milliseconds and allocates next to nothing.
+func printsOnly(args []string) bool {
+	return len(args) == 0 || slices.Contains([]string{"version", "--version", "help", "-h", "--help"}, args[0])
 }
