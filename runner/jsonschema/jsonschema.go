@@ -1,21 +1,20 @@
-// Package jsonschema wraps santhosh-tekuri/jsonschema for Nova: it compiles
-// the schemas Nova embeds (draft 2020-12, formats asserted) and validates
-// PolicyCheckResults against the published PCR schema, the one check every
-// engine's output passes before it becomes part of a run.
+// Package jsonschema validates values against the JSON Schemas Nova embeds
+// (draft 2020-12, formats asserted), and PolicyCheckResults against the
+// published PCR schema, the one check every engine's output passes before
+// it becomes part of a run.
+//
+// It implements only the keywords those schemas use and refuses to compile
+// any other. A general validator would do, but every linked package's init
+// runs on every start: the one Nova used compiled five drafts' meta-schemas
+// at start-up, a fifth of what `nova version` cost.
 package jsonschema
 
 import (
 	"bytes"
 	_ "embed"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"strings"
 	"sync"
-
-	"github.com/santhosh-tekuri/jsonschema/v6"
-	"golang.org/x/text/language"
-	"golang.org/x/text/message"
 
 	"github.com/nova-platform/nova/runner"
 )
@@ -26,30 +25,12 @@ import (
 //go:embed pcr.schema.json
 var PCRSchema []byte
 
-const pcrSchemaURL = "https://github.com/nova-platform/nova/blob/main/docs/pcr.schema.json"
+// PCRSchemaURL is where PCRSchema is published (its $id).
+const PCRSchemaURL = "https://github.com/nova-platform/nova/blob/main/docs/pcr.schema.json"
 
 // Compiling is deferred to the first validation: commands that never
 // validate anything (nova version) must not pay for it.
-var pcrSchema = sync.OnceValues(func() (*jsonschema.Schema, error) { return Compile(pcrSchemaURL, PCRSchema) })
-
-// Printer renders validation errors in English, whatever the locale.
-var Printer = message.NewPrinter(language.English)
-
-// Compile compiles an embedded draft 2020-12 schema published at url, with
-// formats asserted (a "uuid" that is not one must fail).
-func Compile(url string, data []byte) (*jsonschema.Schema, error) {
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
-	if err != nil {
-		return nil, err
-	}
-	c := jsonschema.NewCompiler()
-	c.DefaultDraft(jsonschema.Draft2020)
-	c.AssertFormat()
-	if err := c.AddResource(url, doc); err != nil {
-		return nil, err
-	}
-	return c.Compile(url)
-}
+var pcrSchema = sync.OnceValues(func() (*Schema, error) { return Compile(PCRSchemaURL, PCRSchema) })
 
 // ValidatePCR checks one record against the published schema.
 func ValidatePCR(p runner.PCR) error {
@@ -61,35 +42,13 @@ func ValidatePCR(p runner.PCR) error {
 	if err != nil {
 		return fmt.Errorf("encoding the record: %w", err)
 	}
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
-	if err != nil {
+	// The record is validated as JSON, as it is published, not as the Go
+	// struct: omitted fields and raw evidence must look as they will.
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var doc any
+	if err := dec.Decode(&doc); err != nil {
 		return fmt.Errorf("decoding the record: %w", err)
 	}
-	if err := sch.Validate(doc); err != nil {
-		var verr *jsonschema.ValidationError
-		if errors.As(err, &verr) {
-			return errors.New(leafMessages(verr))
-		}
-		return err
-	}
-	return nil
-}
-
-// leafMessages flattens a validation error into its most specific causes,
-// which name the offending field rather than "doesn't validate".
-func leafMessages(e *jsonschema.ValidationError) string {
-	var out []string
-	var walk func(*jsonschema.ValidationError)
-	walk = func(e *jsonschema.ValidationError) {
-		if len(e.Causes) == 0 {
-			loc := "/" + strings.Join(e.InstanceLocation, "/")
-			out = append(out, fmt.Sprintf("%s: %s", loc, e.ErrorKind.LocalizedString(Printer)))
-			return
-		}
-		for _, c := range e.Causes {
-			walk(c)
-		}
-	}
-	walk(e)
-	return strings.Join(out, "; ")
+	return sch.Validate(doc)
 }

@@ -8,11 +8,8 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
-	"github.com/santhosh-tekuri/jsonschema/v6/kind"
-
 	"github.com/nova-platform/nova/runner"
-	novaschema "github.com/nova-platform/nova/runner/jsonschema"
+	"github.com/nova-platform/nova/runner/jsonschema"
 )
 
 // SchemaJSON is the published JSON Schema (draft 2020-12) of a contract.
@@ -22,7 +19,7 @@ var SchemaJSON []byte
 
 const schemaURL = "https://nova-platform.dev/schemas/contract/v1.json"
 
-var compiled = sync.OnceValues(func() (*jsonschema.Schema, error) { return novaschema.Compile(schemaURL, SchemaJSON) })
+var compiled = sync.OnceValues(func() (*jsonschema.Schema, error) { return jsonschema.Compile(schemaURL, SchemaJSON) })
 
 // validateSchema checks a document against the embedded schema and returns
 // one finding per violated rule, ordered by position in the file.
@@ -40,9 +37,9 @@ func validateSchema(doc *document, file string) ([]runner.Finding, error) {
 		return nil, runner.Errorf(runner.InternalError, "validating contract: %w", err)
 	}
 	var out []located
-	collectLeaves(verr, func(e *jsonschema.ValidationError) {
-		out = append(out, findingsFor(doc, file, e)...)
-	})
+	for _, v := range verr.Violations {
+		out = append(out, findingsFor(doc, file, v)...)
+	}
 	return sortFindings(out), nil
 }
 
@@ -52,29 +49,16 @@ type located struct {
 	pos position
 }
 
-func collectLeaves(e *jsonschema.ValidationError, visit func(*jsonschema.ValidationError)) {
-	// A propertyNames failure's causes describe the name as if it were a
-	// value at the object's location; the parent error says it better.
-	if _, isNames := e.ErrorKind.(*kind.PropertyNames); isNames || len(e.Causes) == 0 {
-		visit(e)
-		return
-	}
-	for _, c := range e.Causes {
-		collectLeaves(c, visit)
-	}
-}
-
-func findingsFor(doc *document, file string, e *jsonschema.ValidationError) []located {
-	ptr := pointer(e.InstanceLocation)
+func findingsFor(doc *document, file string, v jsonschema.Violation) []located {
+	ptr := pointer(v.Location)
 	field := ptr
 	if field == "" {
 		field = "/"
 	}
-	msg := e.ErrorKind.LocalizedString(novaschema.Printer)
-	switch k := e.ErrorKind.(type) {
-	case *kind.Required:
+	switch v.Kind {
+	case jsonschema.Required:
 		var out []located
-		for _, name := range k.Missing {
+		for _, name := range v.Names {
 			child := ptr + "/" + escapePointer(name)
 			out = append(out, doc.at(file, ptr, runner.Finding{
 				Reason: runner.ContractFieldMissing, Field: child,
@@ -82,9 +66,9 @@ func findingsFor(doc *document, file string, e *jsonschema.ValidationError) []lo
 			}))
 		}
 		return out
-	case *kind.AdditionalProperties:
+	case jsonschema.AdditionalProperties:
 		var out []located
-		for _, name := range k.Properties {
+		for _, name := range v.Names {
 			child := ptr + "/" + escapePointer(name)
 			l := doc.at(file, ptr, runner.Finding{
 				Reason: runner.ContractUnknownField, Field: child,
@@ -96,47 +80,28 @@ func findingsFor(doc *document, file string, e *jsonschema.ValidationError) []lo
 			out = append(out, l)
 		}
 		return out
-	case *kind.Type:
-		return []located{doc.at(file, ptr, runner.Finding{Reason: runner.ContractFieldType, Field: field, Message: fmt.Sprintf("%s: %s", field, msg)})}
-	case *kind.Const:
+	case jsonschema.Type:
+		return []located{doc.at(file, ptr, runner.Finding{Reason: runner.ContractFieldType, Field: field, Message: fmt.Sprintf("%s: %s", field, v.Message)})}
+	case jsonschema.Const:
 		reason := runner.ContractFieldValue
 		if ptr == "/apiVersion" {
 			reason = runner.ContractAPIVersion
 		}
-		return []located{doc.at(file, ptr, runner.Finding{Reason: reason, Field: field, Message: fmt.Sprintf("%s: %s", field, msg)})}
-	case *kind.Format, *kind.Pattern:
-		return []located{doc.at(file, ptr, runner.Finding{Reason: runner.ContractFieldFormat, Field: field, Message: fmt.Sprintf("%s: %s", field, msg)})}
-	case *kind.PropertyNames:
-		// jsonschema v6.0.3 stores a propertyNames error's instance
-		// location without copying it, so a later error overwrites it; the
-		// schema location is stable and, in this schema, says the same.
-		ptr = instanceFromSchemaURL(e.SchemaURL)
-		child := ptr + "/" + escapePointer(k.Property)
+		return []located{doc.at(file, ptr, runner.Finding{Reason: reason, Field: field, Message: fmt.Sprintf("%s: %s", field, v.Message)})}
+	case jsonschema.Format, jsonschema.Pattern:
+		return []located{doc.at(file, ptr, runner.Finding{Reason: runner.ContractFieldFormat, Field: field, Message: fmt.Sprintf("%s: %s", field, v.Message)})}
+	case jsonschema.PropertyNames:
+		child := ptr + "/" + escapePointer(v.Names[0])
 		l := doc.at(file, ptr, runner.Finding{Reason: runner.ContractFieldFormat, Field: child, Message: fmt.Sprintf("%s: name must be lowercase letters, digits and _ and start with a letter", child)})
 		if p, ok := doc.keyPos[child]; ok {
 			l.pos, l.Location = p, locate(file, p)
 		}
 		return []located{l}
-	case *kind.Enum, *kind.Minimum, *kind.Maximum, *kind.ExclusiveMinimum, *kind.ExclusiveMaximum,
-		*kind.MinLength, *kind.MaxLength:
-		return []located{doc.at(file, ptr, runner.Finding{Reason: runner.ContractFieldValue, Field: field, Message: fmt.Sprintf("%s: %s", field, msg)})}
+	case jsonschema.Enum, jsonschema.Minimum, jsonschema.Maximum, jsonschema.ExclusiveMinimum,
+		jsonschema.MinLength, jsonschema.MaxLength:
+		return []located{doc.at(file, ptr, runner.Finding{Reason: runner.ContractFieldValue, Field: field, Message: fmt.Sprintf("%s: %s", field, v.Message)})}
 	}
-	return []located{doc.at(file, ptr, runner.Finding{Reason: runner.ContractSchemaViolation, Field: field, Message: fmt.Sprintf("%s: %s", field, msg)})}
-}
-
-// instanceFromSchemaURL maps ".../v1.json#/properties/a/properties/b/..."
-// to "/a/b".
-func instanceFromSchemaURL(u string) string {
-	_, frag, _ := strings.Cut(u, "#")
-	var b strings.Builder
-	parts := strings.Split(strings.TrimPrefix(frag, "/"), "/")
-	for i := 0; i+1 < len(parts); i++ {
-		if parts[i] == "properties" {
-			b.WriteString("/" + parts[i+1])
-			i++
-		}
-	}
-	return b.String()
+	return []located{doc.at(file, ptr, runner.Finding{Reason: runner.ContractSchemaViolation, Field: field, Message: fmt.Sprintf("%s: %s", field, v.Message)})}
 }
 
 // at attaches the file position of ptr, or of its nearest ancestor.
