@@ -26,9 +26,8 @@ type Schema struct {
 	format *format
 	ref    *Schema
 
-	required      []string
-	properties    map[string]*Schema
-	propertyOrder []string
+	required   []string
+	properties map[string]*Schema
 	// noAdditional is additionalProperties: false; additional is the
 	// schema form. At most one is set.
 	noAdditional  bool
@@ -192,7 +191,6 @@ func (c *compiler) keyword(s *Schema, kw string, val any, at string) error {
 				return err
 			}
 		}
-		s.propertyOrder = sortedKeys(obj)
 	case "additionalProperties":
 		if b, ok := val.(bool); ok {
 			if b {
@@ -288,10 +286,14 @@ func (c *compiler) names(val any, at string) ([]string, error) {
 }
 
 func (c *compiler) count(val any, at string) (*int, error) {
+	refuse := c.errorf(at, "must be a non-negative integer below 2³¹")
 	n, ok := val.(json.Number)
+	if !ok {
+		return nil, refuse
+	}
 	r, err := rat(n)
-	if !ok || err != nil || !r.IsInt() || r.Sign() < 0 || !r.Num().IsInt64() || r.Num().Int64() > 1<<31 {
-		return nil, c.errorf(at, "must be a non-negative integer")
+	if err != nil || !r.IsInt() || r.Sign() < 0 || r.Num().BitLen() > 31 {
+		return nil, refuse
 	}
 	i := int(r.Num().Int64())
 	return &i, nil
