@@ -99,11 +99,19 @@ func TestSchemaParityOverContracts(t *testing.T) {
 }
 
 // FuzzSchemaParity compares the validators on any YAML that reads as a
-// contract document; its seeds are Parse's test cases.
+// contract document; its seeds are the contract fixtures and Parse's test
+// cases.
 func FuzzSchemaParity(f *testing.F) {
 	c, err := parity.New(schemaURL, schema.SchemaJSON)
 	if err != nil {
 		f.Fatal(err)
+	}
+	for _, file := range contractFiles {
+		data, err := os.ReadFile(filepath.FromSlash(file))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
 	}
 	for _, tc := range parseCases(f) {
 		f.Add(tc.data)
