@@ -132,13 +132,9 @@ func numberText(r *big.Rat) string {
 	return sign + groupDigits(whole) + frac
 }
 
-// countText writes a count (a string length) as numberText would.
-func countText(n int) string {
-	if n < 0 {
-		return "-" + groupDigits(strconv.Itoa(-n))
-	}
-	return groupDigits(strconv.Itoa(n))
-}
+// countText writes a count (a string length, never negative) as
+// numberText would.
+func countText(n int) string { return groupDigits(strconv.Itoa(n)) }
 
 func groupDigits(digits string) string {
 	var b strings.Builder
