@@ -33,6 +33,8 @@ test: tools check
 	$(GO) test -count=1 -timeout 30m ./...
 	$(GO) test -count=1 -race -timeout 30m $(RACE_PKGS)
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./stages/schema
+	$(GO) test -run '^$$' -fuzz '^FuzzSchemaParity$$' -fuzztime $(FUZZTIME) ./stages/schema
+	$(GO) test -run '^$$' -fuzz '^FuzzParity$$' -fuzztime $(FUZZTIME) ./runner/jsonschema
 	$(GO) test -run '^$$' -fuzz '^FuzzReadManifest$$' -fuzztime $(FUZZTIME) ./runner/bundle
 
 check: fmt vet
