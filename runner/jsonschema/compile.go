@@ -162,11 +162,17 @@ func (c *compiler) keyword(s *Schema, kw string, val any, at string) error {
 		}
 		s.typ = t
 	case "const":
+		if err := exactNumbers(val); err != nil {
+			return c.errorf(at, "%v", err)
+		}
 		s.hasConst, s.constant = true, val
 	case "enum":
 		list, ok := val.([]any)
 		if !ok || len(list) == 0 {
 			return c.errorf(at, "enum must be a non-empty array")
+		}
+		if err := exactNumbers(list); err != nil {
+			return c.errorf(at, "%v", err)
 		}
 		s.enum = list
 	case "format":
@@ -309,6 +315,29 @@ func (c *compiler) bound(val any, at string) (*big.Rat, error) {
 		return nil, c.errorf(at, "%v", err)
 	}
 	return r, nil
+}
+
+// exactNumbers checks that every number in a const or enum value can be
+// compared exactly, so that validation never fails on the schema's side.
+func exactNumbers(v any) error {
+	switch v := v.(type) {
+	case json.Number:
+		_, err := rat(v)
+		return err
+	case []any:
+		for _, x := range v {
+			if err := exactNumbers(x); err != nil {
+				return err
+			}
+		}
+	case map[string]any:
+		for _, k := range sortedKeys(v) {
+			if err := exactNumbers(v[k]); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 func sortedKeys[V any](m map[string]V) []string {

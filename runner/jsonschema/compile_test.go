@@ -37,6 +37,8 @@ func TestCompileRefusesWhatItDoesNotImplement(t *testing.T) {
 		{"bound not a number", `{"minimum":"0"}`, `must be a number`},
 		{"bound with huge exponent", `{"maximum":1e99999}`, `exponent beyond`},
 		{"empty enum", `{"enum":[]}`, `non-empty array`},
+		{"const beyond exact numbers", `{"const":{"a":[1e99999]}}`, `#/const: number 1e99999 has an exponent beyond`},
+		{"enum beyond exact numbers", `{"enum":["a",-1e-99999]}`, `exponent beyond`},
 		{"required not strings", `{"required":[1]}`, `array of strings`},
 		{"required twice", `{"required":["a","a"]}`, `names "a" twice`},
 		{"description not a string", `{"description":1}`, `description must be a string`},
