@@ -343,53 +343,38 @@ type treeChange struct {
 
 // diffTrees lists the files that differ between trees a and b, descending
 // only into subtrees whose hashes differ: for an event commit that is
-// three trees per side whatever the repo's size.
+// three trees per side whatever the repo's size, and in each only the one
+// entry that differs is parsed (gitrepo.DiffTrees).
 func diffTrees(r *gitrepo.Reader, a, b plumbing.Hash, prefix string, out *[]treeChange) error {
 	if a == b {
 		return nil
 	}
-	ea, err := r.Tree(a)
+	ra, err := r.RawTree(a)
 	if err != nil {
 		return err
 	}
-	eb, err := r.Tree(b)
+	rb, err := r.RawTree(b)
 	if err != nil {
 		return err
 	}
-	// Both lists are in git's tree order: merge them.
-	for i, j := 0, 0; i < len(ea) || j < len(eb); {
-		cmp := 0
+	var inner error // from a subtree, already saying which
+	err = gitrepo.DiffTrees(ra, rb, func(x, y *gitrepo.Entry) error {
 		switch {
-		case i == len(ea):
-			cmp = 1
-		case j == len(eb):
-			cmp = -1
+		case y == nil: // only in a: deleted
+			inner = oneSided(r, *x, false, prefix, out)
+		case x == nil: // only in b: added
+			inner = oneSided(r, *y, true, prefix, out)
+		case x.Mode == filemode.Dir && y.Mode == filemode.Dir:
+			inner = diffTrees(r, x.Hash, y.Hash, prefix+y.Name+"/", out)
 		default:
-			cmp = gitrepo.CompareEntries(ea[i], eb[j])
+			*out = append(*out, treeChange{path: prefix + y.Name})
 		}
-		var err error
-		switch {
-		case cmp < 0: // only in a: deleted
-			err = oneSided(r, ea[i], false, prefix, out)
-			i++
-		case cmp > 0: // only in b: added
-			err = oneSided(r, eb[j], true, prefix, out)
-			j++
-		default:
-			if x, y := ea[i], eb[j]; x.Hash != y.Hash || x.Mode != y.Mode {
-				if x.Mode == filemode.Dir && y.Mode == filemode.Dir {
-					err = diffTrees(r, x.Hash, y.Hash, prefix+y.Name+"/", out)
-				} else {
-					*out = append(*out, treeChange{path: prefix + y.Name})
-				}
-			}
-			i, j = i+1, j+1
-		}
-		if err != nil {
-			return err
-		}
+		return inner
+	})
+	if err != nil && err != inner {
+		return runner.Errorf(runner.EvidenceRepoUnavailable, "parsing tree %s or %s: %w", a, b, err)
 	}
-	return nil
+	return err
 }
 
 // oneSided records an entry only one side of a diff has: a file as

@@ -10,24 +10,38 @@ import (
 	"github.com/nova-platform/nova/runner"
 )
 
-// Reader reads a repo's objects, keeping parsed trees: walking a run of
-// commits, a commit's parent trees are parsed once and reused as an older
-// commit's own, and a store re-reads the same few directories for every
-// event. It holds about a thousand trees, so a contract directory survives
-// until a verify reaches the commit before it even when many contracts
-// interleave. go-git's storage is not safe for concurrent use, so neither
-// is a Reader: give each goroutine its own, or hold a lock.
+// Reader reads a repo's objects, keeping trees: walking a run of commits,
+// a commit's parent trees are read once and reused as an older commit's
+// own, and a store re-reads the same few directories for every event.
+// It keeps the trees of the last thousand or two reads, so a contract
+// directory survives until a verify reaches the commit before it even
+// when many contracts interleave. go-git's storage is not safe for
+// concurrent use, so neither is a Reader: give each goroutine its own, or
+// hold a lock.
 type Reader struct {
-	st    storer.EncodedObjectStorer
-	trees map[plumbing.Hash][]Entry
+	st storer.EncodedObjectStorer
+	// trees holds recent trees, older the ones before them: when trees is
+	// full it becomes older, so what was read last is never dropped all
+	// at once (a verify would then read a hundred directories again).
+	trees, older map[plumbing.Hash]*tree
 }
+
+// tree is a tree as stored, parsed when someone asks for its entries.
+type tree struct {
+	raw     []byte
+	entries []Entry
+	parsed  bool
+}
+
+// treesKept bounds each generation of a Reader's trees.
+const treesKept = 1024
 
 // NewReader reads st.
 func NewReader(st storer.EncodedObjectStorer) *Reader {
-	return &Reader{st: st, trees: map[plumbing.Hash][]Entry{}}
+	return &Reader{st: st, trees: map[plumbing.Hash]*tree{}}
 }
 
-// Use switches to st (the same repo, reopened); parsed trees stay valid.
+// Use switches to st (the same repo, reopened); trees read stay valid.
 func (r *Reader) Use(st storer.EncodedObjectStorer) { r.st = st }
 
 // Has reports whether the object h can be read.
@@ -36,22 +50,46 @@ func (r *Reader) Has(h plumbing.Hash) bool { return r.st.HasEncodedObject(h) == 
 // Tree returns the entries of tree h (none for the zero hash). The slice is
 // shared: copy it before changing it.
 func (r *Reader) Tree(h plumbing.Hash) ([]Entry, error) {
+	t, err := r.tree(h)
+	if err != nil || t == nil {
+		return nil, err
+	}
+	if !t.parsed {
+		if t.entries, err = ParseTree(t.raw); err != nil {
+			return nil, runner.Errorf(runner.EvidenceRepoUnavailable, "parsing tree %s: %w", h, err)
+		}
+		t.parsed = true
+	}
+	return t.entries, nil
+}
+
+// RawTree returns tree h as stored, for DiffTrees (none for the zero
+// hash). The slice is shared: do not change it.
+func (r *Reader) RawTree(h plumbing.Hash) ([]byte, error) {
+	t, err := r.tree(h)
+	if err != nil || t == nil {
+		return nil, err
+	}
+	return t.raw, nil
+}
+
+func (r *Reader) tree(h plumbing.Hash) (*tree, error) {
 	if h.IsZero() {
 		return nil, nil
 	}
 	if t, ok := r.trees[h]; ok {
 		return t, nil
 	}
-	b, err := r.read(plumbing.TreeObject, h)
-	if err != nil {
-		return nil, err
+	t, ok := r.older[h]
+	if !ok {
+		b, err := r.read(plumbing.TreeObject, h)
+		if err != nil {
+			return nil, err
+		}
+		t = &tree{raw: b}
 	}
-	t, err := ParseTree(b)
-	if err != nil {
-		return nil, runner.Errorf(runner.EvidenceRepoUnavailable, "parsing tree %s: %w", h, err)
-	}
-	if len(r.trees) > 1024 {
-		clear(r.trees)
+	if len(r.trees) >= treesKept {
+		r.older, r.trees = r.trees, make(map[plumbing.Hash]*tree, treesKept)
 	}
 	r.trees[h] = t
 	return t, nil
