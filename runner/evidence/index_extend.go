@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"os"
+	"runtime"
 	"slices"
 	"strings"
 
@@ -23,7 +24,7 @@ import (
 // twice, no event a commit added missing) are applied to what is new.
 func (ix *Index) extend(ctx context.Context, repo *Repo, opts IndexOptions) (*Index, error) {
 	v := &verifier{opts: opts.Verify, addedBy: map[string]plumbing.Hash{}}
-	readers, closeReaders, err := repo.readers()
+	readers, closeReaders, err := repo.readers(runtime.GOMAXPROCS(0))
 	if err != nil {
 		return nil, err
 	}

@@ -3,7 +3,6 @@ package evidence
 import (
 	"context"
 	"errors"
-	"runtime"
 	"strings"
 
 	"github.com/go-git/go-git/v5"
@@ -107,9 +106,10 @@ func isLocalPath(repo string) bool {
 
 func trimFileScheme(p string) string { return strings.TrimPrefix(p, "file://") }
 
-// readers opens one read handle per core (the repo's own first), so the
-// verifier's workers read in parallel; closeAll releases the extra ones.
-func (r *Repo) readers() (rs []*gitrepo.Reader, closeAll func(), err error) {
+// readers opens n read handles (the repo's own first), so the verifier's
+// workers read in parallel; closeAll releases the extra ones. A repo that
+// cannot be opened again gets one.
+func (r *Repo) readers(n int) (rs []*gitrepo.Reader, closeAll func(), err error) {
 	var closers []func() error
 	closeAll = func() {
 		for _, c := range closers {
@@ -117,7 +117,7 @@ func (r *Repo) readers() (rs []*gitrepo.Reader, closeAll func(), err error) {
 		}
 	}
 	rs = []*gitrepo.Reader{gitrepo.NewReader(r.st)}
-	for i := 1; i < runtime.GOMAXPROCS(0) && r.fork != nil; i++ {
+	for i := 1; i < n && r.fork != nil; i++ {
 		st, closeFn, err := r.fork()
 		if err != nil {
 			closeAll()

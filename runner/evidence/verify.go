@@ -3,6 +3,7 @@ package evidence
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -95,22 +96,19 @@ func runVerify(ctx context.Context, repo *Repo, opts VerifyOptions) (*verifier, 
 	v := &verifier{opts: opts, addedBy: map[string]plumbing.Hash{},
 		chains: map[string][]*eventFile{}, dirTrees: map[string]plumbing.Hash{}}
 	v.report.Head = repo.Head()
-	readers, closeReaders, err := repo.readers()
+	// One handle more than workers: the walk runs beside the files' checks.
+	readers, closeReaders, err := repo.readers(runtime.GOMAXPROCS(0) + 1)
 	if err != nil {
 		return nil, err
 	}
 	defer closeReaders()
 	v.readers = readers
+	if len(readers) > 1 {
+		v.readers, v.walker = readers[:len(readers)-1], readers[len(readers)-1]
+	}
 	witness := opts.Witness
 	if opts.Since == "" {
-		commits, _, err := v.walk(ctx, repo.head, plumbing.ZeroHash)
-		if err != nil {
-			return nil, err
-		}
-		if err := v.checkCommits(ctx, commits); err != nil {
-			return nil, err
-		}
-		if err := v.checkTree(ctx, repo.head); err != nil {
+		if err := v.verifyAll(ctx, repo.head); err != nil {
 			return nil, err
 		}
 	} else {
@@ -139,6 +137,37 @@ func runVerify(ctx context.Context, repo *Repo, opts VerifyOptions) (*verifier, 
 	return v, nil
 }
 
+// verifyAll fills v.report with the checks of the whole history. Walking
+// the history reads one commit after another, each naming the next, so
+// only one goroutine can do it: it runs while the workers check the
+// files at the head, which need nothing from it, and no core waits.
+func (v *verifier) verifyAll(ctx context.Context, head plumbing.Hash) error {
+	var commits []*object.Commit
+	walked := make(chan error, 1)
+	walk := func() {
+		var err error
+		commits, _, err = v.walk(ctx, head, plumbing.ZeroHash)
+		walked <- err
+	}
+	if v.walker != nil {
+		go walk()
+	} else {
+		walk()
+	}
+	treeErr := v.checkTree(ctx, head)
+	if err := <-walked; err != nil {
+		return err
+	}
+	if treeErr != nil {
+		return treeErr
+	}
+	if err := v.checkCommits(ctx, commits); err != nil {
+		return err
+	}
+	v.checkPresent()
+	return nil
+}
+
 // sortFindings orders findings by path, then reason, so a report reads the
 // same whichever worker found what first.
 func sortFindings(findings []Finding) {
@@ -155,6 +184,9 @@ type verifier struct {
 	opts    VerifyOptions
 	report  Report
 	readers []*gitrepo.Reader // one per worker
+	// walker reads the history beside the workers (nil: readers[0]
+	// walks, before they start).
+	walker *gitrepo.Reader
 
 	mu        sync.Mutex // guards report.Findings
 	reachable map[plumbing.Hash]bool
@@ -176,7 +208,11 @@ func (v *verifier) add(f ...Finding) {
 // going past stop (a zero stop walks to the roots); met says whether it
 // came to stop.
 func (v *verifier) walk(ctx context.Context, head, stop plumbing.Hash) (commits []*object.Commit, met bool, err error) {
-	commits, v.reachable, err = walkCommits(ctx, v.readers[0], head, func(h plumbing.Hash) bool { return h == stop })
+	r := v.walker
+	if r == nil {
+		r = v.readers[0]
+	}
+	commits, v.reachable, err = walkCommits(ctx, r, head, func(h plumbing.Hash) bool { return h == stop })
 	if err != nil {
 		return nil, false, err
 	}

@@ -13,8 +13,8 @@ import (
 
 // checkTree checks the files at head: the layout, and every contract's
 // chain as the store reads it, with the files read and their signatures
-// checked by all workers at once; then no event id twice in the repo and
-// no event a commit added missing from the head.
+// checked by all workers at once; then no event id twice in the repo.
+// What the commits added is checkPresent's, once they are checked.
 func (v *verifier) checkTree(ctx context.Context, head plumbing.Hash) error {
 	if head.IsZero() {
 		return nil
@@ -65,19 +65,26 @@ func (v *verifier) checkTree(ctx context.Context, head plumbing.Hash) error {
 		return err
 	}
 	ids := map[string]string{}
-	present := make(map[string]bool, len(all))
 	for _, files := range chains {
 		if len(files) == 0 {
 			continue
 		}
 		_, findings := linkChain(files[0].dir, files)
 		v.add(findings...)
+		v.uniqueIDs(ids, files)
+	}
+	return nil
+}
+
+// checkPresent reports every event a commit added that the head lacks:
+// a later commit deleted it.
+func (v *verifier) checkPresent() {
+	present := map[string]bool{}
+	for _, files := range v.chains {
 		for _, f := range files {
 			present[f.path] = true
 		}
-		v.uniqueIDs(ids, files)
 	}
-	// An event a commit added but the head lacks was deleted later.
 	for p, h := range v.addedBy {
 		dir := strings.Split(p, "/")[1]
 		if v.opts.Contract != "" && dir != contractDir(v.opts.Contract) {
@@ -87,7 +94,6 @@ func (v *verifier) checkTree(ctx context.Context, head plumbing.Hash) error {
 			v.add(Finding{Reason: runner.EvidenceChainBroken, Path: p, Commit: h.String(), Message: "event recorded by this commit is missing at the head"})
 		}
 	}
-	return nil
 }
 
 // uniqueIDs reports every event of files whose id ids already holds (the
