@@ -95,7 +95,7 @@ func (r *Reader) tree(h plumbing.Hash) (*tree, error) {
 	return t, nil
 }
 
-// Blob returns the content of blob h.
+// Blob returns the content of blob h. It may be shared: do not change it.
 func (r *Reader) Blob(h plumbing.Hash) ([]byte, error) { return r.read(plumbing.BlobObject, h) }
 
 // Commit returns commit h.
@@ -137,6 +137,12 @@ func (r *Reader) read(t plumbing.ObjectType, h plumbing.Hash) ([]byte, error) {
 
 func (r *Reader) readOnce(t plumbing.ObjectType, h plumbing.Hash) ([]byte, error) {
 	o, err := r.st.EncodedObject(t, h)
+	if ro, ok := o.(*readObject); ok && err == nil {
+		// Read by the pack store for this call (or kept as a delta base,
+		// which nobody changes): copying it again was most of what a
+		// verify allocated.
+		return ro.data, nil
+	}
 	if err == nil {
 		var rd io.ReadCloser
 		if rd, err = o.Reader(); err == nil {
