@@ -339,6 +339,9 @@ func (v *verifier) checkCommitContent(r *gitrepo.Reader, c *object.Commit, paren
 	if len(c.ParentHashes) > 1 {
 		findings = append(findings, Finding{Reason: runner.EvidenceCommitInvalid, Commit: commit, Message: "merge commit: evidence history must be linear"})
 	}
+	if ok && len(c.ParentHashes) == 1 {
+		expectParent(r, c.TreeHash, parentTree, subj)
+	}
 	var changes []treeChange
 	if err := diffTrees(r, parentTree, c.TreeHash, "", &changes); err != nil {
 		return nil, err

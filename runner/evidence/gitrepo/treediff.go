@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 
+	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 )
 
@@ -150,4 +151,37 @@ func rawSortByte(e rawEntry, i int) int {
 		return '/'
 	}
 	return -1
+}
+
+// FindRaw returns the entry called name in the stored tree b and the
+// offsets it spans.
+func FindRaw(b []byte, name string) (e Entry, start, end int, ok bool) {
+	for i := 0; i < len(b); {
+		re, err := parseEntry(b, i)
+		if err != nil {
+			return Entry{}, 0, 0, false
+		}
+		if string(re.name) == name {
+			return *re.entry(), i, re.end, true
+		}
+		i = re.end
+	}
+	return Entry{}, 0, 0, false
+}
+
+// TreeHash is the hash of a tree stored as b.
+func TreeHash(b []byte) plumbing.Hash { return plumbing.ComputeHash(plumbing.TreeObject, b) }
+
+// KeepTree makes the tree stored as b, which must hash to h, readable
+// from r's cache as if read from the repo. A verify derives the trees a
+// commit's parent must have from the commit's own and checks them by
+// hash, instead of inflating them from the pack.
+func (r *Reader) KeepTree(h plumbing.Hash, b []byte) {
+	if _, ok := r.trees[h]; ok {
+		return
+	}
+	if len(r.trees) >= treesKept {
+		r.older, r.trees = r.trees, make(map[plumbing.Hash]*tree, treesKept)
+	}
+	r.trees[h] = &tree{raw: b}
 }

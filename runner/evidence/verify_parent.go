@@ -1,0 +1,84 @@
+package evidence
+
+import (
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+
+	"github.com/nova-platform/nova/runner/evidence/gitrepo"
+)
+
+// expectParent derives the trees a commit's parent has if the commit added
+// only the event its message names: the contract directory without the
+// event's two files, and each directory above it pointing at that. When
+// the root so derived hashes to the parent's tree, they are the parent's
+// trees, and r keeps them as if it had read them.
+//
+// Verify diffs every commit against its parent, and the parent's trees are
+// new to it (it walks from the head down): inflating them from the pack,
+// the whole contracts/ directory each time, was the largest cost besides
+// the signatures. Deriving them costs a hash of each instead, and
+// diffTrees still compares every byte of both sides. A commit that is not
+// what its message says derives nothing, and diffTrees reads the trees and
+// reports what differs.
+func expectParent(r *gitrepo.Reader, tree, parent plumbing.Hash, subj commitSubject) {
+	if tree.IsZero() || parent.IsZero() {
+		return
+	}
+	// The trees on the event's path, root first, and where each names the next.
+	var raws [3][]byte
+	var at [2][2]int
+	h := tree
+	for i, name := range []string{"", contractsDir, subj.Dir} {
+		if i > 0 {
+			e, start, end, ok := gitrepo.FindRaw(raws[i-1], name)
+			if !ok || e.Mode != filemode.Dir {
+				return
+			}
+			h, at[i-1] = e.Hash, [2]int{start, end}
+		}
+		raw, err := r.RawTree(h)
+		if err != nil {
+			return // diffTrees reads it again and says why
+		}
+		raws[i] = raw
+	}
+	file := eventFileName(subj.Seq, subj.Type, "json")
+	dir, ok := withoutFiles(raws[2], file, sigPath(file))
+	if !ok {
+		return
+	}
+	derived := [3][]byte{2: dir}
+	var hashes [3]plumbing.Hash
+	for i := 2; i >= 0; i-- {
+		if i < 2 {
+			start, end := at[i][0], at[i][1]
+			up := make([]byte, 0, len(raws[i]))
+			up = append(up, raws[i][:start]...)
+			if len(derived[i+1]) > 0 { // else the directory below is gone
+				up = append(up, raws[i][start:end-len(hashes[i+1])]...)
+				up = append(up, hashes[i+1][:]...)
+			}
+			derived[i] = append(up, raws[i][end:]...)
+		}
+		hashes[i] = gitrepo.TreeHash(derived[i])
+	}
+	if hashes[0] != parent {
+		return
+	}
+	for i, t := range derived {
+		r.KeepTree(hashes[i], t)
+	}
+}
+
+// withoutFiles returns the stored tree b without the files called names,
+// and whether b had them all.
+func withoutFiles(b []byte, names ...string) ([]byte, bool) {
+	for _, name := range names {
+		e, start, end, ok := gitrepo.FindRaw(b, name)
+		if !ok || e.Mode == filemode.Dir {
+			return nil, false
+		}
+		b = append(append(make([]byte, 0, len(b)-(end-start)), b[:start]...), b[end:]...)
+	}
+	return b, true
+}

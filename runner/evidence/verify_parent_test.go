@@ -1,0 +1,70 @@
+package evidence
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/go-git/go-git/v5/storage/memory"
+)
+
+// TestExpectParentDerivesTheParentsTrees: for every commit of a healthy
+// repo (a contract's first event and later ones), the trees expectParent
+// keeps are byte for byte the parent's as stored, readable with the
+// repo gone; for a commit whose message names another event it keeps
+// nothing.
+func TestExpectParentDerivesTheParentsTrees(t *testing.T) {
+	repo := newBareRepo(t)
+	s := openStore(t, repo, newKeys(t))
+	emitN(t, s, "c-a", 2)
+	emitN(t, s, "c-b", 1)
+	emitN(t, s, "c-a", 1)
+	r, err := OpenRepo(t.Context(), repo, "", Credentials{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	read := r.NewReader()
+	checked := 0
+	for h := r.head; ; {
+		c, err := read.Commit(h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(c.ParentHashes) == 0 {
+			break
+		}
+		parent, err := read.Commit(c.ParentHashes[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		subj, ok := parseCommitMessage(c.Message)
+		if !ok {
+			t.Fatalf("commit %s: message %q", c.Hash, c.Message)
+		}
+		want, err := read.RawTree(parent.TreeHash)
+		if err != nil {
+			t.Fatal(err)
+		}
+
+		derive := r.NewReader()
+		expectParent(derive, c.TreeHash, parent.TreeHash, subj)
+		derive.Use(memory.NewStorage()) // nothing more can be read
+		if got, err := derive.RawTree(parent.TreeHash); err != nil || !bytes.Equal(got, want) {
+			t.Errorf("commit %s (%s): parent's root not derived (%v)", short(c.Hash), c.Message, err)
+		}
+
+		wrong := subj
+		wrong.Seq++
+		derive = r.NewReader()
+		expectParent(derive, c.TreeHash, parent.TreeHash, wrong)
+		derive.Use(memory.NewStorage())
+		if _, err := derive.RawTree(parent.TreeHash); err == nil {
+			t.Errorf("commit %s: derived its parent from a message naming another event", short(c.Hash))
+		}
+		checked++
+		h = parent.Hash
+	}
+	if checked != 3 {
+		t.Errorf("checked %d commits, want 3", checked)
+	}
+}
