@@ -153,16 +153,22 @@ func rawSortByte(e rawEntry, i int) int {
 	return -1
 }
 
-// FindRaw returns the entry called name in the stored tree b and the
-// offsets it spans.
-func FindRaw(b []byte, name string) (e Entry, start, end int, ok bool) {
-	for i := 0; i < len(b); {
+// FindRaw returns the entry called name in the stored tree b, looking
+// from offset from (an entry's start), and the offsets it spans. Entries
+// are in git's order, so the search stops at the first name past name.
+func FindRaw(b []byte, from int, name string) (e Entry, start, end int, ok bool) {
+	for i := from; i < len(b); {
 		re, err := parseEntry(b, i)
 		if err != nil {
 			return Entry{}, 0, 0, false
 		}
-		if string(re.name) == name {
+		switch c := bytes.Compare(re.name, []byte(name)); {
+		case c == 0:
 			return *re.entry(), i, re.end, true
+		case c > 0:
+			// In git's order a directory sorts as its name and "/": past
+			// name either way.
+			return Entry{}, 0, 0, false
 		}
 		i = re.end
 	}
