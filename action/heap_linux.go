@@ -2,6 +2,7 @@ package main
 
 import (
 	"runtime"
+	"runtime/debug"
 	"syscall"
 	"unsafe"
 )
@@ -23,6 +24,9 @@ const hugeHeapBytes = 32 << 20
 // is never touched), advises it, and frees it; later spans are carved from
 // that same advised region. Any error leaves the heap as it was.
 func preferHugePages() {
+	// The allocation alone would start a collection that cannot free it
+	// yet; the forced one below is the only one needed.
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
 	region := make([]byte, hugeHeapBytes)
 	const huge = 2 << 20
 	start := uintptr(unsafe.Pointer(unsafe.SliceData(region)))
