@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"slices"
 	"time"
@@ -235,7 +236,7 @@ func buildIndex(ctx context.Context, repo *Repo, opts IndexOptions) (*Index, err
 	}
 	slices.SortFunc(ix.commits, compareHash)
 	byDir := map[string]*indexedDir{}
-	for _, name := range sortedKeys(v.dirTrees) {
+	for _, name := range slices.Sorted(maps.Keys(v.dirTrees)) {
 		d := &indexedDir{name: name, tree: v.dirTrees[name]}
 		byDir[name] = d
 		ix.dirs = append(ix.dirs, d)

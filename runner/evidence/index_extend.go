@@ -331,15 +331,6 @@ func splitEventPath(p string) (dir string, seq int64, typ string) {
 
 func compareHash(a, b plumbing.Hash) int { return strings.Compare(string(a[:]), string(b[:])) }
 
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
-}
-
 // errIndexFormat marks a stored index that cannot be read: rebuilt.
 var errIndexFormat = errors.New("not a Nova evidence index")
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math/big"
 	"regexp"
 	"slices"
@@ -73,10 +74,11 @@ func Compile(url string, data []byte) (*Schema, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, name := range sortedKeys(defs) {
+	names := slices.Sorted(maps.Keys(defs))
+	for _, name := range names {
 		c.defs[name] = &Schema{}
 	}
-	for _, name := range sortedKeys(defs) {
+	for _, name := range names {
 		if err := c.fill(c.defs[name], defs[name], "#/$defs/"+escapeToken(name)); err != nil {
 			return nil, err
 		}
@@ -130,7 +132,7 @@ func (c *compiler) defsOf(root map[string]any, at string) (map[string]map[string
 
 // fill compiles the schema object obj, found at at, into s.
 func (c *compiler) fill(s *Schema, obj map[string]any, at string) error {
-	for _, kw := range sortedKeys(obj) {
+	for _, kw := range slices.Sorted(maps.Keys(obj)) {
 		val := obj[kw]
 		here := at + "/" + escapeToken(kw)
 		if annotations[kw] {
@@ -179,7 +181,7 @@ func (c *compiler) keyword(s *Schema, kw string, val any, at string) error {
 		name, _ := val.(string)
 		f, ok := formats[name]
 		if !ok {
-			return c.errorf(at, "format %v is not supported (supported: %s)", val, strings.Join(sortedKeys(formats), ", "))
+			return c.errorf(at, "format %v is not supported (supported: %s)", val, strings.Join(slices.Sorted(maps.Keys(formats)), ", "))
 		}
 		s.format = f
 	case "$ref":
@@ -192,7 +194,7 @@ func (c *compiler) keyword(s *Schema, kw string, val any, at string) error {
 			return c.errorf(at, "properties must be an object")
 		}
 		s.properties = make(map[string]*Schema, len(obj))
-		for _, name := range sortedKeys(obj) {
+		for _, name := range slices.Sorted(maps.Keys(obj)) {
 			if s.properties[name], err = c.sub(obj[name], at+"/"+escapeToken(name)); err != nil {
 				return err
 			}
@@ -260,7 +262,7 @@ func (c *compiler) resolve(val any, at string) (*Schema, error) {
 // refCycles refuses definitions that refer to each other without
 // descending into the value: validating them would never end.
 func (c *compiler) refCycles() error {
-	for _, name := range sortedKeys(c.defs) {
+	for _, name := range slices.Sorted(maps.Keys(c.defs)) {
 		seen := map[*Schema]bool{}
 		for s := c.defs[name]; s != nil; s = s.ref {
 			if seen[s] {
@@ -331,22 +333,13 @@ func exactNumbers(v any) error {
 			}
 		}
 	case map[string]any:
-		for _, k := range sortedKeys(v) {
+		for _, k := range slices.Sorted(maps.Keys(v)) {
 			if err := exactNumbers(v[k]); err != nil {
 				return err
 			}
 		}
 	}
 	return nil
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
 
 func escapeToken(s string) string {

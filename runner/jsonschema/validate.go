@@ -3,8 +3,10 @@ package jsonschema
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"math/big"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -167,7 +169,7 @@ func (vd *validator) object(s *Schema, obj map[string]any, loc []string) error {
 		}
 		vd.add(Required, loc, msg, missing...)
 	}
-	names := sortedKeys(obj)
+	names := slices.Sorted(maps.Keys(obj))
 	var extra []string
 	for _, name := range names {
 		sub, ok := s.properties[name]
@@ -310,7 +312,7 @@ func equal(a, b any, loc []string) (bool, error) {
 		if len(a) != len(b) {
 			return false, nil
 		}
-		for _, k := range sortedKeys(a) {
+		for _, k := range slices.Sorted(maps.Keys(a)) {
 			bv, ok := b[k]
 			if !ok {
 				return false, nil
