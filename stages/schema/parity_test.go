@@ -80,21 +80,13 @@ func TestSchemaParityOverContracts(t *testing.T) {
 	for _, fx := range mutated {
 		docs = append(append(docs, fx), shape.Mutations(fx, shape.Values())...)
 	}
-	valid, invalid := 0, 0
-	for _, doc := range docs {
-		leaves, err := c.Compare(doc)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(leaves) == 0 {
-			valid++
-		} else {
-			invalid++
-		}
+	tally, err := c.CompareAll(docs)
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Logf("%d contracts valid, %d invalid", valid, invalid)
-	if valid == 0 || invalid == 0 {
-		t.Errorf("corpus is one-sided: %d valid, %d invalid", valid, invalid)
+	t.Logf("%d contracts valid, %d invalid", tally.Valid, tally.Invalid)
+	if tally.Valid == 0 || tally.Invalid == 0 {
+		t.Errorf("corpus is one-sided: %d valid, %d invalid", tally.Valid, tally.Invalid)
 	}
 }
 

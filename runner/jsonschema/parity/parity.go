@@ -97,6 +97,33 @@ func (c *Checker) Compare(doc any) ([]Leaf, error) {
 	return got, nil
 }
 
+// Tally is what CompareAll saw: the documents both validators pass, those
+// they both fail, and every kind of violation met.
+type Tally struct {
+	Valid, Invalid int
+	Kinds          map[string]bool
+}
+
+// CompareAll compares every document, stopping at the first disagreement.
+func (c *Checker) CompareAll(docs []any) (Tally, error) {
+	t := Tally{Kinds: map[string]bool{}}
+	for _, doc := range docs {
+		leaves, err := c.Compare(doc)
+		if err != nil {
+			return t, err
+		}
+		if len(leaves) == 0 {
+			t.Valid++
+		} else {
+			t.Invalid++
+		}
+		for _, l := range leaves {
+			t.Kinds[l.Kind] = true
+		}
+	}
+	return t, nil
+}
+
 func novaLeaves(err error) ([]Leaf, error) {
 	if err == nil {
 		return nil, nil
