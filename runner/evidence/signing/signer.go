@@ -10,6 +10,7 @@ import (
 	"crypto"
 	"crypto/ecdsa"
 	"crypto/elliptic"
+	"crypto/rand"
 	"crypto/sha256"
 	"crypto/x509"
 	"encoding/base64"
@@ -20,7 +21,6 @@ import (
 	"strings"
 
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
-	"github.com/sigstore/sigstore/pkg/signature"
 )
 
 // Signer signs events: ECDSA P-256 over SHA-256 of the event's canonical
@@ -28,9 +28,12 @@ import (
 // writes, so `cosign verify-blob --key` accepts the .sig files as they are.
 // Any other message (a DSSE envelope's PAE, an approver claim) is signed
 // the same way, so one key vouches for all of them.
+//
+// The standard library does the signing: sigstore's signature package
+// does the same two calls, and linking it cost every start of Nova the
+// inits of protobuf descriptors and container-image name parsing.
 type Signer struct {
-	sv  signature.SignerVerifier
-	pub *ecdsa.PublicKey
+	priv *ecdsa.PrivateKey
 }
 
 // NewSigner wraps a P-256 private key. Other curves are refused: cosign
@@ -39,11 +42,7 @@ func NewSigner(priv *ecdsa.PrivateKey) (*Signer, error) {
 	if priv == nil || priv.Curve != elliptic.P256() {
 		return nil, errors.New("event signing key must be ECDSA P-256")
 	}
-	sv, err := signature.LoadECDSASignerVerifier(priv, crypto.SHA256)
-	if err != nil {
-		return nil, fmt.Errorf("loading ECDSA signer: %w", err)
-	}
-	return &Signer{sv: sv, pub: &priv.PublicKey}, nil
+	return &Signer{priv: priv}, nil
 }
 
 // Sign returns the .sig file content for msg: base64 of SignDER.
@@ -60,7 +59,8 @@ func (s *Signer) Sign(msg []byte) ([]byte, error) {
 // SignDER returns the raw ASN.1 DER signature over SHA-256 of msg, for
 // formats that encode signatures themselves (DSSE).
 func (s *Signer) SignDER(msg []byte) ([]byte, error) {
-	der, err := s.sv.SignMessage(bytes.NewReader(msg))
+	digest := sha256.Sum256(msg)
+	der, err := ecdsa.SignASN1(rand.Reader, s.priv, digest[:])
 	if err != nil {
 		return nil, fmt.Errorf("signing: %w", err)
 	}
@@ -68,17 +68,17 @@ func (s *Signer) SignDER(msg []byte) ([]byte, error) {
 }
 
 // PublicKey is the key a verifier needs.
-func (s *Signer) PublicKey() crypto.PublicKey { return s.pub }
+func (s *Signer) PublicKey() crypto.PublicKey { return &s.priv.PublicKey }
 
 // PublicKeyPEM is the public key as cosign writes cosign.pub.
 func (s *Signer) PublicKeyPEM() ([]byte, error) {
-	return cryptoutils.MarshalPublicKeyToPEM(s.pub)
+	return cryptoutils.MarshalPublicKeyToPEM(&s.priv.PublicKey)
 }
 
 // KeySet verifies event signatures against one or more allowed public keys
 // (a key rotation leaves old events signed by the old key).
 type KeySet struct {
-	verifiers []signature.Verifier
+	keys []*ecdsa.PublicKey
 	// der holds each key's PKIX encoding, for Fingerprint.
 	der [][]byte
 }
@@ -95,15 +95,14 @@ func NewKeySet(keys ...crypto.PublicKey) (*KeySet, error) {
 		if !ok {
 			return nil, fmt.Errorf("event public key %d is %T, want ECDSA P-256", i+1, k)
 		}
-		v, err := signature.LoadECDSAVerifier(pub, crypto.SHA256)
-		if err != nil {
-			return nil, fmt.Errorf("loading event public key %d: %w", i+1, err)
+		if pub == nil || pub.Curve != elliptic.P256() {
+			return nil, fmt.Errorf("event public key %d is not on P-256", i+1)
 		}
 		der, err := x509.MarshalPKIXPublicKey(pub)
 		if err != nil {
 			return nil, fmt.Errorf("encoding event public key %d: %w", i+1, err)
 		}
-		ks.verifiers = append(ks.verifiers, v)
+		ks.keys = append(ks.keys, pub)
 		ks.der = append(ks.der, der)
 	}
 	return ks, nil
@@ -141,8 +140,9 @@ func (k *KeySet) Verify(msg, sigFile []byte) error {
 	if b, err := base64.StdEncoding.DecodeString(string(bytes.TrimSpace(sigFile))); err == nil {
 		der = b
 	}
-	for _, v := range k.verifiers {
-		if v.VerifySignature(bytes.NewReader(der), bytes.NewReader(msg)) == nil {
+	digest := sha256.Sum256(msg)
+	for _, pub := range k.keys {
+		if ecdsa.VerifyASN1(pub, digest[:], der) {
 			return nil
 		}
 	}
