@@ -9,7 +9,7 @@ import (
 	"io/fs"
 	"path"
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/nova-platform/nova/runner"
 )

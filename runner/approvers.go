@@ -9,7 +9,7 @@ import (
 	"sort"
 	"sync"
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 )
 
 // ApproversFile is where a consumer repository declares who may approve.

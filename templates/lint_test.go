@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/rhysd/actionlint"
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 )
 
 var update = flag.Bool("update", false, "rewrite generated workflows in workflows-src")

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"sync"
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/nova-platform/nova/runner"
 	"github.com/nova-platform/nova/runner/checkout"

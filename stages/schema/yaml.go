@@ -13,7 +13,7 @@ import (
 	"sync"
 	"unicode/utf8"
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/nova-platform/nova/runner"
 )
