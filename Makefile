@@ -11,8 +11,9 @@ export PATH := $(TOOLS_BIN):$(PATH)
 
 .PHONY: build demo test check vet fmt bench docs workflows tools image clean
 
+## build: static, as the image's binary is built (.ci/image-context.sh).
 build:
-	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./action
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./action
 
 ## demo: the main job on the embedded default: validate, plan and apply
 ## examples/hello in dev with real Terraform and local state.

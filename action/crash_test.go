@@ -52,10 +52,7 @@ func novaBinary(t testing.TB) string {
 			return
 		}
 		novaBin = filepath.Join(dir, "nova")
-		out, err := exec.Command("go", "build", "-o", novaBin, ".").CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
+		buildErr = goBuild("-o", novaBin, ".")
 	})
 	if buildErr != nil {
 		t.Fatal(buildErr)
@@ -435,4 +432,18 @@ func gitCommit(t *testing.T, dir string) {
 	if _, err := wt.Commit("contract", &git.CommitOptions{Author: &object.Signature{Name: "consumer", Email: "consumer@example.com"}}); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// goBuild builds as .ci/image-context.sh builds the shipped binary: static
+// (no cgo) and -trimpath, so tests and benchmarks run the program users
+// run. A cgo build on a machine with gcc is dynamically linked, and its
+// start-up (the loader, glibc's init, threads made through pthreads) is
+// not what the image pays.
+func goBuild(args ...string) error {
+	cmd := exec.Command("go", append([]string{"build", "-trimpath"}, args...)...)
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("go build: %v\n%s", err, out)
+	}
+	return nil
 }
