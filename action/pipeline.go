@@ -383,7 +383,7 @@ func commitVerifier(cfg Config) (local.CommitVerifier, error) {
 
 func loadRegistry(dir string) (*registry.Registry, error) {
 	if dir == "" {
-		return registry.Load(registry.Embedded())
+		return registry.LoadEmbedded()
 	}
 	if _, err := os.Stat(dir); err != nil {
 		return nil, runner.Errorf(runner.ConfigInvalid, "--registry: %w", err)

@@ -53,7 +53,7 @@ type instanceFile struct {
 	Children []string       `yaml:"children"`
 }
 
-func loadModule(fsys fs.FS, dir string) (*Module, error) {
+func loadModule(fsys fs.FS, dir string, checkTF bool) (*Module, error) {
 	file := path.Join(dir, "module.yaml")
 	var mf moduleFile
 	doc, err := decodeStrict(fsys, file, &mf)
@@ -105,8 +105,10 @@ func loadModule(fsys fs.FS, dir string) (*Module, error) {
 			}
 		}
 	}
-	if err := checkTerraform(fsys, m); err != nil {
-		return nil, err
+	if checkTF {
+		if err := checkTerraform(fsys, m); err != nil {
+			return nil, err
+		}
 	}
 	return m, nil
 }

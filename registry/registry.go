@@ -147,6 +147,20 @@ type Wire struct {
 // rejected whole, since a half-loaded registry would resolve contracts
 // against interfaces its modules do not have.
 func Load(fsys fs.FS) (*Registry, error) {
+	return load(fsys, true)
+}
+
+// LoadEmbedded loads the registry built into the binary. Its modules'
+// Terraform is not parsed again to compare it with module.yaml: that
+// comparison was made on the same bytes before they were built in
+// (TestEmbeddedRegistryAgreesWithItsTerraform runs Load on them), and
+// parsing every module's HCL was the larger part of loading the registry
+// on every run. Everything else Load checks is still checked.
+func LoadEmbedded() (*Registry, error) {
+	return load(embedded, false)
+}
+
+func load(fsys fs.FS, checkTF bool) (*Registry, error) {
 	r := &Registry{fsys: fsys, modules: map[string]*Module{}, stacks: map[string]*Stack{}}
 	moduleDirs, err := fs.ReadDir(fsys, "modules")
 	if err != nil && !isNotExist(err) {
@@ -156,7 +170,7 @@ func Load(fsys fs.FS) (*Registry, error) {
 		if !d.IsDir() {
 			continue
 		}
-		m, err := loadModule(fsys, path.Join("modules", d.Name()))
+		m, err := loadModule(fsys, path.Join("modules", d.Name()), checkTF)
 		if err != nil {
 			return nil, err
 		}

@@ -2,6 +2,7 @@ package registry
 
 import (
 	"encoding/json"
+	"reflect"
 	"slices"
 	"testing"
 
@@ -21,6 +22,26 @@ func TestEmbeddedRegistryLoads(t *testing.T) {
 		if _, findings := reg.Resolve(c); len(findings) > 0 {
 			t.Errorf("stack %s does not resolve with its sample inputs: %+v", s.Name, findings)
 		}
+	}
+}
+
+// LoadEmbedded skips parsing the modules' Terraform on the strength of
+// this test: the embedded registry passes Load's comparison of module.yaml
+// with its Terraform, and LoadEmbedded gives exactly what Load gives.
+func TestEmbeddedRegistryAgreesWithItsTerraform(t *testing.T) {
+	full, err := Load(Embedded())
+	if err != nil {
+		t.Fatalf("the embedded registry fails Load: %v", err)
+	}
+	trusted, err := LoadEmbedded()
+	if err != nil {
+		t.Fatalf("LoadEmbedded: %v", err)
+	}
+	if len(full.modules) == 0 || len(full.stacks) == 0 {
+		t.Fatalf("the embedded registry has %d modules and %d stacks", len(full.modules), len(full.stacks))
+	}
+	if !reflect.DeepEqual(full, trusted) {
+		t.Fatal("LoadEmbedded loads another registry than Load(Embedded())")
 	}
 }
 
