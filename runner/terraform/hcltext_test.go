@@ -282,41 +282,40 @@ func TestNumbersMatchHCLWrite(t *testing.T) {
 	}
 }
 
-// TestNovaDoesNotLinkHCLWrite: no package of nova imports hclwrite or
+// TestNovaDoesNotLinkHCLWrite: the nova binary links neither hclwrite nor
 // go-cmp, whose init compiles regular expressions on every start of nova,
-// `nova version` included; hcltext.go exists so that RenderRoot need not.
-//
-// Both are still linked, through one path outside nova:
-// registry → terraform-config-inspect/tfconfig → hcl/v2/gohcl → hclwrite
-// → go-cmp. Those two importers are the only ones allowed; the day the
-// registry stops using tfconfig, the allowance goes and the binary links
-// neither.
+// `nova version` included; hcltext.go exists so that RenderRoot need not
+// import hclwrite, and registry/tfvars.go so that the registry need not
+// import terraform-config-inspect's tfconfig, which reached both through
+// hcl/v2/gohcl (and linked the HCL v1 parser besides). None of those
+// packages may be in the action's dependencies, by any route.
 func TestNovaDoesNotLinkHCLWrite(t *testing.T) {
-	const hclwritePkg, cmpPkg = "github.com/hashicorp/hcl/v2/hclwrite", "github.com/google/go-cmp/cmp"
-	allowed := map[string]bool{
-		"github.com/hashicorp/hcl/v2/gohcl": true, // imports hclwrite
-		hclwritePkg:                         true, // imports go-cmp
+	forbidden := []string{
+		"github.com/hashicorp/hcl/v2/hclwrite",
+		"github.com/hashicorp/hcl/v2/gohcl",
+		"github.com/google/go-cmp/cmp",
+		"github.com/hashicorp/terraform-config-inspect/tfconfig",
+		"github.com/hashicorp/hcl", // HCL v1, tfconfig's fallback parser
 	}
-	out, err := exec.CommandContext(t.Context(), "go", "list", "-deps",
-		"-f", "{{.ImportPath}}{{range .Imports}} {{.}}{{end}}", "github.com/nova-platform/nova/action").Output()
+	out, err := exec.CommandContext(t.Context(), "go", "list", "-deps", "github.com/nova-platform/nova/action").Output()
 	if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
 		t.Fatalf("go list: %v\n%s", err, ee.Stderr)
 	} else if err != nil {
 		t.Fatalf("go list: %v", err)
 	}
-	sawRender := false
+	deps := map[string]bool{}
 	for line := range strings.Lines(string(out)) {
-		pkg, imports, _ := strings.Cut(strings.TrimSpace(line), " ")
-		sawRender = sawRender || pkg == "github.com/nova-platform/nova/runner/terraform"
-		for _, imp := range strings.Fields(imports) {
-			// go-cmp's internal packages can only be reached through cmp.
-			if (imp == hclwritePkg || imp == cmpPkg) && !allowed[pkg] {
-				t.Errorf("the nova binary links %s through %s", imp, pkg)
-			}
+		deps[strings.TrimSpace(line)] = true
+	}
+	// A listing without the renderer and the registry is not the binary's.
+	for _, pkg := range []string{"github.com/nova-platform/nova/runner/terraform", "github.com/nova-platform/nova/registry"} {
+		if !deps[pkg] {
+			t.Fatalf("go list -deps of the action does not list %s:\n%s", pkg, out)
 		}
 	}
-	// A listing without the renderer is not the binary's.
-	if !sawRender {
-		t.Fatalf("go list -deps of the action does not list runner/terraform:\n%s", out)
+	for _, pkg := range forbidden {
+		if deps[pkg] {
+			t.Errorf("the nova binary links %s", pkg)
+		}
 	}
 }
