@@ -111,7 +111,7 @@ var typeForms = []string{
 	"object({ a = string, b = optional(number, 3) })",
 	"object({\n    name = string\n    tags = optional(map(string), {})\n    nested = optional(object({ x = list(any) }))\n  })",
 	"tuple([string, number, bool])",
-	"(string)",
+	"(string)", `"list(string)"`, "list( # a comment\n    string\n  )", "map(string) # trailing comment",
 }
 
 // defaultForms are defaults of every JSON kind and several spellings.
