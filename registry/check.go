@@ -5,8 +5,6 @@ import (
 	"io/fs"
 	"path"
 
-	"github.com/hashicorp/terraform-config-inspect/tfconfig"
-
 	"github.com/nova-platform/nova/runner"
 )
 
@@ -17,9 +15,9 @@ func checkTerraform(fsys fs.FS, m *Module) error {
 	if _, err := fs.Stat(fsys, dir); err != nil {
 		return runner.Errorf(runner.RegistryModuleMismatch, "module %s: no terraform/ directory: %w", m.Name, err)
 	}
-	tm, diags := tfconfig.LoadModuleFromFilesystem(tfconfig.WrapFS(fsys), dir)
-	if diags.HasErrors() {
-		return runner.Errorf(runner.RegistryTerraformBroken, "module %s: %w", m.Name, diags.Err())
+	tm, err := readTerraformInterface(fsys, dir)
+	if err != nil {
+		return runner.Errorf(runner.RegistryTerraformBroken, "module %s: %w", m.Name, err)
 	}
 	mismatch := func(format string, a ...any) error {
 		return runner.Errorf(runner.RegistryModuleMismatch, "module %s: "+format, append([]any{m.Name}, a...)...)

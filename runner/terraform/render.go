@@ -13,11 +13,11 @@ import (
 	"regexp"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
-	"github.com/hashicorp/hcl/v2/hclwrite"
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/nova-platform/nova/registry"
@@ -40,25 +40,31 @@ type rootData struct {
 	Outputs             []outputData
 }
 
+// The Pad fields are the spaces hclwrite.Format would put between an
+// attribute's name and its = to line it up with its neighbours: the
+// template writes the file already formatted.
 type moduleData struct {
-	Label  string
-	Source string
-	Args   []argData
+	Label     string
+	Source    string
+	SourcePad string
+	Args      []argData
 }
 
-type argData struct{ Name, Expr string }
+type argData struct{ Name, Pad, Expr string }
 
 type outputData struct {
 	Label     string
+	Pad       string
 	Expr      string
 	Sensitive bool
 }
 
 // RenderRoot renders the root module of a target stack. Every value is
-// emitted as an HCL literal through hclwrite, which escapes quotes,
-// newlines, ${ and %{; names must be identifiers. No contract string can
-// therefore add a block, an attribute or an interpolation to the output.
-// backendType may be empty for Terraform's implicit local backend.
+// emitted as an HCL literal that escapes quotes, newlines, ${ and %{ as
+// hclwrite would, and laid out as hclwrite.Format would (hcltext.go);
+// names must be identifiers. No contract string can therefore add a
+// block, an attribute or an interpolation to the output. backendType may
+// be empty for Terraform's implicit local backend.
 func RenderRoot(t *runner.TargetStack, backendType string) ([]byte, error) {
 	d := rootData{Stack: t.Stack, StackVersion: t.StackVersion}
 	if !identifier().MatchString(t.Stack) || !identifier().MatchString(sanitizeVersion(t.StackVersion)) {
@@ -68,15 +74,18 @@ func RenderRoot(t *runner.TargetStack, backendType string) ([]byte, error) {
 		if !identifier().MatchString(backendType) {
 			return nil, runner.Errorf(runner.BackendConfigInvalid, "backend type %q is not a name", backendType)
 		}
-		d.Backend = literal(cty.StringVal(backendType))
+		d.Backend = quoteHCL(backendType)
 	}
 	for _, inst := range t.Instances {
 		if !identifier().MatchString(inst.Name) {
 			return nil, runner.Errorf(runner.RenderFailed, "instance name %q is not an identifier", inst.Name)
 		}
 		m := moduleData{
-			Label:  literal(cty.StringVal(inst.Name)),
-			Source: literal(cty.StringVal("./" + ModuleDir(inst.Module, inst.Version))),
+			Label: quoteHCL(inst.Name),
+			// cty.StringVal normalises to NFC, as the path always was
+			// when it went through cty to hclwrite: the bytes stay the
+			// same.
+			Source: quoteHCL(cty.StringVal("./" + ModuleDir(inst.Module, inst.Version)).AsString()),
 		}
 		for _, name := range slices.Sorted(maps.Keys(inst.Inputs)) {
 			if !identifier().MatchString(name) || registry.IsReservedInput(name) {
@@ -86,37 +95,48 @@ func RenderRoot(t *runner.TargetStack, backendType string) ([]byte, error) {
 			if err != nil {
 				return nil, runner.Errorf(runner.RenderFailed, "instance %s input %s: %w", inst.Name, name, err)
 			}
-			m.Args = append(m.Args, argData{Name: name, Expr: literal(v)})
+			m.Args = append(m.Args, argData{Name: name, Expr: indentLines(exprLines(v), 1)})
 		}
 		for _, name := range slices.Sorted(maps.Keys(inst.Wires)) {
 			ref := inst.Wires[name]
 			if !identifier().MatchString(name) || registry.IsReservedInput(name) || !identifier().MatchString(ref.Instance) || !identifier().MatchString(ref.Output) {
 				return nil, runner.Errorf(runner.RenderFailed, "wire %s.%s ← %s.%s is not made of identifiers", inst.Name, name, ref.Instance, ref.Output)
 			}
-			m.Args = append(m.Args, argData{Name: name, Expr: string(hclwrite.TokensForTraversal(hcl.Traversal{
-				hcl.TraverseRoot{Name: "module"}, hcl.TraverseAttr{Name: ref.Instance}, hcl.TraverseAttr{Name: ref.Output},
-			}).Bytes())})
+			m.Args = append(m.Args, argData{Name: name, Expr: moduleRef(ref.Instance, ref.Output)})
 		}
 		sort.Slice(m.Args, func(i, j int) bool { return m.Args[i].Name < m.Args[j].Name })
+		// source is the first attribute of the block, and aligned with
+		// the arguments that follow it.
+		widths := []int{len("source")}
+		for _, a := range m.Args {
+			widths = append(widths, len(a.Name))
+		}
+		pads := alignment(widths, func(i int) bool { return i > 0 && strings.Contains(m.Args[i-1].Expr, "\n") })
+		m.SourcePad = pads[0]
+		for i := range m.Args {
+			m.Args[i].Pad = pads[i+1]
+		}
 		d.Modules = append(d.Modules, m)
 		for _, out := range inst.Outputs {
 			if !identifier().MatchString(out) {
 				return nil, runner.Errorf(runner.RenderFailed, "output name %q of %s is not an identifier", out, inst.Name)
 			}
-			d.Outputs = append(d.Outputs, outputData{
-				Label: literal(cty.StringVal(OutputName(inst.Name, out))),
-				Expr: string(hclwrite.TokensForTraversal(hcl.Traversal{
-					hcl.TraverseRoot{Name: "module"}, hcl.TraverseAttr{Name: inst.Name}, hcl.TraverseAttr{Name: out},
-				}).Bytes()),
+			o := outputData{
+				Label:     quoteHCL(OutputName(inst.Name, out)),
+				Expr:      moduleRef(inst.Name, out),
 				Sensitive: slices.Contains(inst.SensitiveOutputs, out),
-			})
+			}
+			if o.Sensitive {
+				o.Pad = alignment([]int{len("value"), len("sensitive")}, func(int) bool { return false })[0]
+			}
+			d.Outputs = append(d.Outputs, o)
 		}
 	}
 	var buf bytes.Buffer
 	if err := templates.TerraformRoot().Execute(&buf, d); err != nil {
 		return nil, runner.Errorf(runner.RenderFailed, "rendering root module: %w", err)
 	}
-	out := hclwrite.Format(buf.Bytes())
+	out := buf.Bytes()
 	// Defence in depth: the rendered file must parse, or Terraform would
 	// fail later with a message about a file the user never wrote.
 	if _, diags := hclsyntax.ParseConfig(out, "main.tf", hcl.InitialPos); diags.HasErrors() {
@@ -127,8 +147,6 @@ func RenderRoot(t *runner.TargetStack, backendType string) ([]byte, error) {
 
 // OutputName is the root output that re-exports an instance's output.
 func OutputName(instance, output string) string { return instance + "__" + output }
-
-func literal(v cty.Value) string { return string(hclwrite.TokensForValue(v).Bytes()) }
 
 // ctyValue converts a JSON-shaped value into cty. Lists become tuples and
 // maps objects: Terraform converts them to the variable's declared type,

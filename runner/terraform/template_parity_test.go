@@ -22,11 +22,13 @@ func TestRootRendersAsTextTemplate(t *testing.T) {
 		"bare":    {Stack: "web", StackVersion: "1.0.0"},
 		"backend": {Stack: "web", StackVersion: "1.0.0", Backend: `"s3"`},
 		"modules": {Stack: "web", StackVersion: "1.2.3", Modules: []moduleData{
-			mod("a"), mod("b", argData{"name", `"x"`}, argData{"tags", `{ a = "<b>&'c'" }`}),
+			mod("a"), mod("b", argData{Name: "name", Pad: " ", Expr: `"x"`}, argData{Name: "tags", Expr: `{ a = "<b>&'c'" }`}),
 		}},
 		"outputs": {Stack: "web", StackVersion: "1.2.3", Outputs: []outputData{out("a", false), out("b", true), out("c", false)}},
+		"padded": {Stack: "web", StackVersion: "1.2.3", Modules: []moduleData{{Label: `"p"`, Source: `"./p"`, SourcePad: "  ", Args: []argData{{Name: "a", Pad: "       ", Expr: "1"}}}},
+			Outputs: []outputData{{Label: `"o"`, Pad: "    ", Expr: "module.p.o", Sensitive: true}}},
 		"all": {Stack: "db", StackVersion: "2.0.0-rc.1", Backend: `"gcs"`,
-			Modules: []moduleData{mod("a", argData{"n", "1"}), mod("c", argData{"w", "module.a.id"})},
+			Modules: []moduleData{mod("a", argData{Name: "n", Expr: "1"}), mod("c", argData{Name: "w", Expr: "module.a.id"})},
 			Outputs: []outputData{out("a", true)}},
 	} {
 		var want, got bytes.Buffer
