@@ -30,20 +30,22 @@ type hclLine struct {
 // through cty rather than the JSON-shaped value keeps what cty does to it:
 // strings and object keys NFC-normalised, keys in cty's order, numbers as
 // the big.Float cty parsed them into.
-func exprLines(v cty.Value) []hclLine {
+func exprLines(v cty.Value) ([]hclLine, error) {
 	ty := v.Type()
 	switch {
 	case v.IsNull():
-		return []hclLine{{text: "null"}}
+		return []hclLine{{text: "null"}}, nil
+	case !v.IsKnown():
+		return nil, fmt.Errorf("no HCL literal for an unknown value")
 	case ty == cty.Bool:
 		if v.True() {
-			return []hclLine{{text: "true"}}
+			return []hclLine{{text: "true"}}, nil
 		}
-		return []hclLine{{text: "false"}}
+		return []hclLine{{text: "false"}}, nil
 	case ty == cty.Number:
-		return []hclLine{{text: v.AsBigFloat().Text('f', -1)}}
+		return []hclLine{{text: v.AsBigFloat().Text('f', -1)}}, nil
 	case ty == cty.String:
-		return []hclLine{{text: quoteHCL(v.AsString())}}
+		return []hclLine{{text: quoteHCL(v.AsString())}}, nil
 	case ty.IsTupleType() || ty.IsListType() || ty.IsSetType():
 		// Elements follow each other on one line; only an object inside
 		// breaks it, and the text after that object's closing brace
@@ -56,12 +58,16 @@ func exprLines(v cty.Value) []hclLine {
 				lines[len(lines)-1].text += ", "
 			}
 			first = false
-			lines = joinLines(lines, exprLines(elem))
+			more, err := exprLines(elem)
+			if err != nil {
+				return nil, err
+			}
+			lines = joinLines(lines, more)
 		}
-		return joinLines(lines, []hclLine{{text: "]", open: -1}})
+		return joinLines(lines, []hclLine{{text: "]", open: -1}}), nil
 	case ty.IsObjectType() || ty.IsMapType():
 		if v.LengthInt() == 0 {
-			return []hclLine{{text: "{}"}}
+			return []hclLine{{text: "{}"}}, nil
 		}
 		var keys []string
 		var widths []int
@@ -74,7 +80,11 @@ func exprLines(v cty.Value) []hclLine {
 			}
 			keys = append(keys, key)
 			widths = append(widths, columns(key))
-			values = append(values, exprLines(elem))
+			lines, err := exprLines(elem)
+			if err != nil {
+				return nil, err
+			}
+			values = append(values, lines)
 		}
 		pads := alignment(widths, func(i int) bool { return len(values[i]) > 1 })
 		lines := []hclLine{{text: "{", open: 1}}
@@ -82,10 +92,11 @@ func exprLines(v cty.Value) []hclLine {
 			lines = append(lines, hclLine{text: key + pads[i] + " = " + values[i][0].text, open: values[i][0].open})
 			lines = append(lines, values[i][1:]...)
 		}
-		return append(lines, hclLine{text: "}", open: -1})
+		return append(lines, hclLine{text: "}", open: -1}), nil
 	}
-	// ctyValue makes no other kind of value.
-	panic(fmt.Sprintf("terraform: no HCL literal for %#v", v))
+	// ctyValue makes no other kind of value; an error rather than a guess
+	// if that ever changes.
+	return nil, fmt.Errorf("no HCL literal for a value of type %s", ty.FriendlyName())
 }
 
 // joinLines continues the last line of lines with the first of more.

@@ -276,7 +276,11 @@ func TestNumbersMatchHCLWrite(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got, want := indentLines(exprLines(v), 1), string(hclwrite.TokensForValue(v).Bytes()); got != want {
+		lines, err := exprLines(v)
+		if err != nil {
+			t.Fatalf("%s: %v", v.GoString(), err)
+		}
+		if got, want := indentLines(lines, 1), string(hclwrite.TokensForValue(v).Bytes()); got != want {
 			t.Errorf("%s is written %s, hclwrite writes %s", n, got, want)
 		}
 	}
@@ -316,6 +320,20 @@ func TestNovaDoesNotLinkHCLWrite(t *testing.T) {
 	for _, pkg := range forbidden {
 		if deps[pkg] {
 			t.Errorf("the nova binary links %s", pkg)
+		}
+	}
+}
+
+// TestExprLinesRefusesWhatItCannotWrite: a value ctyValue never makes is an
+// error, not a guess and not a crash.
+func TestExprLinesRefusesWhatItCannotWrite(t *testing.T) {
+	for _, v := range []cty.Value{
+		cty.UnknownVal(cty.String),
+		cty.ObjectVal(map[string]cty.Value{"a": cty.DynamicVal}),
+		cty.TupleVal([]cty.Value{cty.True, cty.UnknownVal(cty.Number)}),
+	} {
+		if lines, err := exprLines(v); err == nil {
+			t.Errorf("%s was written as %v", v.GoString(), lines)
 		}
 	}
 }

@@ -95,7 +95,11 @@ func RenderRoot(t *runner.TargetStack, backendType string) ([]byte, error) {
 			if err != nil {
 				return nil, runner.Errorf(runner.RenderFailed, "instance %s input %s: %w", inst.Name, name, err)
 			}
-			m.Args = append(m.Args, argData{Name: name, Expr: indentLines(exprLines(v), 1)})
+			lines, err := exprLines(v)
+			if err != nil {
+				return nil, runner.Errorf(runner.RenderFailed, "instance %s input %s: %w", inst.Name, name, err)
+			}
+			m.Args = append(m.Args, argData{Name: name, Expr: indentLines(lines, 1)})
 		}
 		for _, name := range slices.Sorted(maps.Keys(inst.Wires)) {
 			ref := inst.Wires[name]
