@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -27,11 +28,30 @@ func Canonical(v any) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := canonicalizer{in: first, out: make([]byte, 0, len(first))}
+	c := canonicalizers.Get().(*canonicalizer)
+	defer c.release()
+	c.in, c.pos, c.out = first, 0, make([]byte, 0, len(first))
 	if err := c.document(); err != nil {
 		return nil, fmt.Errorf("re-reading JSON: %w", err)
 	}
 	return c.out, nil
+}
+
+// canonicalizers keeps the scratch space of finished calls: a run
+// canonicalizes every event, and the member lists and buffers are the same
+// size call after call.
+var canonicalizers = sync.Pool{New: func() any { return new(canonicalizer) }}
+
+// maxPooledScratch bounds what a pooled canonicalizer keeps, so that one
+// huge plan does not pin its buffers for the rest of the process.
+const maxPooledScratch = 1 << 20
+
+func (c *canonicalizer) release() {
+	if cap(c.keys) > maxPooledScratch || cap(c.str) > maxPooledScratch || cap(c.sorted) > maxPooledScratch || cap(c.members) > maxPooledScratch/32 {
+		return
+	}
+	*c = canonicalizer{members: c.members[:0], keys: c.keys[:0], str: c.str[:0], sorted: c.sorted[:0]}
+	canonicalizers.Put(c)
 }
 
 // Digest is the lowercase hex sha256 of v's canonical serialization.
@@ -80,6 +100,8 @@ type canonicalizer struct {
 	keys []byte
 	// str is scratch for decoding a string value that must be re-encoded.
 	str []byte
+	// sorted is scratch for an object's members rewritten in order.
+	sorted []byte
 }
 
 // member is one object member already written to out: its `"key":value`
@@ -230,11 +252,11 @@ func (c *canonicalizer) object(depth int) error {
 			c.out = append(c.out, ',')
 		}
 		m := member{outStart: len(c.out)}
-		tok, plain, err := c.scanString()
+		tok, canonical, escaped, err := c.scanString()
 		if err != nil {
 			return err
 		}
-		if plain {
+		if canonical && !escaped {
 			m.keyStart, m.keyEnd = c.pos-len(tok)+1, c.pos-1
 			c.out = append(c.out, tok...)
 		} else {
@@ -294,31 +316,30 @@ func (c *canonicalizer) sortMembers(objStart int, ms []member) {
 		}
 		return cmp.Compare(a.outStart, b.outStart)
 	})
-	sortedStart := len(c.out)
-	c.out = append(c.out, '{')
-	first := true
+	c.sorted = append(c.sorted[:0], '{')
 	for i, m := range ms {
 		if i+1 < len(ms) && bytes.Equal(c.key(m), c.key(ms[i+1])) {
 			continue
 		}
-		if !first {
-			c.out = append(c.out, ',')
+		if len(c.sorted) > 1 {
+			c.sorted = append(c.sorted, ',')
 		}
-		first = false
-		c.out = append(c.out, c.out[m.outStart:m.outEnd]...)
+		c.sorted = append(c.sorted, c.out[m.outStart:m.outEnd]...)
 	}
-	n := copy(c.out[objStart:], c.out[sortedStart:])
+	// The rewrite is never longer than what it replaces: the same members,
+	// less any duplicates.
+	n := copy(c.out[objStart:], c.sorted)
 	c.out = c.out[:objStart+n]
 }
 
 // stringValue writes the string at pos as encoding/json would write the Go
 // string it decodes to.
 func (c *canonicalizer) stringValue() error {
-	tok, plain, err := c.scanString()
+	tok, canonical, _, err := c.scanString()
 	if err != nil {
 		return err
 	}
-	if plain {
+	if canonical {
 		c.out = append(c.out, tok...)
 		return nil
 	}
@@ -330,12 +351,16 @@ func (c *canonicalizer) stringValue() error {
 }
 
 // scanString returns the string token at pos, quotes included, and moves
-// past it. plain reports that decoding and re-encoding would give the token
-// back unchanged: no escapes, no control bytes, valid UTF-8 and no U+2028
-// or U+2029 (which the encoder escapes).
-func (c *canonicalizer) scanString() (tok []byte, plain bool, err error) {
+// past it. canonical reports that decoding and re-encoding would give the
+// token back unchanged: every escape is one the encoder itself writes (the
+// short ones, \u00XX in lowercase for other control bytes, \u2028 and
+// \u2029), there are no raw control bytes, and the rest is valid UTF-8
+// without a raw U+2028 or U+2029. Strings already canonicalized once, as
+// in event data, take this path. escaped reports any backslash, so that a
+// key's token is also its decoded form only when canonical && !escaped.
+func (c *canonicalizer) scanString() (tok []byte, canonical, escaped bool, err error) {
 	start := c.pos
-	plain = true
+	canonical = true
 	nonASCII := false
 	i := start + 1
 	for ; i < len(c.in); i++ {
@@ -345,24 +370,68 @@ func (c *canonicalizer) scanString() (tok []byte, plain bool, err error) {
 		}
 		switch {
 		case b == '\\':
-			plain = false
+			escaped = true
+			if i+1 >= len(c.in) {
+				return nil, false, false, errMalformed
+			}
 			i++
+			switch c.in[i] {
+			case '"', '\\', 'b', 'f', 'n', 'r', 't':
+			case 'u':
+				if !encoderEscape(c.in[i+1:]) {
+					canonical = false
+				}
+			default:
+				canonical = false
+			}
 		case b < 0x20:
-			plain = false
+			canonical = false
 		case b >= utf8.RuneSelf:
 			nonASCII = true
 		}
 	}
 	if i >= len(c.in) {
-		return nil, false, errMalformed
+		return nil, false, false, errMalformed
 	}
 	c.pos = i + 1
 	tok = c.in[start:c.pos]
-	if plain && nonASCII {
+	if canonical && nonASCII {
 		body := tok[1 : len(tok)-1]
-		plain = utf8.Valid(body) && !bytes.Contains(body, []byte("\u2028")) && !bytes.Contains(body, []byte("\u2029"))
+		canonical = utf8.Valid(body) && !bytes.Contains(body, []byte("\u2028")) && !bytes.Contains(body, []byte("\u2029"))
 	}
-	return tok, plain, nil
+	return tok, canonical, escaped, nil
+}
+
+// encoderEscape reports whether hex, the text after a \u, is an escape
+// encoding/json's encoder writes: 2028, 2029, or 00XX in lowercase for a
+// control byte that has no short escape.
+func encoderEscape(hex []byte) bool {
+	if len(hex) < 4 {
+		return false
+	}
+	switch string(hex[:4]) {
+	case "2028", "2029":
+		return true
+	}
+	if hex[0] != '0' || hex[1] != '0' || (hex[2] != '0' && hex[2] != '1') {
+		return false
+	}
+	lo := hex[3]
+	var v byte
+	switch {
+	case '0' <= lo && lo <= '9':
+		v = lo - '0'
+	case 'a' <= lo && lo <= 'f':
+		v = lo - 'a' + 10
+	default:
+		return false
+	}
+	v += (hex[2] - '0') << 4
+	switch v {
+	case '\b', '\f', '\n', '\r', '\t':
+		return false
+	}
+	return true
 }
 
 // unquoteJSON appends the Go string that encoding/json decodes the quoted

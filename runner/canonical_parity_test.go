@@ -188,6 +188,8 @@ var rawCases = []string{
 	"{\"\xff\":1,\"\xfe\":2}",
 	`["\u0041\u0042", "\/", "\"", "\\", "\b\f\n\r\t", "\u0000\u001f\u007f", "\u003c\u003e\u0026"]`,
 	`["\ud83d\ude00", "\ud83d", "\ude00", "\ud83dx", "\ud83d\u0041", "\ud800\ud800\udc00", "\uDBFF\uDFFF"]`,
+	`["\u0008\u000C\u000a\u000b\u001F\u001f\u0020\u2028\u2029\u202A\u202a\u00e9\u00E9\ufffd\u0022\u005c", "\u0009\u000d\u0010\u0001"]`,
+	`{"\n":1,"\u000a":2,"\u000b":3,"\"":4,"\u2028":5}`,
 	`["\u2028", "\u2029", " ", " "]`,
 	"[\"\xff\", \"a\xc3\", \"\xed\xa0\x80\", \"\xe2\x80\xa8\"]",
 	`[0, -0, 1E5, 1e+05, 1e-05, 1.50, -1.0e-0, 123456789012345678901234567890, 0.1e1, 1E+999, -9e-999]`,
@@ -198,6 +200,32 @@ var rawCases = []string{
 	`{"x": {"c": 3, "b": {"z": [ {"b":1,"a":2} ], "y": 0}, "a": 1}}`,
 	`{"dup":{"b":1,"a":2},"dup":{"d":1,"c":2}}`,
 	`{"b":{"a":1,"a":2},"a":[{"z":1,"z":2}]}`,
+}
+
+// escapeCases are RawMessages holding one \u escape per string and per key,
+// in lower and upper case, for every control byte and for the characters
+// the encoder treats specially: a string is copied as is only if all of it
+// is already canonical, so one escape per string is what tests each rule.
+func escapeCases() []string {
+	var cps []int
+	for c := 0; c < 0x20; c++ {
+		cps = append(cps, c)
+	}
+	cps = append(cps, ' ', '"', '/', '<', '\\', 0x7f, 0xe9, 0x2027, 0x2028, 0x2029, 0x202a, 0xfffd, 0xd800, 0xdfff)
+	var out []string
+	for _, cp := range cps {
+		for _, format := range []string{`\u%04x`, `\u%04X`} {
+			esc := fmt.Sprintf(format, cp)
+			out = append(out,
+				fmt.Sprintf(`["%s","a%sb"]`, esc, esc),
+				fmt.Sprintf(`{"%s":1,"b":2,"%s":3}`, esc, string(rune(cp))),
+			)
+		}
+	}
+	for _, short := range []string{`\"`, `\\`, `\/`, `\b`, `\f`, `\n`, `\r`, `\t`} {
+		out = append(out, fmt.Sprintf(`["%s","a%sb"]`, short, short), fmt.Sprintf(`{"%s":1,"b":2}`, short))
+	}
+	return out
 }
 
 func bigEvent() Event {
@@ -225,7 +253,7 @@ func TestCanonicalMatchesOracle(t *testing.T) {
 	for name, v := range parityValues() {
 		checkParity(t, name, v)
 	}
-	for i, raw := range rawCases {
+	for i, raw := range append(rawCases, escapeCases()...) {
 		r := json.RawMessage(raw)
 		checkParity(t, fmt.Sprintf("raw %d", i), r)
 		checkParity(t, fmt.Sprintf("raw %d in struct", i), rawHolder{B: "b", Raw: r, A: "a"})
@@ -252,7 +280,7 @@ func TestCanonicalErrorsLikeOracle(t *testing.T) {
 }
 
 func FuzzCanonicalParity(f *testing.F) {
-	for _, raw := range rawCases {
+	for _, raw := range append(rawCases, escapeCases()...) {
 		f.Add([]byte(raw))
 	}
 	for _, v := range []any{parityValues()["event"], parityValues()["statement"], parityValues()["tfjson plan"], parityValues()["embedded"], bigEvent()} {
