@@ -24,12 +24,14 @@ import (
 // disk were made that way. Rather than build the generic value, a second
 // pass rewrites the first pass's bytes directly under the same rules.
 func Canonical(v any) ([]byte, error) {
-	first, err := marshalNoEscape(v)
+	c := canonicalizers.Get().(*canonicalizer)
+	defer c.release()
+	// The first pass writes into the pooled buffer: only the canonical
+	// bytes outlive the call.
+	first, err := marshalNoEscape(&c.first, v)
 	if err != nil {
 		return nil, err
 	}
-	c := canonicalizers.Get().(*canonicalizer)
-	defer c.release()
 	c.in, c.pos, c.out = first, 0, make([]byte, 0, len(first))
 	if err := c.document(); err != nil {
 		return nil, fmt.Errorf("re-reading JSON: %w", err)
@@ -47,10 +49,11 @@ var canonicalizers = sync.Pool{New: func() any { return new(canonicalizer) }}
 const maxPooledScratch = 1 << 20
 
 func (c *canonicalizer) release() {
-	if cap(c.keys) > maxPooledScratch || cap(c.str) > maxPooledScratch || cap(c.sorted) > maxPooledScratch || cap(c.members) > maxPooledScratch/32 {
+	if c.first.Cap() > maxPooledScratch || cap(c.keys) > maxPooledScratch || cap(c.str) > maxPooledScratch || cap(c.sorted) > maxPooledScratch || cap(c.members) > maxPooledScratch/32 {
 		return
 	}
-	*c = canonicalizer{members: c.members[:0], keys: c.keys[:0], str: c.str[:0], sorted: c.sorted[:0]}
+	c.first.Reset()
+	*c = canonicalizer{first: c.first, members: c.members[:0], keys: c.keys[:0], str: c.str[:0], sorted: c.sorted[:0]}
 	canonicalizers.Put(c)
 }
 
@@ -64,9 +67,10 @@ func Digest(v any) (string, error) {
 	return hex.EncodeToString(sum[:]), nil
 }
 
-func marshalNoEscape(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
+// marshalNoEscape encodes v into buf with encoding/json, leaving <, > and &
+// as they are, and returns the bytes without the encoder's newline.
+func marshalNoEscape(buf *bytes.Buffer, v any) ([]byte, error) {
+	enc := json.NewEncoder(buf)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(v); err != nil {
 		return nil, err
@@ -88,9 +92,12 @@ var (
 // input is trusted to be what encoding/json wrote (valid JSON, compact), but
 // anything unexpected is an error rather than a panic.
 type canonicalizer struct {
-	in  []byte
-	pos int
-	out []byte
+	// first holds the first pass's output; in is that output less the
+	// encoder's trailing newline.
+	first bytes.Buffer
+	in    []byte
+	pos   int
+	out   []byte
 	// members holds the members of every object being written, innermost
 	// last: a nested object pushes its own and pops them when done, so one
 	// slice serves the whole document.

@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/big"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -18,7 +19,7 @@ import (
 // digest and signature already recorded was made by it, so the rewrite must
 // give its bytes exactly.
 func canonicalOracle(v any) ([]byte, error) {
-	first, err := marshalNoEscape(v)
+	first, err := marshalNoEscape(new(bytes.Buffer), v)
 	if err != nil {
 		return nil, err
 	}
@@ -28,7 +29,7 @@ func canonicalOracle(v any) ([]byte, error) {
 	if err := dec.Decode(&generic); err != nil {
 		return nil, fmt.Errorf("re-reading JSON: %w", err)
 	}
-	return marshalNoEscape(generic)
+	return marshalNoEscape(new(bytes.Buffer), generic)
 }
 
 // checkParity fails unless Canonical and the oracle agree on v: the same
@@ -317,5 +318,33 @@ func BenchmarkCanonical(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestCanonicalResultsOutliveTheCall pins that a result shares no memory
+// with the pooled scratch: later calls, here and on other goroutines, must
+// leave it as it was.
+func TestCanonicalResultsOutliveTheCall(t *testing.T) {
+	values := parityValues()
+	ev := values["event"]
+	want, err := canonicalOracle(ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := Canonical(ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for _, name := range []string{"embedded", "statement", "big event", "raw trailing", "control keys"} {
+				checkParity(t, name, values[name])
+			}
+		})
+	}
+	wg.Wait()
+	if !bytes.Equal(got, want) {
+		t.Errorf("an earlier result changed under later calls:\n got  %q\n want %q", got, want)
 	}
 }
