@@ -23,7 +23,6 @@ import (
 	"github.com/nova-platform/nova/stages/nfr"
 	"github.com/nova-platform/nova/stages/plan"
 	"github.com/nova-platform/nova/stages/policy"
-	"github.com/nova-platform/nova/stages/policy/rego"
 	"github.com/nova-platform/nova/stages/schema"
 )
 
@@ -32,9 +31,6 @@ import (
 // --changed it runs many contracts (many.go), each the way one runs here.
 func execute(ctx context.Context, cfg Config, env Env) error {
 	probeTerraform(cfg)
-	if cfg.Command == "run" || cfg.Command == "plan" {
-		rego.CompileInBackground()
-	}
 	if cfg.Select.Many() {
 		return executeMany(ctx, cfg, env)
 	}

@@ -80,15 +80,6 @@ var sharedPlatform = sync.OnceValues(func() (*platform, error) {
 	return compilePlatform(context.Background())
 })
 
-// CompileInBackground starts compiling the platform rules on another
-// goroutine, for a command that will evaluate them: the compile is the
-// largest piece of a run's own CPU, and started as the command starts it
-// overlaps opening the evidence store and loading the registry instead of
-// following them. New waits for it; a failure is reported there.
-func CompileInBackground() {
-	go func() { _, _ = sharedPlatform() }()
-}
-
 // New returns an engine over the platform rules (compiled on first use in
 // the process) and, when given, the consumer's policies. It fails only if
 // the platform rules do not compile, which the tests rule out; a consumer
