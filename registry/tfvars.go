@@ -212,12 +212,6 @@ func readVariable(b *hcl.Block, src []byte) (*tfVariable, hcl.Diagnostics) {
 			v.Type = string(a.Expr.Range().SliceBytes(src))
 		}
 	}
-	for _, attr := range []string{"description", "deprecated"} {
-		if a, ok := content.Attributes[attr]; ok {
-			_, sDiags := decodeString(a.Expr)
-			diags = append(diags, sDiags...)
-		}
-	}
 	if a, ok := content.Attributes["default"]; ok {
 		def, dDiags := defaultValue(a.Expr)
 		diags = append(diags, dDiags...)
@@ -225,17 +219,23 @@ func readVariable(b *hcl.Block, src []byte) (*tfVariable, hcl.Diagnostics) {
 	} else {
 		v.Required = true
 	}
-	if a, ok := content.Attributes["sensitive"]; ok {
-		s, sDiags := decodeBool(a.Expr)
-		diags = append(diags, sDiags...)
-		v.Sensitive = s
-	}
-	return v, diags
+	var sDiags hcl.Diagnostics
+	v.Sensitive, sDiags = readShared(content)
+	return v, append(diags, sDiags...)
 }
 
 func readOutput(b *hcl.Block) (*tfOutput, hcl.Diagnostics) {
 	content, _, diags := b.Body.PartialContent(tfOutputSchema)
 	o := &tfOutput{}
+	var sDiags hcl.Diagnostics
+	o.Sensitive, sDiags = readShared(content)
+	return o, append(diags, sDiags...)
+}
+
+// readShared checks the attributes variables and outputs have alike:
+// description and deprecated must be strings, and sensitive a bool, which
+// it returns.
+func readShared(content *hcl.BodyContent) (sensitive bool, diags hcl.Diagnostics) {
 	for _, attr := range []string{"description", "deprecated"} {
 		if a, ok := content.Attributes[attr]; ok {
 			_, sDiags := decodeString(a.Expr)
@@ -243,11 +243,11 @@ func readOutput(b *hcl.Block) (*tfOutput, hcl.Diagnostics) {
 		}
 	}
 	if a, ok := content.Attributes["sensitive"]; ok {
-		s, sDiags := decodeBool(a.Expr)
-		diags = append(diags, sDiags...)
-		o.Sensitive = s
+		var bDiags hcl.Diagnostics
+		sensitive, bDiags = decodeBool(a.Expr)
+		diags = append(diags, bDiags...)
 	}
-	return o, diags
+	return sensitive, diags
 }
 
 // defaultValue evaluates a default without variables or functions, as

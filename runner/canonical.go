@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"slices"
 	"sync"
-	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -269,7 +268,7 @@ func (c *canonicalizer) object(depth int) error {
 		} else {
 			m.decodedKey = true
 			m.keyStart = len(c.keys)
-			if c.keys, err = unquoteJSON(c.keys, tok); err != nil {
+			if c.keys, err = unquoteToken(c.keys, tok); err != nil {
 				return err
 			}
 			m.keyEnd = len(c.keys)
@@ -350,7 +349,7 @@ func (c *canonicalizer) stringValue() error {
 		c.out = append(c.out, tok...)
 		return nil
 	}
-	if c.str, err = unquoteJSON(c.str[:0], tok); err != nil {
+	if c.str, err = unquoteToken(c.str[:0], tok); err != nil {
 		return err
 	}
 	c.out = appendJSONString(c.out, c.str)
@@ -439,90 +438,6 @@ func encoderEscape(hex []byte) bool {
 		return false
 	}
 	return true
-}
-
-// unquoteJSON appends the Go string that encoding/json decodes the quoted
-// token tok to: each invalid UTF-8 byte and each unpaired surrogate escape
-// becomes U+FFFD.
-func unquoteJSON(dst, tok []byte) ([]byte, error) {
-	s := tok[1 : len(tok)-1]
-	for r := 0; r < len(s); {
-		c := s[r]
-		switch {
-		case c == '\\':
-			if r+1 >= len(s) {
-				return dst, errMalformed
-			}
-			switch e := s[r+1]; e {
-			case '"', '\\', '/', '\'':
-				dst = append(dst, e)
-			case 'b':
-				dst = append(dst, '\b')
-			case 'f':
-				dst = append(dst, '\f')
-			case 'n':
-				dst = append(dst, '\n')
-			case 'r':
-				dst = append(dst, '\r')
-			case 't':
-				dst = append(dst, '\t')
-			case 'u':
-				rr := hex4(s[r:])
-				if rr < 0 {
-					return dst, errMalformed
-				}
-				r += 6
-				if utf16.IsSurrogate(rr) {
-					// Only a high surrogate followed by a low one is a
-					// character; anything else is one U+FFFD and the next
-					// escape is read on its own.
-					if pair := utf16.DecodeRune(rr, hex4(s[r:])); pair != utf8.RuneError {
-						dst = utf8.AppendRune(dst, pair)
-						r += 6
-						continue
-					}
-					rr = utf8.RuneError
-				}
-				dst = utf8.AppendRune(dst, rr)
-				continue
-			default:
-				return dst, errMalformed
-			}
-			r += 2
-		case c == '"' || c < 0x20:
-			return dst, errMalformed
-		case c < utf8.RuneSelf:
-			dst = append(dst, c)
-			r++
-		default:
-			rr, size := utf8.DecodeRune(s[r:])
-			dst = utf8.AppendRune(dst, rr)
-			r += size
-		}
-	}
-	return dst, nil
-}
-
-// hex4 reads a \uXXXX escape at the start of s, or returns -1.
-func hex4(s []byte) rune {
-	if len(s) < 6 || s[0] != '\\' || s[1] != 'u' {
-		return -1
-	}
-	var r rune
-	for _, c := range s[2:6] {
-		switch {
-		case '0' <= c && c <= '9':
-			c -= '0'
-		case 'a' <= c && c <= 'f':
-			c -= 'a' - 10
-		case 'A' <= c && c <= 'F':
-			c -= 'A' - 10
-		default:
-			return -1
-		}
-		r = r<<4 | rune(c)
-	}
-	return r
 }
 
 const hexDigits = "0123456789abcdef"

@@ -3,11 +3,11 @@ package rego
 import (
 	"errors"
 	"fmt"
-	"unicode"
-	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/open-policy-agent/opa/v1/ast"
+
+	"github.com/nova-platform/nova/runner"
 )
 
 // valueReader turns JSON text into OPA's value type in one pass. OPA's own
@@ -168,11 +168,15 @@ func (r *valueReader) str() (*ast.Term, error) {
 			if plain {
 				return r.shared(r.data[start+1 : r.pos-1]), nil
 			}
-			s, ok := unquote(r.data[start+1 : r.pos-1])
+			// json.Unmarshal for each string with escapes (policies and
+			// container definitions are JSON in a string) was an eighth
+			// of reading a plan.
+			text := r.data[start+1 : r.pos-1]
+			s, ok := runner.AppendUnquotedJSON(make([]byte, 0, len(text)+utf8.UTFMax), text)
 			if !ok {
 				return nil, fmt.Errorf("%w at offset %d: invalid escape in string", errSyntax, start)
 			}
-			return ast.InternedTerm(s), nil
+			return ast.InternedTerm(string(s)), nil
 		case c == '\\':
 			plain = false
 			r.pos += 2 // an escaped quote does not end the string
@@ -185,67 +189,6 @@ func (r *valueReader) str() (*ast.Term, error) {
 		r.pos++
 	}
 	return nil, r.errorf("unterminated string")
-}
-
-// unquote decodes a string's text between its quotes exactly as
-// encoding/json does (its unquoteBytes, after its scanner has refused
-// unknown escapes): a surrogate pair is one character, a lone surrogate and
-// each byte of invalid UTF-8 become U+FFFD. json.Unmarshal for each string
-// with escapes (policies and container definitions are JSON in a string)
-// was an eighth of reading a plan.
-func unquote(b []byte) (string, bool) {
-	out := make([]byte, 0, len(b)+utf8.UTFMax)
-	for i := 0; i < len(b); {
-		switch c := b[i]; {
-		case c == '\\':
-			if i+1 == len(b) {
-				return "", false
-			}
-			switch b[i+1] {
-			case '"', '\\', '/':
-				out = append(out, b[i+1])
-			case 'b':
-				out = append(out, '\b')
-			case 'f':
-				out = append(out, '\f')
-			case 'n':
-				out = append(out, '\n')
-			case 'r':
-				out = append(out, '\r')
-			case 't':
-				out = append(out, '\t')
-			case 'u':
-				r := hex4(b[i+2:])
-				if r < 0 {
-					return "", false
-				}
-				i += 6
-				if utf16.IsSurrogate(r) {
-					if len(b)-i >= 6 && b[i] == '\\' && b[i+1] == 'u' {
-						if dec := utf16.DecodeRune(r, hex4(b[i+2:])); dec != unicode.ReplacementChar {
-							out = utf8.AppendRune(out, dec)
-							i += 6
-							continue
-						}
-					}
-					r = unicode.ReplacementChar
-				}
-				out = utf8.AppendRune(out, r)
-				continue
-			default:
-				return "", false
-			}
-			i += 2
-		case c < utf8.RuneSelf:
-			out = append(out, c)
-			i++
-		default:
-			r, n := utf8.DecodeRune(b[i:])
-			out = utf8.AppendRune(out, r) // RuneError for invalid UTF-8
-			i += n
-		}
-	}
-	return string(out), true
 }
 
 // hex4 reads four hex digits, or returns -1.
