@@ -35,7 +35,7 @@ func AppendUnquotedJSON(dst, s []byte) (out []byte, ok bool) {
 			case 't':
 				dst = append(dst, '\t')
 			case 'u':
-				rr := hex4(s[r:])
+				rr := UnicodeEscape(s[r:])
 				if rr < 0 {
 					return dst, false
 				}
@@ -44,7 +44,7 @@ func AppendUnquotedJSON(dst, s []byte) (out []byte, ok bool) {
 					// Only a high surrogate followed by a low one is a
 					// character; anything else is one U+FFFD and the next
 					// escape is read on its own.
-					if pair := utf16.DecodeRune(rr, hex4(s[r:])); pair != utf8.RuneError {
+					if pair := utf16.DecodeRune(rr, UnicodeEscape(s[r:])); pair != utf8.RuneError {
 						dst = utf8.AppendRune(dst, pair)
 						r += 6
 						continue
@@ -83,8 +83,9 @@ func unquoteToken(dst, tok []byte) ([]byte, error) {
 	return out, nil
 }
 
-// hex4 reads a \uXXXX escape at the start of s, or returns -1.
-func hex4(s []byte) rune {
+// UnicodeEscape reads the \uXXXX escape at the start of s, or returns -1
+// when s does not start with one.
+func UnicodeEscape(s []byte) rune {
 	if len(s) < 6 || s[0] != '\\' || s[1] != 'u' {
 		return -1
 	}

@@ -191,27 +191,6 @@ func (r *valueReader) str() (*ast.Term, error) {
 	return nil, r.errorf("unterminated string")
 }
 
-// hex4 reads four hex digits, or returns -1.
-func hex4(b []byte) rune {
-	if len(b) < 4 {
-		return -1
-	}
-	var r rune
-	for _, h := range b[:4] {
-		switch {
-		case h >= '0' && h <= '9':
-			r = r<<4 | rune(h-'0')
-		case h >= 'a' && h <= 'f':
-			r = r<<4 | rune(h-'a'+10)
-		case h >= 'A' && h <= 'F':
-			r = r<<4 | rune(h-'A'+10)
-		default:
-			return -1
-		}
-	}
-	return r
-}
-
 func (r *valueReader) shared(b []byte) *ast.Term {
 	if len(b) > maxShared {
 		return ast.StringTerm(string(b))

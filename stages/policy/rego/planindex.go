@@ -5,6 +5,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/open-policy-agent/opa/v1/ast"
+
+	"github.com/nova-platform/nova/runner"
 )
 
 // The plan index is what Nova computes in Go while it reads the plan, and
@@ -193,7 +195,7 @@ func (s *suspectScanner) fold(raw []byte) []byte {
 func unescape(b []byte) (rune, int) {
 	switch b[1] {
 	case 'u':
-		if r := hex4(b[2:]); r >= 0 {
+		if r := runner.UnicodeEscape(b); r >= 0 {
 			return r, 6
 		}
 		return utf8.RuneError, 2
