@@ -22,14 +22,15 @@ type format struct {
 // contract accepted or refused yesterday is accepted or refused today
 // with the same explanation.
 var formats = map[string]*format{
-	"uuid":      {"uuid", checkUUID},
+	"uuid":      {"uuid", CheckUUID},
 	"date-time": {"date-time", checkDateTime},
 	"uri":       {"uri", checkURI},
 }
 
-// checkUUID accepts the 8-4-4-4-12 hex form of RFC 4122, in either case,
-// whatever its version.
-func checkUUID(s string) error {
+// CheckUUID accepts the 8-4-4-4-12 hex form of RFC 4122, in either case,
+// whatever its version: the "uuid" format, for code that must agree with
+// the schema on what an id is.
+func CheckUUID(s string) error {
 	lengths := []int{8, 4, 4, 4, 12}
 	groups := strings.Split(s, "-")
 	if len(groups) != len(lengths) {

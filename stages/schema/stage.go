@@ -16,6 +16,7 @@ import (
 	"github.com/nova-platform/nova/registry"
 	"github.com/nova-platform/nova/runner"
 	"github.com/nova-platform/nova/runner/checkout"
+	"github.com/nova-platform/nova/runner/jsonschema"
 )
 
 // DefaultContractPath is where a consumer repository keeps its contract.
@@ -151,27 +152,10 @@ func parse(data []byte, file string, envOverride runner.Environment) (*runner.Co
 func identity(root map[string]any) *runner.Contract {
 	id, _ := root["id"].(string)
 	env, _ := root["environment"].(string)
-	if id == "" || !runner.Environment(env).Valid() || !uuidLike(id) {
+	if id == "" || !runner.Environment(env).Valid() || jsonschema.CheckUUID(id) != nil {
 		return nil
 	}
 	return &runner.Contract{ID: id, Environment: runner.Environment(env)}
-}
-
-func uuidLike(s string) bool {
-	if len(s) != 36 {
-		return false
-	}
-	for i, r := range s {
-		switch {
-		case i == 8 || i == 13 || i == 18 || i == 23:
-			if r != '-' {
-				return false
-			}
-		case !(r >= '0' && r <= '9' || r >= 'a' && r <= 'f' || r >= 'A' && r <= 'F'):
-			return false
-		}
-	}
-	return true
 }
 
 // readContract reads at most MaxContractBytes+1 bytes of the contract, so
