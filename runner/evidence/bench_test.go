@@ -307,7 +307,7 @@ func benchmarkVerifySince(b *testing.B, contracts, perContract, fresh int) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		since = firstParent(c)
+		since = c.FirstParent()
 	}
 	r.Close()
 	opts.Since = since.String()

@@ -11,7 +11,6 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
-	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/nova-platform/nova/runner"
 	"github.com/nova-platform/nova/runner/evidence/gitrepo"
@@ -120,7 +119,7 @@ func (ix *Index) extend(ctx context.Context, repo *Repo, opts IndexOptions) (*In
 // newCommits walks back from head to the commits the index holds and
 // returns the ones it does not, newest first, and whether the walk met the
 // indexed head: it meets it exactly when head's history contains it.
-func (ix *Index) newCommits(ctx context.Context, r *gitrepo.Reader, head plumbing.Hash) ([]*object.Commit, bool, error) {
+func (ix *Index) newCommits(ctx context.Context, r *gitrepo.Reader, head plumbing.Hash) ([]*gitrepo.Commit, bool, error) {
 	fresh, seen, err := walkCommits(ctx, r, head, ix.hasCommit)
 	if err != nil {
 		return nil, false, err

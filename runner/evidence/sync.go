@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/nova-platform/nova/runner"
 )
@@ -151,13 +150,13 @@ func (s *Store) checkHead(head, witnessed plumbing.Hash) error {
 			return err
 		}
 		if checking {
-			if reason, err := s.commitKeys.CheckCommit(c); err != nil {
+			if reason, err := s.commitKeys.CheckCommit(c.Signed, c.PGPSignature); err != nil {
 				// Walk on to the witness: a rewrite is the graver news.
 				unsigned = runner.Errorf(reason, "evidence commit %s: %w; not reading or extending a history that holds it", short(h), err)
 				checking = false
 			}
 		}
-		h = firstParent(c)
+		h = c.FirstParent()
 	}
 	if unsigned != nil {
 		return unsigned
@@ -166,13 +165,6 @@ func (s *Store) checkHead(head, witnessed plumbing.Hash) error {
 		s.checked[head] = true
 	}
 	return nil
-}
-
-func firstParent(c *object.Commit) plumbing.Hash {
-	if len(c.ParentHashes) == 0 {
-		return plumbing.ZeroHash
-	}
-	return c.ParentHashes[0]
 }
 
 func shortOrNone(h plumbing.Hash) string {

@@ -10,7 +10,6 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
-	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/nova-platform/nova/runner"
 	"github.com/nova-platform/nova/runner/evidence/gitrepo"
@@ -142,7 +141,7 @@ func runVerify(ctx context.Context, repo *Repo, opts VerifyOptions) (*verifier, 
 // only one goroutine can do it: it runs while the workers check the
 // files at the head, which need nothing from it, and no core waits.
 func (v *verifier) verifyAll(ctx context.Context, head plumbing.Hash) error {
-	var commits []*object.Commit
+	var commits []*gitrepo.Commit
 	walked := make(chan error, 1)
 	walk := func() {
 		var err error
@@ -207,7 +206,7 @@ func (v *verifier) add(f ...Finding) {
 // walk collects the commits reachable from head, newest first, without
 // going past stop (a zero stop walks to the roots); met says whether it
 // came to stop.
-func (v *verifier) walk(ctx context.Context, head, stop plumbing.Hash) (commits []*object.Commit, met bool, err error) {
+func (v *verifier) walk(ctx context.Context, head, stop plumbing.Hash) (commits []*gitrepo.Commit, met bool, err error) {
 	r := v.walker
 	if r == nil {
 		r = v.readers[0]
@@ -227,8 +226,8 @@ func (v *verifier) walk(ctx context.Context, head, stop plumbing.Hash) (commits 
 // walkCommits collects the commits reachable from head that known does
 // not stop at, newest first, and every hash it came to (the known ones
 // included).
-func walkCommits(ctx context.Context, r *gitrepo.Reader, head plumbing.Hash, known func(plumbing.Hash) bool) ([]*object.Commit, map[plumbing.Hash]bool, error) {
-	var commits []*object.Commit
+func walkCommits(ctx context.Context, r *gitrepo.Reader, head plumbing.Hash, known func(plumbing.Hash) bool) ([]*gitrepo.Commit, map[plumbing.Hash]bool, error) {
+	var commits []*gitrepo.Commit
 	seen := map[plumbing.Hash]bool{}
 	stack := []plumbing.Hash{}
 	if !head.IsZero() {
@@ -267,7 +266,7 @@ type addition struct {
 
 // checkCommits checks signatures and content of all commits, one
 // contiguous run of commits per worker so tree caches stay warm.
-func (v *verifier) checkCommits(ctx context.Context, commits []*object.Commit) error {
+func (v *verifier) checkCommits(ctx context.Context, commits []*gitrepo.Commit) error {
 	trees := make(map[plumbing.Hash]plumbing.Hash, len(commits))
 	for _, c := range commits {
 		trees[c.Hash] = c.TreeHash
@@ -275,7 +274,7 @@ func (v *verifier) checkCommits(ctx context.Context, commits []*object.Commit) e
 	// Commits new since an index was built have a parent outside the set:
 	// each is diffed against its real parent, not an empty tree.
 	for _, c := range commits {
-		if p := firstParent(c); !p.IsZero() {
+		if p := c.FirstParent(); !p.IsZero() {
 			if _, ok := trees[p]; !ok {
 				pc, err := v.readers[0].Commit(p)
 				if err != nil {
@@ -292,10 +291,10 @@ func (v *verifier) checkCommits(ctx context.Context, commits []*object.Commit) e
 				return err
 			}
 			c := commits[i]
-			if reason, err := v.opts.CommitKeys.CheckCommit(c); err != nil {
+			if reason, err := v.opts.CommitKeys.CheckCommit(c.Signed, c.PGPSignature); err != nil {
 				v.add(Finding{Reason: reason, Commit: c.Hash.String(), Message: err.Error()})
 			}
-			added, err := v.checkCommitContent(v.readers[w], c, trees[firstParent(c)])
+			added, err := v.checkCommitContent(v.readers[w], c, trees[c.FirstParent()])
 			if err != nil {
 				return err
 			}
@@ -327,7 +326,7 @@ func (v *verifier) checkCommits(ctx context.Context, commits []*object.Commit) e
 // checkCommitContent checks that c adds exactly the event its message
 // names, and nothing else: no change to an existing event, no deletion,
 // no file outside the layout, no merge. It returns the event file added.
-func (v *verifier) checkCommitContent(r *gitrepo.Reader, c *object.Commit, parentTree plumbing.Hash) ([]string, error) {
+func (v *verifier) checkCommitContent(r *gitrepo.Reader, c *gitrepo.Commit, parentTree plumbing.Hash) ([]string, error) {
 	commit := c.Hash.String()
 	var findings []Finding
 	defer func() { v.add(findings...) }()

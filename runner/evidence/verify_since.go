@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/nova-platform/nova/runner"
 	"github.com/nova-platform/nova/runner/evidence/gitrepo"
@@ -41,7 +40,7 @@ func (v *verifier) verifySince(ctx context.Context, head, since plumbing.Hash) e
 // newest first. A since that head's history does not contain is refused:
 // the history this machine verified was rewritten, or since is not one of
 // its heads, and nothing after it can be trusted to continue it.
-func (v *verifier) walkSince(ctx context.Context, head, since plumbing.Hash) ([]*object.Commit, error) {
+func (v *verifier) walkSince(ctx context.Context, head, since plumbing.Hash) ([]*gitrepo.Commit, error) {
 	commits, met, err := v.walk(ctx, head, since)
 	if err != nil {
 		return nil, err

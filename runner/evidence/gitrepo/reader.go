@@ -4,7 +4,6 @@ import (
 	"io"
 
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/storer"
 
 	"github.com/nova-platform/nova/runner"
@@ -99,11 +98,12 @@ func (r *Reader) tree(h plumbing.Hash) (*tree, error) {
 func (r *Reader) Blob(h plumbing.Hash) ([]byte, error) { return r.read(plumbing.BlobObject, h) }
 
 // Commit returns commit h.
-func (r *Reader) Commit(h plumbing.Hash) (*object.Commit, error) {
-	c, err := object.GetCommit(r.st, h)
-	for retry := 0; err != nil && retry < maxRereads && r.reindex(); retry++ {
-		c, err = object.GetCommit(r.st, h)
+func (r *Reader) Commit(h plumbing.Hash) (*Commit, error) {
+	raw, err := r.read(plumbing.CommitObject, h)
+	if err != nil {
+		return nil, err
 	}
+	c, err := ParseCommit(h, raw)
 	if err != nil {
 		return nil, runner.Errorf(runner.EvidenceRepoUnavailable, "reading commit %s: %w", h, err)
 	}

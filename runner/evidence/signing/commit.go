@@ -184,24 +184,18 @@ func (k *CommitKeyRing) Fingerprint() string {
 	return fingerprint(parts)
 }
 
-// CheckCommit returns "" when commit carries a valid signature by an
-// allowed key, otherwise the reason it does not.
-func (k *CommitKeyRing) CheckCommit(commit *object.Commit) (runner.Reason, error) {
-	if commit.PGPSignature == "" {
+// CheckCommit returns "" when signature, a commit's gpgsig header, is a
+// valid signature by an allowed key of signed, the commit without its
+// signature headers (what git's verify-commit checks), otherwise the
+// reason it is not.
+func (k *CommitKeyRing) CheckCommit(signed []byte, signature string) (runner.Reason, error) {
+	if signature == "" {
 		return runner.EvidenceCommitUnsigned, errors.New("commit is not signed")
 	}
-	if !strings.HasPrefix(commit.PGPSignature, "-----BEGIN PGP SIGNATURE-----") {
+	if !strings.HasPrefix(signature, "-----BEGIN PGP SIGNATURE-----") {
 		return runner.EvidenceCommitKeyUnknown, errors.New("commit is not signed with OpenPGP")
 	}
-	payload := &plumbing.MemoryObject{}
-	if err := commit.EncodeWithoutSignature(payload); err != nil {
-		return runner.EvidenceCommitSignatureInvalid, fmt.Errorf("encoding commit: %w", err)
-	}
-	r, err := payload.Reader()
-	if err != nil {
-		return runner.EvidenceCommitSignatureInvalid, err
-	}
-	_, err = openpgp.CheckArmoredDetachedSignature(k.keys, r, strings.NewReader(commit.PGPSignature), nil)
+	_, err := openpgp.CheckArmoredDetachedSignature(k.keys, bytes.NewReader(signed), strings.NewReader(signature), nil)
 	switch {
 	case err == nil:
 		return "", nil

@@ -6,6 +6,7 @@ import (
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/rsa"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/ProtonMail/go-crypto/openpgp"
 	"github.com/ProtonMail/go-crypto/openpgp/armor"
+	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
 
@@ -197,7 +199,19 @@ func TestLoadCommitKeyRingReadsConcatenatedKeys(t *testing.T) {
 		if err := cs.SignCommit(c); err != nil {
 			t.Fatal(err)
 		}
-		if reason, err := kr.CheckCommit(c); err != nil {
+		signed := &plumbing.MemoryObject{}
+		if err := c.EncodeWithoutSignature(signed); err != nil {
+			t.Fatal(err)
+		}
+		rd, err := signed.Reader()
+		if err != nil {
+			t.Fatal(err)
+		}
+		payload, err := io.ReadAll(rd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if reason, err := kr.CheckCommit(payload, c.PGPSignature); err != nil {
 			t.Errorf("commit by %s: %s %v", cs.name, reason, err)
 		}
 	}
