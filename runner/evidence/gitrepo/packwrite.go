@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
@@ -30,12 +31,20 @@ type packWriter struct {
 	left  uint32
 }
 
+// deflaters keeps zlib writers between packs: each holds a compressor of
+// about a megabyte, which a run pushing twice allocated, zeroed and faulted
+// in twice.
+var deflaters = sync.Pool{New: func() any {
+	// Small JSON events gain little from harder compression, and git
+	// reads any level.
+	zw, _ := zlib.NewWriterLevel(io.Discard, zlib.BestSpeed) // the level is valid
+	return zw
+}}
+
 func newPackWriter(w io.Writer, count uint32) (*packWriter, error) {
 	p := &packWriter{sum: sha1.New(), crc: crc32.NewIEEE(), left: count}
 	p.w = bufio.NewWriterSize(io.MultiWriter(w, p.sum), 64<<10)
-	// Small JSON events gain little from harder compression, and git
-	// reads any level.
-	p.zw, _ = zlib.NewWriterLevel(io.Discard, zlib.BestSpeed) // the level is valid
+	p.zw = deflaters.Get().(*zlib.Writer)
 	_ = p.index.OnHeader(count)
 	var hdr [12]byte
 	copy(hdr[:], "PACK")
@@ -120,6 +129,9 @@ func (p *packWriter) finish() (plumbing.Hash, *idxfile.MemoryIndex, error) {
 	if err := p.w.Flush(); err != nil {
 		return plumbing.ZeroHash, nil, err
 	}
+	p.zw.Reset(io.Discard) // not to keep this pack's writer alive
+	deflaters.Put(p.zw)
+	p.zw = nil
 	if err := p.index.OnFooter(sum); err != nil {
 		return plumbing.ZeroHash, nil, err
 	}
