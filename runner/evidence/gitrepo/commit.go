@@ -38,7 +38,7 @@ func (c *Commit) FirstParent() plumbing.Hash {
 // most a gpgsig header, a blank line and the message) is read in one
 // pass; anything else goes to go-git's decoder, so both read every commit
 // alike. A verify reads every commit of the history, and go-git decodes
-// a commit twice to give the signed bytes: that was a tenth of its time.
+// a commit twice to give the signed bytes: about 7 % of its CPU.
 func ParseCommit(h plumbing.Hash, raw []byte) (*Commit, error) {
 	if c, ok := parseCanonicalCommit(h, raw); ok {
 		return c, nil
