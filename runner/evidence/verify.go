@@ -338,8 +338,8 @@ func (v *verifier) checkCommitContent(r *gitrepo.Reader, c *gitrepo.Commit, pare
 	if len(c.ParentHashes) > 1 {
 		findings = append(findings, Finding{Reason: runner.EvidenceCommitInvalid, Commit: commit, Message: "merge commit: evidence history must be linear"})
 	}
-	if ok && len(c.ParentHashes) == 1 {
-		expectParent(r, c.TreeHash, parentTree, subj)
+	if ok && len(c.ParentHashes) == 1 && expectParent(r, c.TreeHash, parentTree, subj) {
+		return []string{subj.path()}, nil
 	}
 	var changes []treeChange
 	if err := diffTrees(r, parentTree, c.TreeHash, "", &changes); err != nil {

@@ -16,13 +16,15 @@ import (
 // Verify diffs every commit against its parent, and the parent's trees are
 // new to it (it walks from the head down): inflating them from the pack,
 // the whole contracts/ directory each time, was the largest cost besides
-// the signatures. Deriving them costs a hash of each instead, and
-// diffTrees still compares every byte of both sides. A commit that is not
-// what its message says derives nothing, and diffTrees reads the trees and
-// reports what differs.
-func expectParent(r *gitrepo.Reader, tree, parent plumbing.Hash, subj commitSubject) {
+// the signatures. Deriving them costs a hash of each instead. It reports
+// whether they hash to the parent's tree: the commit then added exactly
+// the event's two files, and nothing is left to diff (diffTrees would only
+// compare the trees derived here with the commit's own). A commit that is
+// not what its message says derives nothing, and diffTrees reads the
+// trees and reports what differs.
+func expectParent(r *gitrepo.Reader, tree, parent plumbing.Hash, subj commitSubject) bool {
 	if tree.IsZero() || parent.IsZero() {
-		return
+		return false
 	}
 	// The trees on the event's path, root first, and where each names the next.
 	var raws [3][]byte
@@ -32,20 +34,20 @@ func expectParent(r *gitrepo.Reader, tree, parent plumbing.Hash, subj commitSubj
 		if i > 0 {
 			e, start, end, ok := gitrepo.FindRaw(raws[i-1], 0, name)
 			if !ok || e.Mode != filemode.Dir {
-				return
+				return false
 			}
 			h, at[i-1] = e.Hash, [2]int{start, end}
 		}
 		raw, err := r.RawTree(h)
 		if err != nil {
-			return // diffTrees reads it again and says why
+			return false // diffTrees reads it again and says why
 		}
 		raws[i] = raw
 	}
 	file := eventFileName(subj.Seq, subj.Type, "json")
 	dir, ok := withoutFiles(raws[2], file, sigPath(file))
 	if !ok {
-		return
+		return false
 	}
 	derived := [3][]byte{2: dir}
 	var hashes [3]plumbing.Hash
@@ -63,11 +65,12 @@ func expectParent(r *gitrepo.Reader, tree, parent plumbing.Hash, subj commitSubj
 		hashes[i] = gitrepo.TreeHash(derived[i])
 	}
 	if hashes[0] != parent {
-		return
+		return false
 	}
 	for i, t := range derived {
 		r.KeepTree(hashes[i], t)
 	}
+	return true
 }
 
 // withoutFiles returns the stored tree b without the files json and sig

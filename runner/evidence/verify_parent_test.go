@@ -10,8 +10,8 @@ import (
 // TestExpectParentDerivesTheParentsTrees: for every commit of a healthy
 // repo (a contract's first event and later ones), the trees expectParent
 // keeps are byte for byte the parent's as stored, readable with the
-// repo gone; for a commit whose message names another event it keeps
-// nothing.
+// repo gone, and it reports the commit as adding only its event; for a
+// commit whose message names another event it keeps nothing and says so.
 func TestExpectParentDerivesTheParentsTrees(t *testing.T) {
 	repo := newBareRepo(t)
 	s := openStore(t, repo, newKeys(t))
@@ -47,7 +47,9 @@ func TestExpectParentDerivesTheParentsTrees(t *testing.T) {
 		}
 
 		derive := r.NewReader()
-		expectParent(derive, c.TreeHash, parent.TreeHash, subj)
+		if !expectParent(derive, c.TreeHash, parent.TreeHash, subj) {
+			t.Errorf("commit %s (%s): not reported as adding only its event", short(c.Hash), c.Message)
+		}
 		derive.Use(memory.NewStorage()) // nothing more can be read
 		if got, err := derive.RawTree(parent.TreeHash); err != nil || !bytes.Equal(got, want) {
 			t.Errorf("commit %s (%s): parent's root not derived (%v)", short(c.Hash), c.Message, err)
@@ -56,7 +58,9 @@ func TestExpectParentDerivesTheParentsTrees(t *testing.T) {
 		wrong := subj
 		wrong.Seq++
 		derive = r.NewReader()
-		expectParent(derive, c.TreeHash, parent.TreeHash, wrong)
+		if expectParent(derive, c.TreeHash, parent.TreeHash, wrong) {
+			t.Errorf("commit %s: reported as adding only an event its message does not name", short(c.Hash))
+		}
 		derive.Use(memory.NewStorage())
 		if _, err := derive.RawTree(parent.TreeHash); err == nil {
 			t.Errorf("commit %s: derived its parent from a message naming another event", short(c.Hash))
