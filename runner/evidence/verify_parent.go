@@ -13,7 +13,7 @@ import (
 // the root so derived hashes to the parent's tree, they are the parent's
 // trees, and r keeps them as if it had read them.
 //
-// Verify diffs every commit against its parent, and the parent's trees are
+// Verify checks every commit against its parent, and the parent's trees are
 // new to it (it walks from the head down): inflating them from the pack,
 // the whole contracts/ directory each time, was the largest cost besides
 // the signatures. Deriving them costs a hash of each instead. It reports
