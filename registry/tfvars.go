@@ -253,9 +253,10 @@ func readShared(content *hcl.BodyContent) (sensitive bool, diags hcl.Diagnostics
 // defaultValue evaluates a default without variables or functions, as
 // Terraform does, and returns it in the shape encoding/json gives cty's JSON
 // encoding: the value checkTerraform compares with module.yaml's default.
+// A value that is not wholly known cannot be encoded, and is an error.
 func defaultValue(expr hcl.Expression) (any, hcl.Diagnostics) {
 	val, diags := expr.Value(nil)
-	if diags.HasErrors() || !val.IsWhollyKnown() {
+	if diags.HasErrors() {
 		return nil, diags
 	}
 	b, err := ctyjson.Marshal(val, val.Type())
