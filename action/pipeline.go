@@ -30,7 +30,6 @@ import (
 // outcome; the error carries the verdict for the exit code. With --all or
 // --changed it runs many contracts (many.go), each the way one runs here.
 func execute(ctx context.Context, cfg Config, env Env) error {
-	probeTerraform(cfg)
 	if cfg.Select.Many() {
 		return executeMany(ctx, cfg, env)
 	}
@@ -48,22 +47,6 @@ func execute(ctx context.Context, cfg Config, env Env) error {
 	drainAfter(ctx, store, env, &r.out)
 	r.finish(ctx)
 	return verdict(r.out.Verdict, r.out.Reason)
-}
-
-// probeTerraform starts asking terraform its version as a command that
-// plans starts, in the background: the answer is needed before the first
-// init, and asked here it overlaps opening the evidence, loading the
-// registry and compiling policy (tens of milliseconds of Nova's own CPU)
-// instead of following them. Never for apply: a replayed bundle runs no
-// terraform at all. A terraform that cannot be found is reported when the
-// stages are built.
-func probeTerraform(cfg Config) {
-	if cfg.Command != "run" && cfg.Command != "plan" && cfg.Command != "drift" {
-		return
-	}
-	if tf, err := cfg.terraformPath(); err == nil {
-		terraform.ProbeVersion(tf, cfg.TerraformEnv)
-	}
 }
 
 // warnLocalEvidence says when a forge's run writes its events to a local

@@ -15,10 +15,11 @@ import (
 
 // TestRunsStartNoMoreTerraformThanAHuman: the terraform commands each
 // command starts, with the real binary behind a wrapper that names them.
-// One version probe per process, one init and one show per run; a plan
-// without changes is not applied, and its apply stage still records that
-// nothing was applied; an apply job reads the bundle's plan once, before
-// authorizing it, and applies it by the hash of the file it read.
+// No version probe while terraform's commands succeed (it accepted Nova's
+// flags, and the plan names its version), one init and one show per run;
+// a plan without changes is not applied, and its apply stage still records
+// that nothing was applied; an apply job reads the bundle's plan once,
+// before authorizing it, and applies it by the hash of the file it read.
 func TestRunsStartNoMoreTerraformThanAHuman(t *testing.T) {
 	ctx := t.Context()
 	c := newConsumer(t, helloContract("world", "dev"))
@@ -43,11 +44,9 @@ func TestRunsStartNoMoreTerraformThanAHuman(t *testing.T) {
 	steps := []struct {
 		name string
 		args []string
-		// The first command of this process asks the version; the later
-		// ones find the answer.
 		want []string
 	}{
-		{"first run applies", []string{"run"}, []string{"version", "init", "plan", "show", "apply", "output"}},
+		{"first run applies", []string{"run"}, []string{"init", "plan", "show", "apply", "output"}},
 		{"no-change run", []string{"run"}, []string{"init", "plan", "show"}},
 		{"plan job", []string{"plan"}, []string{"init", "plan", "show"}},
 		{"apply job", []string{"apply"}, []string{"init", "show", "apply", "output"}},

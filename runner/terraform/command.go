@@ -33,14 +33,10 @@ func terraformCmd(ctx context.Context, execPath, dir string, env []string, args 
 	return cmd
 }
 
-// run runs one command to its end once terraform's version is known to
-// be one Nova runs: stdout to stdout, stderr to the log, and the end of
-// stderr into the error. The error keeps the *exec.ExitError for wrap to
-// tell a verdict from an interruption.
+// run runs one command to its end: stdout to stdout, stderr to the log,
+// and the end of stderr into the error. The error keeps the
+// *exec.ExitError for wrap to tell a verdict from an interruption.
 func (w *Workspace) run(ctx context.Context, stdout io.Writer, args ...string) error {
-	if err := w.ready(ctx); err != nil {
-		return err
-	}
 	cmd := w.command(ctx, args...)
 	stderr := &tailBuffer{max: stderrKept}
 	cmd.Stdout, cmd.Stderr = stdout, io.MultiWriter(w.log, stderr)
@@ -59,9 +55,6 @@ var errTooLarge = errors.New("terraform's JSON is larger than Nova reads")
 // first. Nothing of it goes to the log, where it would only repeat the
 // bundle or the state and may hold values that belong in neither.
 func (w *Workspace) readJSON(ctx context.Context, v any, args ...string) error {
-	if err := w.ready(ctx); err != nil {
-		return err
-	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	cmd := w.command(ctx, args...)

@@ -143,7 +143,7 @@ func (w *Workspace) Init(ctx context.Context, backendConfig []string) error {
 	ctx, cancel := w.limit(ctx)
 	defer cancel()
 	if err := w.run(ctx, w.log, args...); err != nil {
-		return wrap(ctx, runner.TerraformInitFailed, "terraform init", err)
+		return w.fail(ctx, runner.TerraformInitFailed, "terraform init", err)
 	}
 	return nil
 }
@@ -173,7 +173,7 @@ func (w *Workspace) plan(ctx context.Context, what string, extra ...string) (boo
 		return true, nil
 	}
 	if err != nil {
-		return false, wrapUI(ctx, runner.TerraformPlanFailed, what, err, u, w.opts.Backend)
+		return false, w.failUI(ctx, runner.TerraformPlanFailed, what, err, u)
 	}
 	return false, nil
 }
@@ -190,7 +190,10 @@ func (w *Workspace) ShowPlan(ctx context.Context, planFile string) (*tfjson.Plan
 		if errors.Is(err, errTooLarge) {
 			return nil, runner.Errorf(runner.PlanTooLarge, "%s: the plan's JSON is larger than %d MiB; Nova stopped reading it. A plan that large needs splitting into several contracts", what, w.opts.MaxPlanJSON>>20)
 		}
-		return nil, wrap(ctx, runner.TerraformShowFailed, what, err)
+		return nil, w.fail(ctx, runner.TerraformShowFailed, what, err)
+	}
+	if err := w.checkPlanVersion(ctx, p.TerraformVersion); err != nil {
+		return nil, runner.Errorf(runner.TerraformShowFailed, "%s: %w", what, err)
 	}
 	return &p, nil
 }
@@ -202,7 +205,7 @@ func (w *Workspace) Apply(ctx context.Context, planFile string) error {
 	u := newUI(w.log)
 	err := w.run(ctx, u, "apply", "-no-color", "-auto-approve", "-input=false", "-lock-timeout="+w.opts.LockTimeout.String(), "-json", planFile)
 	if err != nil {
-		return wrapUI(ctx, runner.TerraformApplyFailed, "terraform apply", err, u, w.opts.Backend)
+		return w.failUI(ctx, runner.TerraformApplyFailed, "terraform apply", err, u)
 	}
 	return nil
 }
@@ -221,14 +224,29 @@ func (w *Workspace) limit(ctx context.Context) (context.Context, context.CancelF
 	return context.WithTimeoutCause(ctx, w.opts.Timeout, &timedOut{w.opts.Timeout})
 }
 
-// wrapUI is wrap with terraform's own diagnostic: its summary and detail
-// explain a failure, and classify it when Nova knows the kind.
-func wrapUI(ctx context.Context, reason runner.Reason, what string, err error, u *ui, backend string) error {
+// fail is wrap for a command of this workspace. When terraform's verdict
+// is a failure, the binary is asked its version: a terraform too old for
+// the flags Nova passes fails on them, and the error then says so first,
+// with what terraform said after it.
+func (w *Workspace) fail(ctx context.Context, reason runner.Reason, what string, err error) error {
+	return w.failUI(ctx, reason, what, err, nil)
+}
+
+// failUI is fail with terraform's own diagnostic, when u holds it: its
+// summary and detail explain a failure, and classify it when Nova knows
+// the kind.
+func (w *Workspace) failUI(ctx context.Context, reason runner.Reason, what string, err error, u *ui) error {
 	wrapped := wrap(ctx, reason, what, err)
 	if runner.ReasonOf(wrapped) != reason {
 		return wrapped // interrupted: no verdict, whatever was printed
 	}
-	specific, msg, ok := u.classified(backend)
+	if verr := w.unsupported(ctx); verr != nil {
+		return runner.Errorf(reason, "%s: %v\n%s", what, verr, tail(err.Error(), 20))
+	}
+	if u == nil {
+		return wrapped
+	}
+	specific, msg, ok := u.classified(w.opts.Backend)
 	if !ok {
 		return wrapped
 	}
@@ -243,7 +261,7 @@ func (w *Workspace) Destroy(ctx context.Context) error {
 	ctx, cancel := w.limit(ctx)
 	defer cancel()
 	if err := w.run(ctx, w.log, "destroy", "-no-color", "-auto-approve", "-input=false", "-lock-timeout="+w.opts.LockTimeout.String()); err != nil {
-		return wrap(ctx, runner.TerraformApplyFailed, "terraform destroy", err)
+		return w.fail(ctx, runner.TerraformApplyFailed, "terraform destroy", err)
 	}
 	return nil
 }
@@ -255,7 +273,7 @@ func (w *Workspace) ShowState(ctx context.Context, statePath string) (*tfjson.St
 	var st tfjson.State
 	st.UseJSONNumber(true)
 	if err := w.readJSON(ctx, &st, "show", "-json", "-no-color", statePath); err != nil {
-		return nil, wrap(ctx, runner.TerraformShowFailed, "terraform show -json state", err)
+		return nil, w.fail(ctx, runner.TerraformShowFailed, "terraform show -json state", err)
 	}
 	return &st, nil
 }
@@ -271,7 +289,7 @@ func (w *Workspace) Outputs(ctx context.Context) (map[string]runner.OutputValue,
 		Value     json.RawMessage `json:"value"`
 	}
 	if err := w.readJSON(ctx, &out, "output", "-no-color", "-json"); err != nil {
-		return nil, wrap(ctx, runner.TerraformShowFailed, "terraform output", err)
+		return nil, w.fail(ctx, runner.TerraformShowFailed, "terraform output", err)
 	}
 	values := make(map[string]runner.OutputValue, len(out))
 	for name, o := range out {

@@ -13,8 +13,8 @@ import (
 )
 
 // scripted writes a terraform stand-in: it answers the version probe
-// Nova makes once per binary, then does what body says for the command
-// under test. The real binary is exercised end to end in
+// Nova makes when a command fails, and does what body says for the
+// command under test. The real binary is exercised end to end in
 // action/; this pins down how each way terraform can end is classified.
 func scripted(t *testing.T, body string) string {
 	t.Helper()

@@ -1,7 +1,7 @@
 // Package terraform is Nova's Terraform adapter: it renders a target stack
 // into a root module and runs terraform over it, starting each command
 // itself (the flags, environment and interrupt handling terraform-exec
-// would use, and one version probe per process).
+// would use; its version is asked only to explain a failure).
 package terraform
 
 import (

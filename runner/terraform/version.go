@@ -35,16 +35,6 @@ type probe struct {
 	err  error
 }
 
-// ProbeVersion starts asking the terraform at execPath its version in the
-// background, unless this process already has: the plan then finds the
-// answer ready instead of waiting for one more terraform process before
-// its init. It returns at once.
-func ProbeVersion(execPath string, env map[string]string) {
-	if execPath != "" {
-		probeOf(execPath, environ(Environment(env)))
-	}
-}
-
 // probeOf is the probe of execPath, started with env when there is none.
 func probeOf(execPath string, env []string) *probe {
 	if p, ok := probes.Load(execPath); ok {
@@ -77,8 +67,8 @@ func askVersion(execPath string, env []string) error {
 	stderr := &tailBuffer{max: stderrKept}
 	cmd.Stdout, cmd.Stderr = &limitedWriter{w: &stdout, n: 1 << 20}, stderr
 	// The error says why in words only: a probe that failed is never an
-	// interruption of the command that waited for it, and an apply that
-	// never started must not be taken for one of unknown outcome.
+	// interruption of the command it explains, and an apply that never
+	// started must not be taken for one of unknown outcome.
 	if err := cmd.Run(); err != nil {
 		return fmt.Errorf("asking %s its version: %v\n%s", execPath, err, stderr)
 	}
@@ -88,31 +78,47 @@ func askVersion(execPath string, env []string) error {
 	if err := json.Unmarshal(stdout.Bytes(), &out); err != nil || out.Version == "" {
 		return fmt.Errorf("%s does not report its version as JSON, as terraform %s and later do", execPath, minVersion())
 	}
-	v, err := version.NewVersion(out.Version)
+	return versionProblem(execPath, out.Version)
+}
+
+// versionProblem refuses a reported version that is not one or is older
+// than minVersion; who names the terraform that reported it.
+func versionProblem(who, reported string) error {
+	v, err := version.NewVersion(reported)
 	if err != nil {
-		return fmt.Errorf("%s reports version %q, which is not a version: %v", execPath, out.Version, err)
+		return fmt.Errorf("%s reports version %q, which is not a version: %v", who, reported, err)
 	}
 	if v.LessThan(minVersion()) {
-		return fmt.Errorf("%s is terraform %s; Nova needs %s or later", execPath, v, minVersion())
+		return fmt.Errorf("%s is terraform %s; Nova needs %s or later", who, v, minVersion())
 	}
 	return nil
 }
 
-// ready waits for the version probe of the workspace's terraform: the
-// first command of a process waits for it, the others find it answered.
-// Only the caller's own context ends the wait (wrap then says why).
-func (w *Workspace) ready(ctx context.Context) error {
+// unsupported asks the workspace's terraform its version once one of its
+// commands has failed, and says why when the binary is not one Nova runs
+// (too old for the flags Nova passes, or not reporting its version); nil
+// when it is, or when ctx ends the wait. A run whose commands succeed
+// never asks: those flags were understood, and the plan's JSON names the
+// version that made it (checkPlanVersion). A supported version is kept
+// for the process; a failed probe is asked again by the next failure.
+func (w *Workspace) unsupported(ctx context.Context) error {
 	p := probeOf(w.opts.ExecPath, w.env)
 	select {
 	case <-p.done:
-	default:
-		select {
-		case <-p.done:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
+		return p.err
+	case <-ctx.Done():
+		return nil
 	}
-	return p.err
+}
+
+// checkPlanVersion refuses a plan made by a terraform Nova does not run.
+// Real terraform names its version in every plan's JSON; a plan that does
+// not is checked by asking the binary.
+func (w *Workspace) checkPlanVersion(ctx context.Context, reported string) error {
+	if reported == "" {
+		return w.unsupported(ctx)
+	}
+	return versionProblem("the terraform that made the plan", reported)
 }
 
 // limitedWriter writes at most n bytes to w and drops the rest.
