@@ -94,8 +94,23 @@ func compilePlatform(ctx context.Context) (*platform, error) {
 	return compileModules(ctx, mods)
 }
 
+// checkOnly are the compiler's stages that only look for mistakes in the
+// rules and change nothing the compilation makes of them: a fifth of the
+// compile, which a run waits for before its pre-plan policy. The platform
+// rules are part of the binary and pass every stage in every test run
+// (TestRegoRules compiles them with every stage, as `opa test` does), so
+// a process need not check them again. Type checking is among them:
+// evaluation reads the types only where `with` replaces a function, which
+// no platform rule does. TestSkippedStagesOnlyCheck holds the rules to
+// both. A consumer's policies are compiled apart, with every stage.
+var checkOnly = []ast.StageID{
+	ast.StageCheckKeywordOverrides, ast.StageCheckVoidCalls, ast.StageCheckRuleConflicts,
+	ast.StageCheckUndefinedFuncs, ast.StageCheckSafetyRuleHeads, ast.StageCheckRecursion,
+	ast.StageCheckTypes,
+}
+
 func compileModules(ctx context.Context, mods map[string]*ast.Module) (*platform, error) {
-	c := ast.NewCompiler()
+	c := ast.NewCompiler().WithSkipStages(checkOnly...)
 	c.Compile(mods)
 	if c.Failed() {
 		return nil, fmt.Errorf("compiling platform rules: %w", c.Errors)

@@ -244,3 +244,34 @@ func TestAnUnreadablePlanIsAnErrorPerRule(t *testing.T) {
 		}
 	}
 }
+
+// TestSkippedStagesOnlyCheck: the platform rules compile with the
+// check-only stages skipped (checkOnly) into exactly what every stage
+// makes of them, every stage passes them, and none of them uses `with`,
+// the one place evaluation reads what type checking infers.
+func TestSkippedStagesOnlyCheck(t *testing.T) {
+	compiled := func(c *ast.Compiler) map[string]*ast.Module {
+		t.Helper()
+		mods, err := parseRules(false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Compile(mods); c.Failed() {
+			t.Fatalf("compiling the platform rules: %v", c.Errors)
+		}
+		return c.Modules
+	}
+	full, skipped := compiled(ast.NewCompiler()), compiled(ast.NewCompiler().WithSkipStages(checkOnly...))
+	if len(full) != len(skipped) || len(full) == 0 {
+		t.Fatalf("%d modules with every stage, %d without the checks", len(full), len(skipped))
+	}
+	for name, m := range full {
+		if got, want := skipped[name].String(), m.String(); got != want {
+			t.Errorf("%s compiles differently without the check-only stages:\n%s\nwant\n%s", name, got, want)
+		}
+		ast.WalkWiths(m, func(w *ast.With) bool {
+			t.Errorf("%s: %v uses with, whose evaluation reads the types checkOnly skips", name, w.Location)
+			return false
+		})
+	}
+}
