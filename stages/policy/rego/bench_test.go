@@ -102,7 +102,7 @@ func BenchmarkPolicyPlan500Cold(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		e := &Engine{platform: plat}
+		e := &Engine{platform: func() (*platform, error) { return plat, nil }}
 		if _, err := e.Evaluate(b.Context(), p); err != nil {
 			b.Fatal(err)
 		}

@@ -22,9 +22,11 @@ import (
 )
 
 // Engine evaluates the platform rules and the consumer's policies. Queries
-// are compiled and prepared once, in New; Evaluate only evaluates.
+// are compiled and prepared once; Evaluate only evaluates.
 type Engine struct {
-	platform *platform
+	// platform is the platform rules, waiting for their compilation (New
+	// starts it and does not wait).
+	platform func() (*platform, error)
 	consumer *consumer
 }
 
@@ -80,21 +82,25 @@ var sharedPlatform = sync.OnceValues(func() (*platform, error) {
 	return compilePlatform(context.Background())
 })
 
-// New returns an engine over the platform rules (compiled on first use in
-// the process) and, when given, the consumer's policies. It fails only if
-// the platform rules do not compile, which the tests rule out; a consumer
-// policy that does not compile is reported by Evaluate as an error record,
-// and the platform rules still run.
+// compileInBackground starts compiling the platform rules once per process.
+var compileInBackground sync.Once
+
+// New returns an engine over the platform rules and, when given, the
+// consumer's policies. The platform rules compile once per process, in
+// the background from the first New on: a run builds its engines before
+// its first stage, and checking the contract and initialising terraform
+// (which the plan stage starts as soon as the contract is resolved) go on
+// meanwhile. Evaluate waits for the compilation. The rules fail to compile
+// only if they are broken, which the tests rule out; Evaluate then fails
+// with INTERNAL_ERROR. A consumer policy that does not compile is reported
+// by Evaluate as an error record, and the platform rules still run.
 func New(ctx context.Context, opts ...Option) (*Engine, error) {
 	o := options{namespaces: DefaultNamespaces, contractNamespaces: DefaultContractNamespaces}
 	for _, opt := range opts {
 		opt(&o)
 	}
-	p, err := sharedPlatform()
-	if err != nil {
-		return nil, runner.Errorf(runner.InternalError, "%w", err)
-	}
-	e := &Engine{platform: p}
+	compileInBackground.Do(func() { go sharedPlatform() })
+	e := &Engine{platform: sharedPlatform}
 	if o.policies != nil {
 		e.consumer = loadConsumer(ctx, o.policies, o.policyDir, map[runner.Phase][]string{
 			runner.PostPlan: o.namespaces,
@@ -115,14 +121,18 @@ func (*Engine) Configured() bool { return true }
 
 // Evaluate implements runner.PolicyEngine.
 func (e *Engine) Evaluate(ctx context.Context, p runner.PolicyPayload) ([]runner.PCR, error) {
-	in, err := e.platform.input(p)
+	plat, err := e.platform()
+	if err != nil {
+		return nil, runner.Errorf(runner.InternalError, "%w", err)
+	}
+	in, err := plat.input(p)
 	if err != nil {
 		// Not one rule ran; each says so with its own severity, so that a
 		// malformed plan cannot turn the critical rules into a lesser
 		// engine error. The error itself is the engine's error record.
-		return e.platform.unevaluated(err), err
+		return plat.unevaluated(err), err
 	}
-	out, err := e.platform.evaluate(ctx, p.Phase, in)
+	out, err := plat.evaluate(ctx, p.Phase, in)
 	if err != nil {
 		return nil, err
 	}

@@ -19,7 +19,7 @@ import (
 // secrets rule's findings as "resource: message".
 func secretsFindings(t *testing.T, e *Engine, input ast.Value) []string {
 	t.Helper()
-	pcrs, err := e.platform.evaluate(t.Context(), runner.PostPlan, input)
+	pcrs, err := platformOf(t, e).evaluate(t.Context(), runner.PostPlan, input)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +89,7 @@ func TestSuspectFilterKeepsEveryFinding(t *testing.T) {
 	}
 	for name, p := range payloads {
 		t.Run(name, func(t *testing.T) {
-			input, err := e.platform.input(p)
+			input, err := platformOf(t, e).input(p)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -106,7 +106,7 @@ func TestSuspectFilterKeepsEveryFinding(t *testing.T) {
 
 	// The corpus is worth something only if the unfiltered rule does flag
 	// each tricky resource, and leaves the harmless ones alone.
-	input, err := e.platform.input(planPayload(t, "secrets-tricky.json"))
+	input, err := platformOf(t, e).input(planPayload(t, "secrets-tricky.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +134,7 @@ func TestSuspectFilterKeepsEveryFinding(t *testing.T) {
 // folding orbit; the scan must fold each character that has an ASCII
 // letter in its orbit to that letter, written plainly or as an escape.
 func TestSuspectScanFoldsLikeTheRule(t *testing.T) {
-	p := newEngine(t).platform
+	p := platformOf(t, newEngine(t))
 	folds := 0
 	for r := rune(0); r <= unicode.MaxRune; r++ {
 		ascii := rune(-1)
@@ -178,7 +178,7 @@ func TestSuspectScanFoldsLikeTheRule(t *testing.T) {
 // its type, whatever the change; the rules decide which are changes.
 func TestPlanIndexByType(t *testing.T) {
 	plan := []byte(`{"resource_changes": [{"type": "a"}, {"type": "b"}, {"type": "a"}, {"type": 3}, {}, "x"], "other": 1}`)
-	_, x, err := planValue(plan, &suspectScanner{suspectWords: newEngine(t).platform.suspects})
+	_, x, err := planValue(plan, &suspectScanner{suspectWords: platformOf(t, newEngine(t)).suspects})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,4 +205,14 @@ func TestPlanValueReadsFixturesAsOPADoes(t *testing.T) {
 		}
 		sameAsOPA(t, data)
 	}
+}
+
+// platformOf is e's compiled platform rules.
+func platformOf(t *testing.T, e *Engine) *platform {
+	t.Helper()
+	p, err := e.platform()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

@@ -215,7 +215,7 @@ checked := n if some n in [1, 2]
 	if err != nil {
 		t.Fatal(err)
 	}
-	pcrs := evaluate(t, &Engine{platform: p}, planPayload(t, "microservice-pass.json"))
+	pcrs := evaluate(t, &Engine{platform: func() (*platform, error) { return p, nil }}, planPayload(t, "microservice-pass.json"))
 	if diff := cmp.Diff([]outcome{{"nova.test.broken", runner.Critical, runner.PCRError, ""}}, outcomesOf(pcrs, "nova.test.broken")); diff != "" {
 		t.Errorf("the broken rule (-want +got)\n%s", diff)
 	}

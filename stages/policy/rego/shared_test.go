@@ -13,7 +13,7 @@ import (
 // platform rules must be compiled once for all of them, not once each.
 func TestEnginesShareOneCompilationOfThePlatformRules(t *testing.T) {
 	a, b := newEngine(t), newEngine(t)
-	if a.platform != b.platform {
+	if platformOf(t, a) != platformOf(t, b) {
 		t.Fatal("two engines compiled the platform rules twice; New must share one compilation per process")
 	}
 }
