@@ -88,3 +88,54 @@ func TestRunsStartNoMoreTerraformThanAHuman(t *testing.T) {
 		}
 	}
 }
+
+// TestAPrePlanFailurePlansNothing: terraform init starts as soon as the
+// contract is resolved, beside the pre-plan stages, but nothing reads the
+// state or plans until they pass: a run that its own contract policy
+// stops has run no terraform but init, and has let go of the contract's
+// run lock, so the next run (its contract fixed) plans and applies.
+func TestAPrePlanFailurePlansNothing(t *testing.T) {
+	ctx := t.Context()
+	c := newConsumer(t, helloContract("blocked", "dev"))
+	writeFile(t, filepath.Join(c.dir, ".nova", "policy", "audience.rego"), `package contract
+
+# METADATA
+# custom:
+#   severity: critical
+deny contains msg if {
+	input.inputs.audience == "blocked"
+	msg := "this audience is blocked"
+}
+`)
+	calls := filepath.Join(t.TempDir(), "calls")
+	wrapper := filepath.Join(t.TempDir(), "terraform")
+	writeFile(t, wrapper, fmt.Sprintf("#!/bin/sh\necho \"$1\" >> %q\nexec %q \"$@\"\n", calls, mustLookPath(t)))
+	if err := os.Chmod(wrapper, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	c.extra = []string{"--terraform", wrapper}
+	commands := func() []string {
+		t.Helper()
+		b, err := os.ReadFile(calls)
+		if err != nil && !os.IsNotExist(err) {
+			t.Fatal(err)
+		}
+		_ = os.Remove(calls)
+		return strings.Fields(string(b))
+	}
+	code, v, stderr := c.nova(ctx, "run")
+	if code != ExitFail || stage(v, "policy").Verdict != runner.Fail {
+		t.Fatalf("blocked contract: exit %d, policy %s\n%s", code, stage(v, "policy").Verdict, stderr)
+	}
+	if got := commands(); len(got) > 1 || len(got) == 1 && got[0] != "init" {
+		t.Errorf("a run stopped by its pre-plan policy ran terraform %v; want at most init", got)
+	}
+	c.writeContract(helloContract("world", "dev"))
+	code, v, stderr = c.nova(ctx, "run")
+	if code != ExitPass || stage(v, "apply").Verdict != runner.Pass {
+		t.Fatalf("the next run: exit %d\n%s", code, stderr)
+	}
+	if got, want := commands(), []string{"init", "plan", "show", "apply", "output"}; !slices.Equal(got, want) {
+		t.Errorf("the next run: terraform %v, want %v", got, want)
+	}
+}

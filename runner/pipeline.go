@@ -49,6 +49,11 @@ type StageEventData struct {
 // open in st is closed when the run ends, however it ends.
 func (p *Pipeline) Run(ctx context.Context, st *State) Outcome {
 	defer func() {
+		for _, stage := range p.Stages {
+			if pr, ok := stage.(Preparer); ok {
+				pr.Abandon(st)
+			}
+		}
 		if p.Finally != nil {
 			p.Finally(context.WithoutCancel(ctx), st)
 		}
@@ -63,7 +68,7 @@ func (p *Pipeline) Run(ctx context.Context, st *State) Outcome {
 		now = time.Now
 	}
 	var out Outcome
-	for _, stage := range p.Stages {
+	for i, stage := range p.Stages {
 		if err := ctx.Err(); err != nil {
 			res := erroredResult(stage.Name(), Errorf(RunCancelled, "run cancelled before stage %s: %w", stage.Name(), err))
 			return p.finish(ctx, st, out, res)
@@ -86,6 +91,11 @@ func (p *Pipeline) Run(ctx context.Context, st *State) Outcome {
 		if res.Verdict != Pass {
 			return p.finish(ctx, st, out, res)
 		}
+		if !res.Done {
+			// Before the event's fsync, which the preparing work does not
+			// need to wait for.
+			p.prepare(ctx, st, i+1)
+		}
 		if err := p.record(ctx, st, &res); err != nil {
 			return p.finish(ctx, st, out, erroredResult(stage.Name(), err))
 		}
@@ -101,6 +111,16 @@ func (p *Pipeline) Run(ctx context.Context, st *State) Outcome {
 	}
 	out.Verdict = Pass
 	return out
+}
+
+// prepare offers the state to the stages from index next on that can
+// start ahead of their turn.
+func (p *Pipeline) prepare(ctx context.Context, st *State, next int) {
+	for _, stage := range p.Stages[next:] {
+		if pr, ok := stage.(Preparer); ok {
+			pr.Prepare(ctx, st)
+		}
+	}
 }
 
 // finish records the result that stopped the run. A failure event is written

@@ -380,3 +380,47 @@ func TestPipelineFlushesAnAuthorizedRunBeforeLettingGoOfTheWorkspace(t *testing.
 		})
 	}
 }
+
+// preparing is a Preparer fake that logs what the pipeline asks of it.
+type preparing struct {
+	fakeStage
+	log *[]string
+}
+
+func (p preparing) Prepare(context.Context, *State) { *p.log = append(*p.log, "prepare") }
+func (p preparing) Abandon(*State)                  { *p.log = append(*p.log, "abandon") }
+
+// TestPipelineOffersPreparersTheStateAhead: a stage that can prepare is
+// offered the state after each stage before it passes, never after a
+// stage that stopped the run, and is told to abandon what it prepared as
+// the run ends, whether or not its turn came.
+func TestPipelineOffersPreparersTheStateAhead(t *testing.T) {
+	failing := fakeStage{"policy", func(context.Context, *State) (Result, error) {
+		return Result{Verdict: Fail, Summary: "denied", Findings: []Finding{{Reason: StackUnknown, Message: "no"}}}, nil
+	}}
+	tests := []struct {
+		name   string
+		before []Stage
+		want   []string
+	}{
+		{"its turn comes", []Stage{passing("schema"), passing("policy")}, []string{"prepare", "prepare", "run plan", "abandon"}},
+		{"an earlier stage fails", []Stage{passing("schema"), failing}, []string{"prepare", "abandon"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var log []string
+			plan := preparing{fakeStage{"plan", func(context.Context, *State) (Result, error) {
+				log = append(log, "run plan")
+				return Result{Verdict: Pass}, nil
+			}}, &log}
+			// Once its turn came, it is not offered the state again.
+			stages := append(append([]Stage{}, tt.before...), plan, passing("gate"))
+			p := Pipeline{Stages: stages, Events: NewEmitter(&memRecorder{}, "urn:test", "r", nil)}
+			st := contractState()
+			p.Run(t.Context(), st)
+			if diff := cmp.Diff(tt.want, log); diff != "" {
+				t.Errorf("what the preparer was asked (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

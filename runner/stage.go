@@ -68,6 +68,23 @@ type Stage interface {
 	Run(ctx context.Context, st *State) (Result, error)
 }
 
+// Preparer is a stage that can start, before its turn, work that decides
+// nothing and touches nothing outside the run, so the stages before it
+// overlap that work instead of preceding it. The plan stage is one: it
+// initialises terraform in the run's own root module while the pre-plan
+// stages judge the contract, and plans only in its turn, once they passed.
+type Preparer interface {
+	Stage
+	// Prepare is offered the state after each stage that passes; it starts
+	// at most once per state, when the state holds what it needs, and
+	// returns at once.
+	Prepare(ctx context.Context, st *State)
+	// Abandon stops and waits for what Prepare started for st, and lets go
+	// of what it holds, unless the stage's Run took it over. The pipeline
+	// calls it as the run ends, however it ends.
+	Abandon(st *State)
+}
+
 // State is what stages share within one run. Each stage reads what earlier
 // stages produced and adds its own part.
 type State struct {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/nova-platform/nova/runner"
@@ -18,9 +19,22 @@ import (
 type Stage struct {
 	engine runner.Engine
 	now    func() time.Time
+
+	mu sync.Mutex
+	// ahead holds, per run, the workspace Prepare is opening.
+	ahead map[*runner.State]*opening
 }
 
-var _ runner.Stage = (*Stage)(nil)
+// opening is a run's root module rendered and its workspace opened (its
+// run locks taken, terraform initialised) ahead of the stage's turn.
+type opening struct {
+	done   chan struct{}
+	ws     runner.Workspace
+	err    error
+	cancel context.CancelFunc
+}
+
+var _ runner.Preparer = (*Stage)(nil)
 
 // Option configures a Stage.
 type Option func(*Stage)
@@ -46,11 +60,7 @@ func (s *Stage) Run(ctx context.Context, st *runner.State) (runner.Result, error
 		return runner.Result{}, runner.Errorf(runner.InternalError, "plan reached without a resolved contract")
 	}
 	dir := bundle.Dir(st.RunDir)
-	root := filepath.Join(dir, bundle.RootDir)
-	if err := s.engine.Render(root, st.Contract, st.Target); err != nil {
-		return runner.Result{}, err
-	}
-	ws, err := s.engine.Open(ctx, root, st.RunDir, st.Contract)
+	ws, err := s.workspace(ctx, st)
 	if err != nil {
 		return runner.Result{}, err
 	}
@@ -95,6 +105,80 @@ func (s *Stage) Run(ctx context.Context, st *runner.State) (runner.Result, error
 		Event:   runner.EventPlanCreated,
 		Data:    runner.PlanRecord{Digest: digest, HasChanges: sp.HasChanges, Changes: sp.Changes, Resources: sp.Resources, BundleDir: dir, Commit: st.Commit},
 	}, nil
+}
+
+// Prepare implements runner.Preparer. Once the contract and its target
+// stack are resolved, the root module is rendered and its workspace
+// opened (the run locks taken, terraform initialised) while the pre-plan
+// stages judge the contract: init only readies the run's own copy of the
+// root module (its modules and providers, the backend's configuration),
+// and the plan, the first command that reads the state or decides
+// anything, waits for the stage's turn, after those stages passed.
+func (s *Stage) Prepare(ctx context.Context, st *runner.State) {
+	if st.Contract == nil || st.Target == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.ahead[st]; ok {
+		return
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	o := &opening{done: make(chan struct{}), cancel: cancel}
+	if s.ahead == nil {
+		s.ahead = map[*runner.State]*opening{}
+	}
+	s.ahead[st] = o
+	contract, target, runDir := st.Contract, st.Target, st.RunDir
+	go func() {
+		defer close(o.done)
+		o.ws, o.err = s.open(ctx, contract, target, runDir)
+	}()
+}
+
+// Abandon implements runner.Preparer: a run that ends before its plan
+// interrupts the init Prepare started, waits for it, and lets go of the
+// run locks.
+func (s *Stage) Abandon(st *runner.State) {
+	o := s.take(st)
+	if o == nil {
+		return
+	}
+	o.cancel()
+	<-o.done
+	if o.ws != nil {
+		_ = o.ws.Close()
+	}
+}
+
+// take removes and returns what Prepare started for st, if anything.
+func (s *Stage) take(st *runner.State) *opening {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	o := s.ahead[st]
+	delete(s.ahead, st)
+	return o
+}
+
+// workspace is the run's workspace: the one Prepare opened, once it is
+// open, or one opened now. A workspace taken over is never cancelled
+// through Prepare's context: it holds the run locks until the pipeline
+// closes it.
+func (s *Stage) workspace(ctx context.Context, st *runner.State) (runner.Workspace, error) {
+	if o := s.take(st); o != nil {
+		<-o.done
+		return o.ws, o.err
+	}
+	return s.open(ctx, st.Contract, st.Target, st.RunDir)
+}
+
+// open renders the run's root module and opens its workspace.
+func (s *Stage) open(ctx context.Context, c *runner.Contract, target *runner.TargetStack, runDir string) (runner.Workspace, error) {
+	root := filepath.Join(bundle.Dir(runDir), bundle.RootDir)
+	if err := s.engine.Render(root, c, target); err != nil {
+		return nil, err
+	}
+	return s.engine.Open(ctx, root, runDir, c)
 }
 
 // Describe renders a change summary the way Terraform does.

@@ -117,3 +117,86 @@ func TestPlanErrorsKeepTheirReason(t *testing.T) {
 		})
 	}
 }
+
+// TestPrepareOpensTheWorkspaceAheadOfTheTurn: once the contract is
+// resolved, Prepare renders the root and opens its workspace (run locks,
+// terraform init) in the background; the stage's turn takes that
+// workspace over instead of opening another, and leaves it open for the
+// run. Before the contract is resolved Prepare starts nothing.
+func TestPrepareOpensTheWorkspaceAheadOfTheTurn(t *testing.T) {
+	saved := &runner.SavedPlan{JSON: []byte(`{"format_version":"1.2"}`)}
+	for _, resolved := range []bool{true, false} {
+		st := state(t)
+		ws := &runnertest.Workspace{PlanFunc: func(context.Context, string) (*runner.SavedPlan, error) { return saved, nil }}
+		opens := make(chan struct{}, 4)
+		engine := &runnertest.Engine{
+			RenderFunc: func(dir string, _ *runner.Contract, _ *runner.TargetStack) error { return os.MkdirAll(dir, 0o755) },
+			OpenFunc: func(context.Context, string, string, *runner.Contract) (runner.Workspace, error) {
+				opens <- struct{}{}
+				return ws, nil
+			},
+		}
+		s := New(engine)
+		early := st
+		if !resolved {
+			early = &runner.State{RunDir: st.RunDir}
+		}
+		s.Prepare(t.Context(), early)
+		s.Prepare(t.Context(), early) // offered again after the next stage
+		res, err := s.Run(t.Context(), st)
+		if err != nil || res.Verdict != runner.Pass {
+			t.Fatalf("resolved %v: plan %+v, %v", resolved, res, err)
+		}
+		s.Abandon(st) // the run ends: nothing of it is left to abandon
+		if len(opens) != 1 || st.Workspace != ws || ws.Closed {
+			t.Errorf("resolved %v: opened %d times, the run's workspace %v, closed %v; want one open, left to the run", resolved, len(opens), st.Workspace == ws, ws.Closed)
+		}
+		if !resolved {
+			s.Abandon(early)
+		}
+	}
+}
+
+// TestAbandonLetsGoOfWhatPrepareOpened: a run that ends before its plan
+// (a pre-plan stage failed, the run was cancelled) has Abandon interrupt
+// an open still under way and close one that finished, so its run locks
+// are let go and no terraform outlives the run.
+func TestAbandonLetsGoOfWhatPrepareOpened(t *testing.T) {
+	t.Run("open finished", func(t *testing.T) {
+		ws := &runnertest.Workspace{}
+		engine := &runnertest.Engine{
+			RenderFunc: func(string, *runner.Contract, *runner.TargetStack) error { return nil },
+			OpenFunc:   func(context.Context, string, string, *runner.Contract) (runner.Workspace, error) { return ws, nil },
+		}
+		s, st := New(engine), state(t)
+		s.Prepare(t.Context(), st)
+		s.Abandon(st)
+		if !ws.Closed || st.Workspace != nil {
+			t.Errorf("closed %v, workspace left in the state %v", ws.Closed, st.Workspace != nil)
+		}
+	})
+	t.Run("open under way", func(t *testing.T) {
+		started, ended := make(chan struct{}), make(chan error, 1)
+		engine := &runnertest.Engine{
+			RenderFunc: func(string, *runner.Contract, *runner.TargetStack) error { return nil },
+			OpenFunc: func(ctx context.Context, _, _ string, _ *runner.Contract) (runner.Workspace, error) {
+				close(started)
+				<-ctx.Done() // as terraform init waiting on a lock or a download
+				ended <- ctx.Err()
+				return nil, runner.Errorf(runner.TerraformInterrupted, "terraform init interrupted: %w", ctx.Err())
+			},
+		}
+		s, st := New(engine), state(t)
+		s.Prepare(t.Context(), st)
+		<-started
+		s.Abandon(st) // returns only once the open has ended
+		select {
+		case err := <-ended:
+			if !errors.Is(err, context.Canceled) {
+				t.Errorf("the open ended with %v, want it cancelled", err)
+			}
+		default:
+			t.Error("Abandon returned while the open was still under way")
+		}
+	})
+}
