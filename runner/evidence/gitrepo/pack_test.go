@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -280,4 +281,34 @@ func mustGlob(t *testing.T, pattern string) string {
 		t.Fatalf("nothing matches %s", pattern)
 	}
 	return m[0]
+}
+
+// TestPacksShareOneCompressor: each pack's zlib compressor is about a
+// megabyte, which a run pushing twice must not allocate (and fault in)
+// twice: after one pack, the next, written from another goroutine on
+// whichever processor, allocates a small part of that.
+func TestPacksShareOneCompressor(t *testing.T) {
+	dir := t.TempDir()
+	nosync := func(...string) error { return nil }
+	objs := NewObjects()
+	for i := range 20 {
+		objs.Put(plumbing.BlobObject, []byte(fmt.Sprintf(`{"event":%d,"data":"some event of a run"}`, i)))
+	}
+	if _, err := writeObjectsPack(dir, objs, nosync); err != nil {
+		t.Fatal(err)
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	done := make(chan error)
+	go func() {
+		_, err := writeObjectsPack(dir, objs, nosync)
+		done <- err
+	}()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	runtime.ReadMemStats(&after)
+	if n := after.TotalAlloc - before.TotalAlloc; n > 256<<10 {
+		t.Errorf("the second pack allocated %d KiB; a compressor of its own would explain it", n>>10)
+	}
 }

@@ -33,18 +33,45 @@ type packWriter struct {
 
 // deflaters keeps zlib writers between packs: each holds a compressor of
 // about a megabyte, which a run pushing twice allocated, zeroed and faulted
-// in twice.
-var deflaters = sync.Pool{New: func() any {
+// in twice. A sync.Pool kept them only on the processor that put them
+// back: a run's second push, on another, missed and made a new one, and a
+// run does not collect to move them where any push would find them.
+var deflaters struct {
+	sync.Mutex
+	spare []*zlib.Writer
+}
+
+// maxSpareDeflaters bounds what pushes of many contracts at once leave
+// behind.
+const maxSpareDeflaters = 4
+
+func getDeflater() *zlib.Writer {
+	deflaters.Lock()
+	defer deflaters.Unlock()
+	if n := len(deflaters.spare); n > 0 {
+		zw := deflaters.spare[n-1]
+		deflaters.spare = deflaters.spare[:n-1]
+		return zw
+	}
 	// Small JSON events gain little from harder compression, and git
 	// reads any level.
 	zw, _ := zlib.NewWriterLevel(io.Discard, zlib.BestSpeed) // the level is valid
 	return zw
-}}
+}
+
+func putDeflater(zw *zlib.Writer) {
+	zw.Reset(io.Discard) // not to keep the last pack's writer alive
+	deflaters.Lock()
+	defer deflaters.Unlock()
+	if len(deflaters.spare) < maxSpareDeflaters {
+		deflaters.spare = append(deflaters.spare, zw)
+	}
+}
 
 func newPackWriter(w io.Writer, count uint32) (*packWriter, error) {
 	p := &packWriter{sum: sha1.New(), crc: crc32.NewIEEE(), left: count}
 	p.w = bufio.NewWriterSize(io.MultiWriter(w, p.sum), 64<<10)
-	p.zw = deflaters.Get().(*zlib.Writer)
+	p.zw = getDeflater()
 	_ = p.index.OnHeader(count)
 	var hdr [12]byte
 	copy(hdr[:], "PACK")
@@ -129,8 +156,7 @@ func (p *packWriter) finish() (plumbing.Hash, *idxfile.MemoryIndex, error) {
 	if err := p.w.Flush(); err != nil {
 		return plumbing.ZeroHash, nil, err
 	}
-	p.zw.Reset(io.Discard) // not to keep this pack's writer alive
-	deflaters.Put(p.zw)
+	putDeflater(p.zw)
 	p.zw = nil
 	if err := p.index.OnFooter(sum); err != nil {
 		return plumbing.ZeroHash, nil, err
