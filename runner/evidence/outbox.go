@@ -97,12 +97,20 @@ func (o outbox) add(contract string, e runner.Event) error {
 
 func (o outbox) addLocked(contract string, e runner.Event) error {
 	path := o.file(contract)
-	pending, err := loadOutbox(path)
+	b, err := readOutbox(path)
 	if err != nil {
 		return err
 	}
-	if slices.ContainsFunc(pending, func(p runner.Event) bool { return p.ID == e.ID }) {
-		return nil
+	// Only a file that mentions the id anywhere can hold the event; the
+	// others (every new event's) are not decoded at all.
+	if e.ID != "" && bytes.Contains(b, []byte(e.ID)) {
+		pending, err := parseOutbox(path, b)
+		if err != nil {
+			return err
+		}
+		if slices.ContainsFunc(pending, func(p runner.Event) bool { return p.ID == e.ID }) {
+			return nil
+		}
 	}
 	line, err := e.Canonical()
 	if err != nil {
@@ -174,6 +182,15 @@ func (o outbox) migrate(legacy string) error {
 // never returned, so the event was never acknowledged and is dropped (and
 // cut from the file so later appends start on a clean line).
 func loadOutbox(path string) ([]runner.Event, error) {
+	b, err := readOutbox(path)
+	if err != nil {
+		return nil, err
+	}
+	return parseOutbox(path, b)
+}
+
+// readOutbox reads an outbox file, cutting a torn last line from it.
+func readOutbox(path string) ([]byte, error) {
 	b, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
@@ -187,6 +204,11 @@ func loadOutbox(path string) ([]runner.Event, error) {
 			return nil, fmt.Errorf("truncating torn outbox line: %w", err)
 		}
 	}
+	return b, nil
+}
+
+// parseOutbox returns the pending events of an outbox file's content.
+func parseOutbox(path string, b []byte) ([]runner.Event, error) {
 	var events []runner.Event
 	delivered := map[string]bool{}
 	for n, line := range bytes.Split(bytes.TrimSuffix(b, []byte("\n")), []byte("\n")) {
