@@ -24,7 +24,7 @@ demo: build
 ## test: formatting, vet and every test, with real Terraform, git, gpg,
 ## cosign, a real Gitea and a real PostgreSQL; then the packages that share state between
 ## goroutines once more under the race detector.
-RACE_PKGS := ./runner ./runner/evidence/... ./action
+RACE_PKGS := ./runner ./runner/evidence/... ./stages/plan ./action
 
 ## The fuzz targets run for a bounded time on every test run: the contract
 ## loader and the plan bundle loader read what anyone can hand to Nova.

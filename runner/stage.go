@@ -69,7 +69,7 @@ type Stage interface {
 }
 
 // Preparer is a stage that can start, before its turn, work that decides
-// nothing and touches nothing outside the run, so the stages before it
+// nothing (it readies what the stage then uses), so the stages before it
 // overlap that work instead of preceding it. The plan stage is one: it
 // initialises terraform in the run's own root module while the pre-plan
 // stages judge the contract, and plans only in its turn, once they passed.
