@@ -23,24 +23,7 @@ import (
 func TestRunsStartNoMoreTerraformThanAHuman(t *testing.T) {
 	ctx := t.Context()
 	c := newConsumer(t, helloContract("world", "dev"))
-	calls := filepath.Join(t.TempDir(), "calls")
-	wrapper := filepath.Join(t.TempDir(), "terraform")
-	writeFile(t, wrapper, fmt.Sprintf("#!/bin/sh\necho \"$1\" >> %q\nexec %q \"$@\"\n", calls, mustLookPath(t)))
-	if err := os.Chmod(wrapper, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	c.extra = []string{"--terraform", wrapper}
-	commands := func() []string {
-		t.Helper()
-		b, err := os.ReadFile(calls)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Remove(calls); err != nil {
-			t.Fatal(err)
-		}
-		return strings.Fields(string(b))
-	}
+	commands := countTerraform(t, c)
 	steps := []struct {
 		name string
 		args []string
@@ -107,22 +90,7 @@ deny contains msg if {
 	msg := "this audience is blocked"
 }
 `)
-	calls := filepath.Join(t.TempDir(), "calls")
-	wrapper := filepath.Join(t.TempDir(), "terraform")
-	writeFile(t, wrapper, fmt.Sprintf("#!/bin/sh\necho \"$1\" >> %q\nexec %q \"$@\"\n", calls, mustLookPath(t)))
-	if err := os.Chmod(wrapper, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	c.extra = []string{"--terraform", wrapper}
-	commands := func() []string {
-		t.Helper()
-		b, err := os.ReadFile(calls)
-		if err != nil && !os.IsNotExist(err) {
-			t.Fatal(err)
-		}
-		_ = os.Remove(calls)
-		return strings.Fields(string(b))
-	}
+	commands := countTerraform(t, c)
 	code, v, stderr := c.nova(ctx, "run")
 	if code != ExitFail || stage(v, "policy").Verdict != runner.Fail {
 		t.Fatalf("blocked contract: exit %d, policy %s\n%s", code, stage(v, "policy").Verdict, stderr)
@@ -137,5 +105,27 @@ deny contains msg if {
 	}
 	if got, want := commands(), []string{"init", "plan", "show", "apply", "output"}; !slices.Equal(got, want) {
 		t.Errorf("the next run: terraform %v, want %v", got, want)
+	}
+}
+
+// countTerraform has c run the real terraform behind a wrapper that names
+// each command; commands returns the names since its last call.
+func countTerraform(t *testing.T, c *consumer) (commands func() []string) {
+	t.Helper()
+	calls := filepath.Join(t.TempDir(), "calls")
+	wrapper := filepath.Join(t.TempDir(), "terraform")
+	writeFile(t, wrapper, fmt.Sprintf("#!/bin/sh\necho \"$1\" >> %q\nexec %q \"$@\"\n", calls, mustLookPath(t)))
+	if err := os.Chmod(wrapper, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	c.extra = []string{"--terraform", wrapper}
+	return func() []string {
+		t.Helper()
+		b, err := os.ReadFile(calls)
+		if err != nil && !os.IsNotExist(err) {
+			t.Fatal(err)
+		}
+		_ = os.Remove(calls)
+		return strings.Fields(string(b))
 	}
 }
