@@ -18,11 +18,11 @@ func main() {
 	// A command lives for seconds and allocates most of what it ever will
 	// while compiling policy and reading plans: at Go's default (a
 	// collection each time the heap doubles) a no-change run spent a fifth
-	// of its own CPU collecting. A no-change run allocates about 30 MB in
-	// all, so at 800 it collects only once, as it starts (preferHugePages),
-	// and at 400 it collected again mid-run for ~3 ms of CPU. The soft
-	// limit keeps a large monorepo run from growing nine times its live
-	// heap unchecked. A user's GOGC or GOMEMLIMIT wins.
+	// of its own CPU collecting. After start-up a no-change run allocates
+	// about 15 MB, so at 800 it collects only once, as it starts
+	// (preferHugePages), and at 400 it collected again mid-run for ~3 ms of
+	// CPU. The soft limit keeps a large monorepo run from growing nine
+	// times its live heap unchecked. A user's GOGC or GOMEMLIMIT wins.
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(800)
 	}
