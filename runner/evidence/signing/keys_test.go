@@ -20,6 +20,7 @@ import (
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
 
 	"github.com/nova-platform/nova/runner"
+	"github.com/nova-platform/nova/runner/evidence/gitrepo"
 )
 
 func TestLoadSigner(t *testing.T) {
@@ -199,19 +200,24 @@ func TestLoadCommitKeyRingReadsConcatenatedKeys(t *testing.T) {
 		if err := cs.SignCommit(c); err != nil {
 			t.Fatal(err)
 		}
-		signed := &plumbing.MemoryObject{}
-		if err := c.EncodeWithoutSignature(signed); err != nil {
+		// Checked as verify checks it: read from the stored commit.
+		stored := &plumbing.MemoryObject{}
+		if err := c.Encode(stored); err != nil {
 			t.Fatal(err)
 		}
-		rd, err := signed.Reader()
+		rd, err := stored.Reader()
 		if err != nil {
 			t.Fatal(err)
 		}
-		payload, err := io.ReadAll(rd)
+		raw, err := io.ReadAll(rd)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if reason, err := kr.CheckCommit(payload, c.PGPSignature); err != nil {
+		read, err := gitrepo.ParseCommit(stored.Hash(), raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if reason, err := kr.CheckCommit(read.Signed, read.PGPSignature); err != nil {
 			t.Errorf("commit by %s: %s %v", cs.name, reason, err)
 		}
 	}
