@@ -3,6 +3,7 @@ package gitrepo
 import (
 	"bytes"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 
@@ -120,13 +121,8 @@ func compareWithGoGit(t *testing.T, h plumbing.Hash, raw []byte) {
 	if got.Hash != h || got.TreeHash != want.TreeHash || got.Message != want.Message || got.PGPSignature != want.PGPSignature {
 		t.Errorf("read %+v\ngo-git %+v", got, want)
 	}
-	if len(got.ParentHashes) != len(want.ParentHashes) {
-		t.Fatalf("parents %v, go-git's %v", got.ParentHashes, want.ParentHashes)
-	}
-	for i := range got.ParentHashes {
-		if got.ParentHashes[i] != want.ParentHashes[i] {
-			t.Errorf("parents %v, go-git's %v", got.ParentHashes, want.ParentHashes)
-		}
+	if !slices.Equal(got.ParentHashes, want.ParentHashes) {
+		t.Errorf("parents %v, go-git's %v", got.ParentHashes, want.ParentHashes)
 	}
 	if !bytes.Equal(got.Signed, want.Signed) {
 		t.Errorf("signed bytes\n%q\ngo-git's\n%q", got.Signed, want.Signed)
