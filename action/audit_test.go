@@ -366,7 +366,10 @@ func TestQueryAndExportRefuseTamperedEvidence(t *testing.T) {
 			if out, err := exec.Command("git", "clone", "-q", c.repoPath(), work).CombinedOutput(); err != nil {
 				t.Fatalf("git clone: %v\n%s", err, out)
 			}
-			files, _ := filepath.Glob(filepath.Join(work, "contracts", helloID, "*-nova.approval.recorded.json"))
+			files, _ := filepath.Glob(filepath.Join(work, "contracts", helloID, "*xx", "*-nova.approval.recorded.json"))
+			if len(files) == 0 {
+				t.Fatal("no approval event in the evidence repo")
+			}
 			b, err := os.ReadFile(files[0])
 			if err != nil {
 				t.Fatal(err)

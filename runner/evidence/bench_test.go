@@ -257,7 +257,7 @@ func buildFixture(path string, keys signing.Keys, contracts, perContract int) er
 		if err != nil {
 			return err
 		}
-		ec, err := writeEventCommit(reader, commit, c, eventFileName(e.Seq, e.Type, "json"), canon, sig, CommitMessage(e), keys.Commit, e.Time)
+		ec, err := writeEventCommit(reader, commit, c, e.Seq, e.Type, canon, sig, CommitMessage(e), keys.Commit, e.Time)
 		if err != nil {
 			return err
 		}
@@ -325,10 +325,10 @@ func benchmarkVerifySince(b *testing.B, contracts, perContract, fresh int) {
 
 // writeEventCommit writes one event as one signed commit on top of
 // parent: a batch of one.
-func writeEventCommit(r *gitrepo.Reader, parent plumbing.Hash, dir, name string, event, sig []byte, msg string, cs *signing.CommitSigner, when time.Time) (*eventCommits, error) {
+func writeEventCommit(r *gitrepo.Reader, parent plumbing.Hash, dir string, seq int64, typ string, event, sig []byte, msg string, cs *signing.CommitSigner, when time.Time) (*eventCommits, error) {
 	b, err := newEventCommits(r, parent, dir)
 	if err == nil {
-		err = b.add(name, event, sig, msg, cs, when)
+		err = b.add(seq, typ, event, sig, msg, cs, when)
 	}
 	return b, err
 }

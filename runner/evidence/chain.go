@@ -24,17 +24,43 @@ import (
 // the files in seq order. Each step records findings in the order the
 // gate must meet them, so the store's error is verify's first finding.
 
-// contractEntries returns the entries of contracts/<dir> at commit head and
-// the directory's tree (none and zero when it does not exist). An entry of
-// that name that is not a directory is a layout error: the gate must not
-// read it as "no events".
+// contractEntries returns the files of contracts/<dir> at commit head
+// (contractFiles) and the directory's tree (none and zero when it does not
+// exist). An entry of that name that is not a directory is a layout
+// error: the gate must not read it as "no events".
 func contractEntries(r *gitrepo.Reader, head plumbing.Hash, dir string) ([]gitrepo.Entry, plumbing.Hash, error) {
 	h, err := contractTree(r, head, dir)
 	if err != nil || h.IsZero() {
 		return nil, h, err
 	}
-	entries, err := r.Tree(h)
+	entries, err := contractFiles(r, h)
 	return entries, h, err
+}
+
+// contractFiles lists the contract directory tree dir as one directory:
+// the entries of each bucket, named <bucket>/<file>. An entry that is not
+// a bucket directory is listed as it is, for listChain to report.
+func contractFiles(r *gitrepo.Reader, dir plumbing.Hash) ([]gitrepo.Entry, error) {
+	buckets, err := r.Tree(dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []gitrepo.Entry
+	for _, b := range buckets {
+		if _, ok := parseBucket(b.Name); !ok || b.Mode != filemode.Dir {
+			out = append(out, b)
+			continue
+		}
+		files, err := r.Tree(b.Hash)
+		if err != nil {
+			return nil, err
+		}
+		for _, f := range files {
+			f.Name = b.Name + "/" + f.Name
+			out = append(out, f)
+		}
+	}
+	return out, nil
 }
 
 // contractTree is the hash of contracts/<dir> at commit head (zero when it
@@ -82,9 +108,9 @@ type eventFile struct {
 	findings []Finding
 }
 
-// listChain returns a contract directory's event files in seq order (name
-// order among files claiming one seq), and a finding for every entry that
-// has no place in the layout.
+// listChain returns a contract directory's event files (contractFiles) in
+// seq order (name order among files claiming one seq), and a finding for
+// every entry that has no place in the layout.
 func listChain(dir string, entries []gitrepo.Entry) ([]*eventFile, []Finding) {
 	prefix := contractsDir + "/" + dir + "/"
 	files := map[string]plumbing.Hash{}
@@ -96,10 +122,13 @@ func listChain(dir string, entries []gitrepo.Entry) ([]*eventFile, []Finding) {
 	var events []*eventFile
 	var findings []Finding
 	for _, e := range entries {
-		name, ok := parseEventFileName(e.Name)
+		name, ok := parseBucketedName(e.Name)
 		switch {
+		case !ok && !strings.Contains(e.Name, "/") && e.Mode.IsFile() && isEventFileName(e.Name):
+			// What Nova wrote before events were grouped by the hundred.
+			findings = append(findings, Finding{Reason: runner.EvidenceLayoutInvalid, Path: prefix + e.Name, Message: "event file directly in the contract directory, not in a <seq/100>xx/ bucket (a layout older than this Nova)"})
 		case !ok || !e.Mode.IsFile():
-			findings = append(findings, Finding{Reason: runner.EvidenceLayoutInvalid, Path: prefix + e.Name, Message: "not <seq>-<type>.json or .sig"})
+			findings = append(findings, Finding{Reason: runner.EvidenceLayoutInvalid, Path: prefix + e.Name, Message: "not <seq/100>xx/<seq>-<type>.json or .sig"})
 		case name.Sig:
 			if _, ok := files[strings.TrimSuffix(e.Name, ".sig")+".json"]; !ok {
 				findings = append(findings, Finding{Reason: runner.EvidenceLayoutInvalid, Path: prefix + e.Name, Message: "signature without its event"})

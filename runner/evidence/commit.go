@@ -25,19 +25,23 @@ type eventCommits struct {
 	// commits are the batch's commits, oldest first.
 	commits []plumbing.Hash
 	dir     string
+	r       *gitrepo.Reader
 	// The trees on the event's path at head, carried from one commit to
-	// the next rather than read back.
-	root, contracts, contract []gitrepo.Entry
-	tree                      plumbing.Hash  // contracts/<dir> at head
-	parentTree                plumbing.Hash  // contracts/<dir> at parent
-	events                    []runner.Event // as written: with the seq and link of their place
-	sum                       string         // sha256 of the last event file
+	// the next rather than read back: contract lists the buckets, bucket
+	// the files of the one named bucketName (read when an event first
+	// needs it).
+	root, contracts, contract, bucket []gitrepo.Entry
+	bucketName                        string
+	tree                              plumbing.Hash  // contracts/<dir> at head
+	parentTree                        plumbing.Hash  // contracts/<dir> at parent
+	events                            []runner.Event // as written: with the seq and link of their place
+	sum                               string         // sha256 of the last event file
 }
 
 // newEventCommits starts a batch for contract directory dir on parent,
 // reading parent's trees through r.
 func newEventCommits(r *gitrepo.Reader, parent plumbing.Hash, dir string) (*eventCommits, error) {
-	b := &eventCommits{objs: gitrepo.NewObjects(), parent: parent, head: parent, dir: dir}
+	b := &eventCommits{objs: gitrepo.NewObjects(), parent: parent, head: parent, dir: dir, r: r}
 	if parent.IsZero() {
 		return b, nil
 	}
@@ -56,17 +60,30 @@ func newEventCommits(r *gitrepo.Reader, parent plumbing.Hash, dir string) (*even
 	return b, err
 }
 
-// add writes the event's file and signature on top of the batch's head as
-// one signed commit. Only the three trees on the event's path are
-// rewritten, so the cost does not grow with the repo.
-func (b *eventCommits) add(name string, event, sig []byte, msg string, cs *signing.CommitSigner, when time.Time) error {
+// add writes event seq of type typ and its signature on top of the
+// batch's head as one signed commit. Only the four trees on the event's
+// path are rewritten, none of which holds more than a hundred of the
+// contract's events, so the cost does not grow with the repo or the
+// contract's history.
+func (b *eventCommits) add(seq int64, typ string, event, sig []byte, msg string, cs *signing.CommitSigner, when time.Time) error {
 	file := func(name string, content []byte) gitrepo.Entry {
 		return gitrepo.Entry{Name: name, Mode: filemode.Regular, Hash: b.objs.Put(plumbing.BlobObject, content)}
 	}
 	tree := func(name string, entries []gitrepo.Entry) gitrepo.Entry {
 		return gitrepo.Entry{Name: name, Mode: filemode.Dir, Hash: b.objs.Put(plumbing.TreeObject, gitrepo.EncodeTree(entries))}
 	}
-	b.contract = gitrepo.Upsert(gitrepo.Upsert(b.contract, file(name, event)), file(sigPath(name), sig))
+	if name := bucketName(seq); name != b.bucketName {
+		b.bucket, b.bucketName = nil, name
+		if h := dirHash(b.contract, name); !h.IsZero() {
+			var err error
+			if b.bucket, err = subtree(b.r, h); err != nil {
+				return err
+			}
+		}
+	}
+	name := eventFileName(seq, typ, "json")
+	b.bucket = gitrepo.Upsert(gitrepo.Upsert(b.bucket, file(name, event)), file(sigPath(name), sig))
+	b.contract = gitrepo.Upsert(b.contract, tree(b.bucketName, b.bucket))
 	dirEntry := tree(b.dir, b.contract)
 	b.contracts = gitrepo.Upsert(b.contracts, dirEntry)
 	b.root = gitrepo.Upsert(b.root, tree(contractsDir, b.contracts))

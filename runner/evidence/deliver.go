@@ -263,7 +263,7 @@ func (s *Store) prepare(head plumbing.Hash, dir string, pending []runner.Event) 
 		if err != nil {
 			return nil, nil, nil, err
 		}
-		if err := b.add(eventFileName(e.Seq, e.Type, "json"), canon, sig, CommitMessage(e), s.cfg.Keys.Commit, s.now()); err != nil {
+		if err := b.add(e.Seq, e.Type, canon, sig, CommitMessage(e), s.cfg.Keys.Commit, s.now()); err != nil {
 			return nil, nil, nil, err
 		}
 		h := sha256.Sum256(canon)

@@ -131,7 +131,7 @@ func (ix *Index) newCommits(ctx context.Context, r *gitrepo.Reader, head plumbin
 // those the old index does not hold, and returns them with the findings
 // about entries outside the layout.
 func readChain(r *gitrepo.Reader, name string, tree plumbing.Hash, old *indexedDir, opts VerifyOptions) ([]*eventFile, []Finding, error) {
-	entries, err := r.Tree(tree)
+	entries, err := contractFiles(r, tree)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -320,11 +320,11 @@ func findingDir(f Finding) (string, bool) {
 	return dir, validDir(dir)
 }
 
-// splitEventPath reads contracts/<dir>/<seq>-<type>.json.
+// splitEventPath reads contracts/<dir>/<bucket>/<seq>-<type>.json.
 func splitEventPath(p string) (dir string, seq int64, typ string) {
 	rest, _ := strings.CutPrefix(p, contractsDir+"/")
 	dir, name, _ := strings.Cut(rest, "/")
-	n, _ := parseEventFileName(name)
+	n, _ := parseBucketedName(name)
 	return dir, n.Seq, n.Type
 }
 

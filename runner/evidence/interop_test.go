@@ -127,14 +127,14 @@ func TestCosignVerifyBlobAcceptsEventSignatures(t *testing.T) {
 		return string(out), err
 	}
 	for i := 1; i <= 2; i++ {
-		p := "contracts/c-1/" + eventFileName(int64(i), "nova.test.step", "json")
+		p := EventPath("c-1", int64(i), "nova.test.step")
 		out, err := verifyBlob(filepath.Base(p), files[p], files[sigPath(p)])
 		if err != nil || !strings.Contains(out, "Verified OK") {
 			t.Errorf("cosign verify-blob %s: %v\n%s", p, err, out)
 		}
 	}
 	// A flipped byte must fail.
-	p := "contracts/c-1/1-nova.test.step.json"
+	p := "contracts/c-1/0xx/1-nova.test.step.json"
 	if out, err := verifyBlob("flipped", strings.Replace(files[p], "c-1", "c-2", 1), files[sigPath(p)]); err == nil {
 		t.Errorf("cosign verify-blob accepted a modified event:\n%s", out)
 	}

@@ -27,6 +27,8 @@ var (
 	fileNamePattern = sync.OnceValue(func() *regexp.Regexp {
 		return regexp.MustCompile(`^([1-9][0-9]{0,18})-([a-z][a-z0-9._-]*)\.(json|sig)$`)
 	})
+	// bucketPattern is a contract directory's subdirectory: <seq/100>xx.
+	bucketPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(0|[1-9][0-9]{0,16})xx$`) })
 	// messagePattern is the commit message: <type> <contractId> <env> seq=<n>.
 	messagePattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(\S+) (\S+) (\S+) seq=([1-9][0-9]{0,18})\n?$`) })
 )
@@ -56,7 +58,35 @@ func checkEventNames(e runner.Event) error {
 
 // EventPath is where an event lives in the evidence repo.
 func EventPath(contractID string, seq int64, typ string) string {
-	return contractsDir + "/" + contractDir(contractID) + "/" + eventFileName(seq, typ, "json")
+	return eventPath(contractDir(contractID), seq, typ)
+}
+
+func eventPath(dir string, seq int64, typ string) string {
+	return contractsDir + "/" + dir + "/" + bucketName(seq) + "/" + eventFileName(seq, typ, "json")
+}
+
+// eventsPerBucket is how many events of a contract share a directory.
+// Every commit rewrites the trees on its event's path, so a contract's
+// events in one flat directory made each commit cost (and add to the
+// repo) in proportion to the contract's whole history; grouped by the
+// hundred, a commit rewrites at most 200 files' entries and one more
+// bucket entry per hundred events.
+const eventsPerBucket = 100
+
+// bucketName is the directory of a contract's events seq lies in: 0xx
+// holds seq 1–99, 12xx seq 1200–1299.
+func bucketName(seq int64) string {
+	return strconv.FormatInt(seq/eventsPerBucket, 10) + "xx"
+}
+
+// parseBucket reads a bucket directory's name: the first seq/100 it holds.
+func parseBucket(name string) (int64, bool) {
+	m := bucketPattern().FindStringSubmatch(name)
+	if m == nil {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(m[1], 10, 64)
+	return n, err == nil
 }
 
 func eventFileName(seq int64, typ, ext string) string {
@@ -84,6 +114,26 @@ func parseEventFileName(name string) (eventName, bool) {
 		return eventName{}, false
 	}
 	return eventName{Seq: seq, Type: m[2], Sig: m[3] == "sig"}, true
+}
+
+// parseBucketedName parses <bucket>/<seq>-<type>.(json|sig), a file's
+// name within its contract directory: the bucket must be the one its seq
+// belongs in.
+func parseBucketedName(name string) (eventName, bool) {
+	bucket, file, ok := strings.Cut(name, "/")
+	if !ok {
+		return eventName{}, false
+	}
+	n, ok := parseEventFileName(file)
+	if !ok || bucket != bucketName(n.Seq) {
+		return eventName{}, false
+	}
+	return n, true
+}
+
+func isEventFileName(name string) bool {
+	_, ok := parseEventFileName(name)
+	return ok
 }
 
 // validDir reports whether name may be a directory under contracts/.
@@ -122,6 +172,4 @@ func parseCommitMessage(msg string) (commitSubject, bool) {
 }
 
 // path is the event file the commit subject names.
-func (s commitSubject) path() string {
-	return contractsDir + "/" + s.Dir + "/" + eventFileName(s.Seq, s.Type, "json")
-}
+func (s commitSubject) path() string { return eventPath(s.Dir, s.Seq, s.Type) }

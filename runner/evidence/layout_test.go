@@ -20,6 +20,10 @@ func TestCommitMessagesAndPaths(t *testing.T) {
 		{Type: runner.EventApplyAuthorized, ContractID: "0c0ffee0-1111-4222-8333-444455556666", Environment: "prod", Seq: 12},
 		{Type: runner.EventApplyIndeterminate, ContractID: "0c0ffee0-1111-4222-8333-444455556666", Environment: "dev", Seq: 1},
 		{Type: runner.EventRunFailed, ContractID: "", Environment: "", Seq: 7},
+		// The first and the last seq of a bucket, and a later one.
+		{Type: runner.EventPlanCreated, ContractID: "c-1", Environment: "dev", Seq: 99},
+		{Type: runner.EventPlanCreated, ContractID: "c-1", Environment: "dev", Seq: 100},
+		{Type: runner.EventPlanCreated, ContractID: "c-1", Environment: "dev", Seq: 1234},
 	}
 	var b strings.Builder
 	for _, e := range events {
@@ -58,6 +62,25 @@ func TestParseEventFileName(t *testing.T) {
 	} {
 		if _, got := parseEventFileName(name); got != ok {
 			t.Errorf("parseEventFileName(%q) ok = %v, want %v", name, got, ok)
+		}
+	}
+}
+
+func TestParseBucketedName(t *testing.T) {
+	for name, ok := range map[string]bool{
+		"0xx/1-nova.plan.created.json":     true,
+		"0xx/99-nova.plan.created.sig":     true,
+		"1xx/100-nova.plan.created.json":   true,
+		"12xx/1234-nova.plan.created.json": true,
+		"1xx/99-nova.plan.created.json":    false, // seq 99 belongs in 0xx
+		"0xx/100-nova.plan.created.json":   false,
+		"00xx/1-nova.plan.created.json":    false,
+		"1-nova.plan.created.json":         false, // the flat layout
+		"0xx/notes.txt":                    false,
+		"0xx/0xx/1-nova.plan.created.json": false,
+	} {
+		if _, got := parseBucketedName(name); got != ok {
+			t.Errorf("parseBucketedName(%q) ok = %v, want %v", name, got, ok)
 		}
 	}
 }

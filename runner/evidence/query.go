@@ -150,7 +150,7 @@ func (s *Store) chainAt(head plumbing.Hash, dir string) (*chainState, error) {
 // readChain reads contract directory dir's chain at its tree, reading and
 // verifying only the files old has not checked. The caller holds s.mu.
 func (s *Store) readChain(dir string, tree plumbing.Hash, old *chainState) (*chainState, error) {
-	entries, err := s.objects.Tree(tree)
+	entries, err := contractFiles(s.objects, tree)
 	if err != nil {
 		return nil, err
 	}

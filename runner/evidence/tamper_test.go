@@ -24,7 +24,7 @@ import (
 // it, so detection must come from the event layer, not just from an
 // unsigned commit.
 func TestTamperMatrix(t *testing.T) {
-	const a2 = "contracts/c-a/2-nova.test.step.json"
+	const a2 = "contracts/c-a/0xx/2-nova.test.step.json"
 	tests := []struct {
 		name   string
 		tamper func(t *testing.T, f *tamperFixture) (path, commit string)
@@ -51,7 +51,7 @@ func TestTamperMatrix(t *testing.T) {
 	}, {
 		name: "last event deleted",
 		tamper: func(t *testing.T, f *tamperFixture) (string, string) {
-			last := "contracts/c-a/4-nova.test.step.json"
+			last := "contracts/c-a/0xx/4-nova.test.step.json"
 			f.rewriteFiles(t, f.keys.Commit, func(files map[string][]byte) {
 				delete(files, last)
 				delete(files, sigPath(last))
@@ -62,7 +62,7 @@ func TestTamperMatrix(t *testing.T) {
 	}, {
 		name: "two events swapped",
 		tamper: func(t *testing.T, f *tamperFixture) (string, string) {
-			a3 := "contracts/c-a/3-nova.test.step.json"
+			a3 := "contracts/c-a/0xx/3-nova.test.step.json"
 			f.rewriteFiles(t, f.keys.Commit, func(files map[string][]byte) {
 				files[a2], files[a3] = files[a3], files[a2]
 				files[sigPath(a2)], files[sigPath(a3)] = files[sigPath(a3)], files[sigPath(a2)]
@@ -74,7 +74,7 @@ func TestTamperMatrix(t *testing.T) {
 		name: "sig replaced by another event's",
 		tamper: func(t *testing.T, f *tamperFixture) (string, string) {
 			f.rewriteFiles(t, f.keys.Commit, func(files map[string][]byte) {
-				files[sigPath(a2)] = files["contracts/c-b/1-nova.test.step.sig"]
+				files[sigPath(a2)] = files["contracts/c-b/0xx/1-nova.test.step.sig"]
 			})
 			return a2, ""
 		},
@@ -114,7 +114,7 @@ func TestTamperMatrix(t *testing.T) {
 		name: "forged event signed by a wrong key",
 		tamper: func(t *testing.T, f *tamperFixture) (string, string) {
 			f.forgeEvent(t, "c-b")
-			return "contracts/c-b/3-nova.test.step.json", f.head(t).String()
+			return "contracts/c-b/0xx/3-nova.test.step.json", f.head(t).String()
 		},
 		want: runner.EvidenceSignatureInvalid,
 	}, {
@@ -124,6 +124,30 @@ func TestTamperMatrix(t *testing.T) {
 				files["README.md"] = []byte("hello")
 			})
 			return "README.md", ""
+		},
+		want: runner.EvidenceLayoutInvalid,
+	}, {
+		name: "event moved into another bucket",
+		tamper: func(t *testing.T, f *tamperFixture) (string, string) {
+			moved := "contracts/c-a/1xx/2-nova.test.step.json"
+			f.rewriteFiles(t, f.keys.Commit, func(files map[string][]byte) {
+				files[moved], files[sigPath(moved)] = files[a2], files[sigPath(a2)]
+				delete(files, a2)
+				delete(files, sigPath(a2))
+			})
+			return moved, ""
+		},
+		want: runner.EvidenceLayoutInvalid,
+	}, {
+		name: "event directly in the contract directory",
+		tamper: func(t *testing.T, f *tamperFixture) (string, string) {
+			flat := "contracts/c-a/2-nova.test.step.json"
+			f.rewriteFiles(t, f.keys.Commit, func(files map[string][]byte) {
+				files[flat], files[sigPath(flat)] = files[a2], files[sigPath(a2)]
+				delete(files, a2)
+				delete(files, sigPath(a2))
+			})
+			return flat, ""
 		},
 		want: runner.EvidenceLayoutInvalid,
 	}, {

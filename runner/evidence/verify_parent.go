@@ -8,8 +8,8 @@ import (
 )
 
 // expectParent derives the trees a commit's parent has if the commit added
-// only the event its message names: the contract directory without the
-// event's two files, and each directory above it pointing at that. When
+// only the event its message names: the event's bucket without its two
+// files, and each directory above it pointing at that. When
 // the root so derived hashes to the parent's tree, they are the parent's
 // trees, and r keeps them as if it had read them.
 //
@@ -27,10 +27,12 @@ func expectParent(r *gitrepo.Reader, tree, parent plumbing.Hash, subj commitSubj
 		return false
 	}
 	// The trees on the event's path, root first, and where each names the next.
-	var raws [3][]byte
-	var at [2][2]int
+	path := [...]string{"", contractsDir, subj.Dir, bucketName(subj.Seq)}
+	const last = len(path) - 1
+	var raws [len(path)][]byte
+	var at [last][2]int
 	h := tree
-	for i, name := range []string{"", contractsDir, subj.Dir} {
+	for i, name := range path {
 		if i > 0 {
 			e, start, end, ok := gitrepo.FindRaw(raws[i-1], 0, name)
 			if !ok || e.Mode != filemode.Dir {
@@ -45,14 +47,15 @@ func expectParent(r *gitrepo.Reader, tree, parent plumbing.Hash, subj commitSubj
 		raws[i] = raw
 	}
 	file := eventFileName(subj.Seq, subj.Type, "json")
-	dir, ok := withoutFiles(raws[2], file, sigPath(file))
+	dir, ok := withoutFiles(raws[last], file, sigPath(file))
 	if !ok {
 		return false
 	}
-	derived := [3][]byte{2: dir}
-	var hashes [3]plumbing.Hash
-	for i := 2; i >= 0; i-- {
-		if i < 2 {
+	var derived [len(path)][]byte
+	derived[last] = dir
+	var hashes [len(path)]plumbing.Hash
+	for i := last; i >= 0; i-- {
+		if i < last {
 			start, end := at[i][0], at[i][1]
 			up := make([]byte, 0, len(raws[i]))
 			up = append(up, raws[i][:start]...)

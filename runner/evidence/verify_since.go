@@ -79,7 +79,7 @@ func (v *verifier) checkAdded(ctx context.Context, head, since plumbing.Hash) er
 		if v.opts.Contract != "" && dir != contractDir(v.opts.Contract) {
 			continue
 		}
-		old, err := contractFiles(r, since, dir)
+		old, err := filesAt(r, since, dir)
 		if err != nil {
 			return err
 		}
@@ -160,7 +160,7 @@ type sinceFiles struct {
 	names  map[string]bool
 }
 
-func contractFiles(r *gitrepo.Reader, at plumbing.Hash, dir string) (sinceFiles, error) {
+func filesAt(r *gitrepo.Reader, at plumbing.Hash, dir string) (sinceFiles, error) {
 	entries, _, err := contractEntries(r, at, dir)
 	if err != nil {
 		return sinceFiles{}, err

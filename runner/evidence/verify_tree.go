@@ -50,7 +50,7 @@ func (v *verifier) checkTree(ctx context.Context, head plumbing.Hash) error {
 		if v.opts.Contract != "" && d.Name != contractDir(v.opts.Contract) {
 			continue
 		}
-		entries, err := r.Tree(d.Hash)
+		entries, err := contractFiles(r, d.Hash)
 		if err != nil {
 			return err
 		}

@@ -56,8 +56,8 @@ func Build(path string, keys signing.Keys, events []runner.Event) (head string, 
 	}
 	w := &packWriter{file: f, sha: sha1.New()}
 	w.out = bufio.NewWriterSize(io.MultiWriter(f, w.sha), 1<<20)
-	w.start(6 * len(events))
-	b := &builder{w: w, keys: keys, contracts: map[string]*treeState{}}
+	w.start(7 * len(events))
+	b := &builder{w: w, keys: keys, contracts: map[string]*treeState{}, buckets: map[string]*treeState{}}
 	var commit plumbing.Hash
 	for i, e := range events {
 		if commit, err = b.addEvent(e, files[i], commit); err != nil {
@@ -91,9 +91,9 @@ func Build(path string, keys signing.Keys, events []runner.Event) (head string, 
 
 // sealed is one event file and its signature.
 type sealed struct {
-	json, sig []byte
-	dir, name string
-	event     runner.Event
+	json, sig         []byte
+	dir, bucket, name string
+	event             runner.Event
 }
 
 // sealEvents chains each contract's events and signs them, the signing
@@ -117,7 +117,8 @@ func sealEvents(keys signing.Keys, events []runner.Event) ([]sealed, error) {
 			hash string
 		}{e.Seq, hex.EncodeToString(sum[:])}
 		p := evidence.EventPath(e.ContractID, e.Seq, e.Type)
-		out[i] = sealed{json: canon, dir: filepath.Base(filepath.Dir(p)), name: filepath.Base(p), event: e}
+		bucket := filepath.Dir(p)
+		out[i] = sealed{json: canon, dir: filepath.Base(filepath.Dir(bucket)), bucket: filepath.Base(bucket), name: filepath.Base(p), event: e}
 	}
 	workers := runtime.GOMAXPROCS(0)
 	errs := make([]error, workers)
@@ -152,23 +153,27 @@ type treeState struct {
 type builder struct {
 	w         *packWriter
 	keys      signing.Keys
-	contracts map[string]*treeState
-	root      treeState // contracts/
+	contracts map[string]*treeState // each contract's directory
+	buckets   map[string]*treeState // by <contract dir>/<bucket>
+	root      treeState             // contracts/
 }
 
 // addEvent writes what the store's one commit per event writes: the event
-// and its signature, the contract's directory, contracts/, the root tree
-// and the signed commit on top of parent.
+// and its signature, its bucket, the contract's directory, contracts/, the
+// root tree and the signed commit on top of parent.
 func (b *builder) addEvent(e runner.Event, s sealed, parent plumbing.Hash) (plumbing.Hash, error) {
 	jsonID := b.w.full(plumbing.BlobObject, s.json)
 	sigID := b.w.full(plumbing.BlobObject, s.sig)
-	dir := b.contracts[s.dir]
-	if dir == nil {
-		dir = &treeState{}
-		b.contracts[s.dir] = dir
+	tree := func(m map[string]*treeState, key string) *treeState {
+		if m[key] == nil {
+			m[key] = &treeState{}
+		}
+		return m[key]
 	}
+	bucket, dir := tree(b.buckets, s.dir+"/"+s.bucket), tree(b.contracts, s.dir)
 	sigName := s.name[:len(s.name)-len(".json")] + ".sig"
-	b.w.insert(dir, gitrepo.Entry{Name: s.name, Mode: filemode.Regular, Hash: jsonID}, gitrepo.Entry{Name: sigName, Mode: filemode.Regular, Hash: sigID})
+	b.w.insert(bucket, gitrepo.Entry{Name: s.name, Mode: filemode.Regular, Hash: jsonID}, gitrepo.Entry{Name: sigName, Mode: filemode.Regular, Hash: sigID})
+	b.w.upsert(dir, gitrepo.Entry{Name: s.bucket, Mode: filemode.Dir, Hash: bucket.id})
 	b.w.upsert(&b.root, gitrepo.Entry{Name: s.dir, Mode: filemode.Dir, Hash: dir.id})
 	rootID := b.w.full(plumbing.TreeObject, gitrepo.EncodeTree([]gitrepo.Entry{{Name: "contracts", Mode: filemode.Dir, Hash: b.root.id}}))
 	who := b.keys.Commit.Identity(e.Time)
