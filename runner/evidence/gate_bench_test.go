@@ -255,7 +255,7 @@ func buildHistory(path string, keys signing.Keys, contract string, n int, shape 
 	}
 	defer bare.Close()
 	objs := gitrepo.NewObjects()
-	var files []gitrepo.Entry
+	buckets := map[string][]gitrepo.Entry{}
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	prev := ""
 	for i := range n {
@@ -274,15 +274,20 @@ func buildHistory(path string, keys signing.Keys, contract string, n int, shape 
 		if err != nil {
 			return plumbing.ZeroHash, err
 		}
-		name := eventFileName(e.Seq, e.Type, "json")
-		files = append(files,
+		name, bucket := eventFileName(e.Seq, e.Type, "json"), bucketName(e.Seq)
+		buckets[bucket] = append(buckets[bucket],
 			gitrepo.Entry{Name: name, Mode: filemode.Regular, Hash: objs.Put(plumbing.BlobObject, canon)},
 			gitrepo.Entry{Name: sigPath(name), Mode: filemode.Regular, Hash: objs.Put(plumbing.BlobObject, sig)})
 		sum := sha256.Sum256(canon)
 		prev = hex.EncodeToString(sum[:])
 	}
-	slices.SortFunc(files, gitrepo.CompareEntries)
-	dir := objs.Put(plumbing.TreeObject, gitrepo.EncodeTree(files))
+	var dirs []gitrepo.Entry
+	for name, files := range buckets {
+		slices.SortFunc(files, gitrepo.CompareEntries)
+		dirs = append(dirs, gitrepo.Entry{Name: name, Mode: filemode.Dir, Hash: objs.Put(plumbing.TreeObject, gitrepo.EncodeTree(files))})
+	}
+	slices.SortFunc(dirs, gitrepo.CompareEntries)
+	dir := objs.Put(plumbing.TreeObject, gitrepo.EncodeTree(dirs))
 	contracts := objs.Put(plumbing.TreeObject, gitrepo.EncodeTree([]gitrepo.Entry{{Name: contractDir(contract), Mode: filemode.Dir, Hash: dir}}))
 	root := objs.Put(plumbing.TreeObject, gitrepo.EncodeTree([]gitrepo.Entry{{Name: contractsDir, Mode: filemode.Dir, Hash: contracts}}))
 	who := keys.Commit.Identity(t0)
@@ -295,4 +300,85 @@ func buildHistory(path string, keys signing.Keys, contract string, n int, shape 
 		return plumbing.ZeroHash, err
 	}
 	return head, bare.Push(context.Background(), plumbing.ZeroHash, head, objs)
+}
+
+// BenchmarkAppendHistory measures what a run's events cost the store of a
+// process that has just started, the state dir as an earlier run left
+// it: eleven events (a no-change run's) recorded and pushed as one batch,
+// on a contract with 10 past events and on one with 10 000. Issue 13 goal
+// 3 says the store's cost does not grow with a contract's history; each
+// of the eleven commits writes new trees on its event's path, so what
+// this measures is how long those trees are. Every append starts from a
+// copy of the fixture repo (not timed), so the history stays the same.
+func BenchmarkAppendHistory(b *testing.B) {
+	small, large := gateHistoryFixture(b, 10), gateHistoryFixture(b, 10_000)
+	ctx := context.Background()
+	var took [2]time.Duration
+	var added [2]int64
+	for b.Loop() {
+		for i, f := range []*gateHistory{small, large} {
+			d, n := f.appendRun(ctx, b)
+			took[i] += d
+			added[i] += n
+		}
+	}
+	b.ReportMetric(float64(took[0].Microseconds())/float64(b.N), "µs/append-10")
+	b.ReportMetric(float64(took[1].Microseconds())/float64(b.N), "µs/append-10000")
+	b.ReportMetric(float64(took[1])/float64(took[0]), "ratio")
+	b.ReportMetric(float64(added[0])/float64(b.N), "repo-bytes/append-10")
+	b.ReportMetric(float64(added[1])/float64(b.N), "repo-bytes/append-10000")
+}
+
+// appendRun records eleven events of contract c-gate through a fresh store
+// on a copy of the fixture repo and pushes them; it returns the time that
+// took and how many bytes the repo grew by.
+func (f *gateHistory) appendRun(ctx context.Context, b *testing.B) (time.Duration, int64) {
+	state := f.copyState(b)
+	defer os.RemoveAll(state)
+	repo, err := os.MkdirTemp(fixtureRoot, "repo-")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer os.RemoveAll(repo)
+	if err := os.CopyFS(repo, os.DirFS(f.repo)); err != nil {
+		b.Fatal(err)
+	}
+	before := dirBytes(b, repo)
+	start := time.Now()
+	s, err := Open(ctx, Config{Repo: repo, StateDir: state, Keys: f.keys})
+	if err != nil {
+		b.Fatal(err)
+	}
+	em := runner.NewEmitter(s, "urn:nova:bench", "run-next", nil)
+	for i := range 11 {
+		if _, err = em.Emit(ctx, "nova.test.step", "c-gate", runner.Dev, map[string]any{"i": i}); err != nil {
+			break
+		}
+	}
+	if err == nil {
+		err = em.Flush(ctx, "c-gate")
+	}
+	took := time.Since(start)
+	s.Close()
+	if err != nil {
+		b.Fatalf("appending to %s: %v", repo, err)
+	}
+	return took, dirBytes(b, repo) - before
+}
+
+// dirBytes is the size of the files under dir.
+func dirBytes(b *testing.B, dir string) int64 {
+	var n int64
+	err := filepath.WalkDir(dir, func(_ string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		info, err := d.Info()
+		n += info.Size()
+		return err
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return n
 }

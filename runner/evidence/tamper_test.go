@@ -129,25 +129,13 @@ func TestTamperMatrix(t *testing.T) {
 	}, {
 		name: "event moved into another bucket",
 		tamper: func(t *testing.T, f *tamperFixture) (string, string) {
-			moved := "contracts/c-a/1xx/2-nova.test.step.json"
-			f.rewriteFiles(t, f.keys.Commit, func(files map[string][]byte) {
-				files[moved], files[sigPath(moved)] = files[a2], files[sigPath(a2)]
-				delete(files, a2)
-				delete(files, sigPath(a2))
-			})
-			return moved, ""
+			return f.moveEvent(t, a2, "contracts/c-a/1xx/2-nova.test.step.json"), ""
 		},
 		want: runner.EvidenceLayoutInvalid,
 	}, {
 		name: "event directly in the contract directory",
 		tamper: func(t *testing.T, f *tamperFixture) (string, string) {
-			flat := "contracts/c-a/2-nova.test.step.json"
-			f.rewriteFiles(t, f.keys.Commit, func(files map[string][]byte) {
-				files[flat], files[sigPath(flat)] = files[a2], files[sigPath(a2)]
-				delete(files, a2)
-				delete(files, sigPath(a2))
-			})
-			return flat, ""
+			return f.moveEvent(t, a2, "contracts/c-a/2-nova.test.step.json"), ""
 		},
 		want: runner.EvidenceLayoutInvalid,
 	}, {
@@ -288,6 +276,19 @@ func (f *tamperFixture) rewriteFiles(t *testing.T, signer *signing.CommitSigner,
 	h := f.put(t, c)
 	f.setHead(t, h)
 	return h
+}
+
+// moveEvent moves the event file from and its signature to path to in a
+// commit signed with the allowed key, and returns to.
+func (f *tamperFixture) moveEvent(t *testing.T, from, to string) string {
+	t.Helper()
+	f.rewriteFiles(t, f.keys.Commit, func(files map[string][]byte) {
+		for _, p := range [][2]string{{from, to}, {sigPath(from), sigPath(to)}} {
+			files[p[1]] = files[p[0]]
+			delete(files, p[0])
+		}
+	})
+	return to
 }
 
 // rewriteHead replaces the head commit by an edited copy.
