@@ -47,7 +47,7 @@ func contractFiles(r *gitrepo.Reader, dir plumbing.Hash) ([]gitrepo.Entry, error
 	}
 	var out []gitrepo.Entry
 	for _, b := range buckets {
-		if _, ok := parseBucket(b.Name); !ok || b.Mode != filemode.Dir {
+		if !isBucket(b.Name) || b.Mode != filemode.Dir {
 			out = append(out, b)
 			continue
 		}

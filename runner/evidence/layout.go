@@ -79,15 +79,8 @@ func bucketName(seq int64) string {
 	return strconv.FormatInt(seq/eventsPerBucket, 10) + "xx"
 }
 
-// parseBucket reads a bucket directory's name: the first seq/100 it holds.
-func parseBucket(name string) (int64, bool) {
-	m := bucketPattern().FindStringSubmatch(name)
-	if m == nil {
-		return 0, false
-	}
-	n, err := strconv.ParseInt(m[1], 10, 64)
-	return n, err == nil
-}
+// isBucket reports whether name can be a bucket directory's name.
+func isBucket(name string) bool { return bucketPattern().MatchString(name) }
 
 func eventFileName(seq int64, typ, ext string) string {
 	return strconv.FormatInt(seq, 10) + "-" + typ + "." + ext
