@@ -32,6 +32,7 @@ type eventCommits struct {
 	// needs it).
 	root, contracts, contract, bucket []gitrepo.Entry
 	bucketName                        string
+	rootTree                          plumbing.Hash  // the root at head, once the batch wrote one
 	tree                              plumbing.Hash  // contracts/<dir> at head
 	parentTree                        plumbing.Hash  // contracts/<dir> at parent
 	events                            []runner.Event // as written: with the seq and link of their place
@@ -69,8 +70,10 @@ func (b *eventCommits) add(seq int64, typ string, event, sig []byte, msg string,
 	file := func(name string, content []byte) gitrepo.Entry {
 		return gitrepo.Entry{Name: name, Mode: filemode.Regular, Hash: b.objs.Put(plumbing.BlobObject, content)}
 	}
-	tree := func(name string, entries []gitrepo.Entry) gitrepo.Entry {
-		return gitrepo.Entry{Name: name, Mode: filemode.Dir, Hash: b.objs.Put(plumbing.TreeObject, gitrepo.EncodeTree(entries))}
+	// Each tree as the next version of the one the head has: the pack
+	// keeps a batch's versions of a directory as deltas of each other.
+	tree := func(name string, entries []gitrepo.Entry, prev plumbing.Hash) gitrepo.Entry {
+		return gitrepo.Entry{Name: name, Mode: filemode.Dir, Hash: b.objs.PutNext(plumbing.TreeObject, gitrepo.EncodeTree(entries), prev)}
 	}
 	if name := bucketName(seq); name != b.bucketName {
 		b.bucket, b.bucketName = nil, name
@@ -83,13 +86,14 @@ func (b *eventCommits) add(seq int64, typ string, event, sig []byte, msg string,
 	}
 	name := eventFileName(seq, typ, "json")
 	b.bucket = gitrepo.Upsert(gitrepo.Upsert(b.bucket, file(name, event)), file(sigPath(name), sig))
-	b.contract = gitrepo.Upsert(b.contract, tree(b.bucketName, b.bucket))
-	dirEntry := tree(b.dir, b.contract)
+	b.contract = gitrepo.Upsert(b.contract, tree(b.bucketName, b.bucket, dirHash(b.contract, b.bucketName)))
+	dirEntry := tree(b.dir, b.contract, b.tree)
 	b.contracts = gitrepo.Upsert(b.contracts, dirEntry)
-	b.root = gitrepo.Upsert(b.root, tree(contractsDir, b.contracts))
+	b.root = gitrepo.Upsert(b.root, tree(contractsDir, b.contracts, dirHash(b.root, contractsDir)))
+	b.rootTree = tree("", b.root, b.rootTree).Hash
 
 	who := cs.Identity(when)
-	c := &object.Commit{Author: who, Committer: who, Message: msg, TreeHash: b.objs.Put(plumbing.TreeObject, gitrepo.EncodeTree(b.root))}
+	c := &object.Commit{Author: who, Committer: who, Message: msg, TreeHash: b.rootTree}
 	if !b.head.IsZero() {
 		c.ParentHashes = []plumbing.Hash{b.head}
 	}

@@ -14,10 +14,15 @@ import (
 type Objects struct {
 	st    *memory.ObjectStorage
 	order []plumbing.Hash
+	// prev maps an object to the earlier version of the same tree in the
+	// set, which the pack then holds it as a delta of (PutNext).
+	prev map[plumbing.Hash]plumbing.Hash
 }
 
 // NewObjects returns an empty set.
-func NewObjects() *Objects { return &Objects{st: &memory.NewStorage().ObjectStorage} }
+func NewObjects() *Objects {
+	return &Objects{st: &memory.NewStorage().ObjectStorage, prev: map[plumbing.Hash]plumbing.Hash{}}
+}
 
 // Put adds an object of type t with content b and returns its hash.
 func (o *Objects) Put(t plumbing.ObjectType, b []byte) plumbing.Hash {
@@ -25,6 +30,20 @@ func (o *Objects) Put(t plumbing.ObjectType, b []byte) plumbing.Hash {
 	obj.SetType(t)
 	_, _ = obj.Write(b) // cannot fail in memory
 	return o.add(obj)
+}
+
+// PutNext adds an object like Put, as the next version of prev (the same
+// directory one commit earlier). When prev is in the set too, the pack
+// stores the object as a delta of it: a batch writes a dozen versions of
+// each tree on its events' path, each one entry away from the one before,
+// and whole they were most of what a run added to the repo.
+func (o *Objects) PutNext(t plumbing.ObjectType, b []byte, prev plumbing.Hash) plumbing.Hash {
+	n := len(o.order)
+	h := o.Put(t, b)
+	if len(o.order) > n && o.st.HasEncodedObject(prev) == nil {
+		o.prev[h] = prev // added before h, so written before it
+	}
+	return h
 }
 
 // PutCommit adds c, signature included.

@@ -5,10 +5,12 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"os"
 	"path/filepath"
 	"slices"
+	"sort"
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -148,23 +150,34 @@ func consolidate(gitDir string, sync func(paths ...string) error) error {
 			}
 		}
 	}
-	// Deltas (from a git gc) are stored whole: only the objects of the
-	// storage can resolve them.
+	// An offset delta whose base the merged pack already holds is copied
+	// with the distance to its base's new place (Nova's own packs keep a
+	// batch's tree versions so); any other delta (a git gc's reference
+	// deltas, say) is stored whole: only the objects of the storage can
+	// resolve it.
 	var st storer.EncodedObjectStorer
-	written := map[plumbing.Hash]bool{}
+	at := map[plumbing.Hash]uint64{} // where the merged pack holds each object
 	merged, err := writePack(packDir, count, func(pw *packWriter) error {
 		for _, s := range sources {
 			for i, e := range s.entries {
-				if written[e.Hash] {
+				if _, done := at[e.Hash]; done {
 					continue
 				}
-				written[e.Hash] = true
+				at[e.Hash] = pw.off
 				entry, err := s.entry(i)
 				if err != nil {
 					return err
 				}
 				if t := plumbing.ObjectType((entry[0] >> 4) & 7); t.Valid() && !t.IsDelta() {
 					if err := pw.raw(e.Hash, entry, e.CRC32); err != nil {
+						return err
+					}
+					continue
+				}
+				if moved, ok, err := s.moveDelta(i, entry, pw.off, at); err != nil {
+					return err
+				} else if ok {
+					if err := pw.raw(e.Hash, moved, crc32.ChecksumIEEE(moved)); err != nil {
 						return err
 					}
 					continue
@@ -271,6 +284,35 @@ func openPackSource(base string) (*packSource, error) {
 }
 
 // entry reads the i-th entry, header and compressed content.
+// moveDelta rewrites entry i, when it is an offset delta whose base the
+// merged pack holds (at), for its new place off; ok is false for any
+// other delta. The entry must match its recorded checksum first: the
+// rewritten one gets a new one.
+func (s *packSource) moveDelta(i int, entry []byte, off uint64, at map[plumbing.Hash]uint64) (moved []byte, ok bool, err error) {
+	t, _, n, err := entryHeader(entry)
+	if err != nil || t != plumbing.OFSDeltaObject {
+		return nil, false, err
+	}
+	rel, used, err := ofsDeltaOffset(entry[n:])
+	if err != nil {
+		return nil, false, err
+	}
+	base := int64(s.entries[i].Offset) - rel
+	j := sort.Search(len(s.entries), func(j int) bool { return int64(s.entries[j].Offset) >= base })
+	if j == len(s.entries) || int64(s.entries[j].Offset) != base {
+		return nil, false, fmt.Errorf("%s: delta of %s names no entry as its base", filepath.Base(s.f.Name()), s.entries[i].Hash)
+	}
+	newBase, ok := at[s.entries[j].Hash]
+	if !ok || newBase >= off {
+		return nil, false, nil
+	}
+	if crc32.ChecksumIEEE(entry) != s.entries[i].CRC32 {
+		return nil, false, fmt.Errorf("object %s: its pack entry does not match the checksum its index records", s.entries[i].Hash)
+	}
+	moved = appendOfsDelta(slices.Clone(entry[:n]), off-newBase)
+	return append(moved, entry[n+used:]...), true, nil
+}
+
 func (s *packSource) entry(i int) ([]byte, error) {
 	start, end := int64(s.entries[i].Offset), s.size
 	if i+1 < len(s.entries) {

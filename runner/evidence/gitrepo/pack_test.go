@@ -69,26 +69,14 @@ func TestToMergeKeepsPacksGeometric(t *testing.T) {
 
 // TestPushesMergePacksAndEveryObjectStaysReadable pushes many batches in
 // place, one pack each, with a second reader opened before the merges, and
-// a `git repack` half way (a pack of deltas, which a merge must store
-// whole): the packs are merged as they accumulate, real git finds the repo
+// a `git repack` half way (a pack of deltas, which a merge copies as
+// deltas where their bases are already in the merged pack): the packs are merged as they accumulate, real git finds the repo
 // sound and every commit, and the reader that listed packs since removed
 // still reads every commit (it re-lists when a read misses).
 func TestPushesMergePacksAndEveryObjectStaysReadable(t *testing.T) {
-	git, err := exec.LookPath("git")
-	if err != nil {
-		t.Fatal("git is not on PATH")
-	}
-	dir := filepath.Join(t.TempDir(), "evidence.git")
-	branch := plumbing.NewBranchReferenceName("main")
-	if err := InitBare(dir, branch); err != nil {
-		t.Fatal(err)
-	}
 	var logged []string
-	target, err := OpenBare(dir, branch, func(...string) error { return nil }, func(f string, a ...any) { logged = append(logged, fmt.Sprintf(f, a...)) })
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer target.Close()
+	git, dir, target := newTestBare(t, func(f string, a ...any) { logged = append(logged, fmt.Sprintf(f, a...)) })
+	branch := plumbing.NewBranchReferenceName("main")
 	other, err := OpenBare(dir, branch, func(...string) error { return nil }, t.Logf)
 	if err != nil {
 		t.Fatal(err)
@@ -161,6 +149,27 @@ func TestPushesMergePacksAndEveryObjectStaysReadable(t *testing.T) {
 			}
 		}
 	}
+}
+
+// newTestBare makes a bare repo with branch main and opens it as a push
+// target that logs to logf, closed when the test ends; git is the git
+// binary the tests check the repo with.
+func newTestBare(t *testing.T, logf func(string, ...any)) (git, dir string, target Remote) {
+	t.Helper()
+	git, err := exec.LookPath("git")
+	if err != nil {
+		t.Fatal("git is not on PATH")
+	}
+	dir = filepath.Join(t.TempDir(), "evidence.git")
+	branch := plumbing.NewBranchReferenceName("main")
+	if err := InitBare(dir, branch); err != nil {
+		t.Fatal(err)
+	}
+	if target, err = OpenBare(dir, branch, func(...string) error { return nil }, logf); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { target.Close() })
+	return git, dir, target
 }
 
 // gitRepack packs the repo's objects with git, as `git gc` would, and

@@ -94,12 +94,26 @@ func (e entryWriter) Write(b []byte) (int, error) {
 
 // object adds an object of type t with content b.
 func (p *packWriter) object(h plumbing.Hash, t plumbing.ObjectType, b []byte) error {
+	return p.deflated(h, func(uint64) []byte { return objectHeader(t, len(b)) }, b)
+}
+
+// delta adds object h as a delta of the object whose entry starts at
+// base, which this pack holds before it.
+func (p *packWriter) delta(h plumbing.Hash, base uint64, delta []byte) error {
+	return p.deflated(h, func(start uint64) []byte {
+		return appendOfsDelta(objectHeader(plumbing.OFSDeltaObject, len(delta)), start-base)
+	}, delta)
+}
+
+// deflated adds entry h: its header, which may depend on where the entry
+// starts, then b compressed.
+func (p *packWriter) deflated(h plumbing.Hash, header func(start uint64) []byte, b []byte) error {
 	start, err := p.begin(h)
 	if err != nil {
 		return err
 	}
 	e := entryWriter{p}
-	if _, err := e.Write(objectHeader(t, len(b))); err != nil {
+	if _, err := e.Write(header(start)); err != nil {
 		return err
 	}
 	p.zw.Reset(e)
@@ -240,8 +254,19 @@ func writePack(packDir string, count uint32, fill func(*packWriter) error, sync 
 	return base + ".pack", nil
 }
 
-// writeObjectsPack writes objs as one pack into packDir.
+// writeObjectsPack writes objs as one pack into packDir: an object that
+// is the next version of one written before it (Objects.PutNext) as a
+// delta of that one, while its chain is short and the delta smaller.
 func writeObjectsPack(packDir string, objs *Objects, sync func(paths ...string) error) (string, error) {
+	type written struct {
+		off   uint64
+		data  []byte
+		depth int
+	}
+	bases := make(map[plumbing.Hash]written, len(objs.prev))
+	for _, p := range objs.prev {
+		bases[p] = written{depth: -1} // not written yet
+	}
 	return writePack(packDir, uint32(len(objs.order)), func(pw *packWriter) error {
 		for _, h := range objs.order {
 			obj := objs.get(h)
@@ -254,8 +279,22 @@ func writeObjectsPack(packDir string, objs *Objects, sync func(paths ...string) 
 			if err != nil {
 				return err
 			}
-			if err := pw.object(h, obj.Type(), b); err != nil {
+			w := written{off: pw.off, data: b}
+			if prev, ok := bases[objs.prev[h]]; ok && prev.depth >= 0 && prev.depth < maxDeltaDepth && len(prev.data) > 0 {
+				if d := encodeDelta(prev.data, b); len(d) < len(b)/2 {
+					w.depth = prev.depth + 1
+					err = pw.delta(h, prev.off, d)
+				} else {
+					err = pw.object(h, obj.Type(), b)
+				}
+			} else {
+				err = pw.object(h, obj.Type(), b)
+			}
+			if err != nil {
 				return err
+			}
+			if _, isBase := bases[h]; isBase {
+				bases[h] = w
 			}
 		}
 		return nil
