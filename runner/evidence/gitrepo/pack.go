@@ -283,7 +283,6 @@ func openPackSource(base string) (*packSource, error) {
 	return s, nil
 }
 
-// entry reads the i-th entry, header and compressed content.
 // moveDelta rewrites entry i, when it is an offset delta whose base the
 // merged pack holds (at), for its new place off; ok is false for any
 // other delta. The entry must match its recorded checksum first: the
@@ -313,6 +312,7 @@ func (s *packSource) moveDelta(i int, entry []byte, off uint64, at map[plumbing.
 	return append(moved, entry[n+used:]...), true, nil
 }
 
+// entry reads the i-th entry, header and compressed content.
 func (s *packSource) entry(i int) ([]byte, error) {
 	start, end := int64(s.entries[i].Offset), s.size
 	if i+1 < len(s.entries) {
