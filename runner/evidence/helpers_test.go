@@ -24,10 +24,29 @@ import (
 var testRetry = Retry{Conflicts: 1000, Unreachable: 2, Base: time.Millisecond, Max: 50 * time.Millisecond}
 
 // newBareRepo makes an empty bare repo like `git init --bare` on a forge.
+//
+// Pushes over file:// run git's own receive-pack, which starts a
+// detached `git gc --auto` once the loose objects pass git's threshold
+// (the objects of every push a racing writer lost stay behind): that gc
+// could still be writing when the test's temporary directory is removed.
+// A forge collects garbage on its own schedule; this repo does not.
 func newBareRepo(t testing.TB) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "evidence.git")
 	if err := gitrepo.InitBare(dir, plumbing.NewBranchReferenceName(DefaultBranch)); err != nil {
+		t.Fatal(err)
+	}
+	r, err := git.PlainOpen(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := r.Config()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Raw.Section("receive").SetOption("autogc", "false")
+	cfg.Raw.Section("gc").SetOption("auto", "0")
+	if err := r.SetConfig(cfg); err != nil {
 		t.Fatal(err)
 	}
 	return dir
