@@ -90,7 +90,7 @@ func (b *eventCommits) add(seq int64, typ string, event, sig []byte, msg string,
 	dirEntry := tree(b.dir, b.contract, b.tree)
 	b.contracts = gitrepo.Upsert(b.contracts, dirEntry)
 	b.root = gitrepo.Upsert(b.root, tree(contractsDir, b.contracts, dirHash(b.root, contractsDir)))
-	b.rootTree = tree("", b.root, b.rootTree).Hash
+	b.rootTree = b.objs.PutNext(plumbing.TreeObject, gitrepo.EncodeTree(b.root), b.rootTree)
 
 	who := cs.Identity(when)
 	c := &object.Commit{Author: who, Committer: who, Message: msg, TreeHash: b.rootTree}

@@ -276,27 +276,16 @@ func (w *packWriter) full(t plumbing.ObjectType, data []byte) plumbing.Hash {
 }
 
 // store writes tree data as the next version of ts: a delta of the
-// previous version (copy, insert at, copy) while its chain is short, whole
-// otherwise.
-func (w *packWriter) store(ts *treeState, data []byte, at, removed int, inserted []byte) {
+// previous version while its chain is short, whole otherwise.
+func (w *packWriter) store(ts *treeState, data []byte) {
 	offset := w.pos
 	if ts.offset == 0 || ts.depth >= maxDepth {
 		w.full(plumbing.TreeObject, data)
 		ts.depth = 0
 	} else {
-		var d []byte
-		d = binary.AppendUvarint(d, uint64(len(ts.enc)))
-		d = binary.AppendUvarint(d, uint64(len(data)))
-		d = appendCopy(d, 0, at)
-		for rest := inserted; len(rest) > 0; {
-			n := min(len(rest), 127)
-			d = append(d, byte(n))
-			d = append(d, rest[:n]...)
-			rest = rest[n:]
-		}
-		d = appendCopy(d, at+removed, len(ts.enc)-at-removed)
+		d := gitrepo.EncodeDelta(ts.enc, data)
 		w.header(int(plumbing.OFSDeltaObject), len(d))
-		w.write(ofsOffset(offset - ts.offset))
+		w.write(gitrepo.AppendOfsDelta(nil, uint64(offset-ts.offset)))
 		w.deflate(d)
 		ts.depth++
 	}
@@ -310,7 +299,7 @@ func (w *packWriter) insert(ts *treeState, entries ...gitrepo.Entry) {
 	ins := gitrepo.EncodeTree(entries)
 	ts.entries = slices.Insert(ts.entries, i, entries...)
 	data := slices.Concat(ts.enc[:at], ins, ts.enc[at:])
-	w.store(ts, data, at, 0, ins)
+	w.store(ts, data)
 }
 
 // upsert sets one entry of a tree, replacing its hash when it exists.
@@ -324,7 +313,7 @@ func (w *packWriter) upsert(ts *treeState, e gitrepo.Entry) {
 	at := encodedLen(ts.entries[:i]) + len(modeString(e.Mode)) + 1 + len(e.Name) + 1
 	data := slices.Clone(ts.enc)
 	copy(data[at:], e.Hash[:])
-	w.store(ts, data, at, 20, e.Hash[:])
+	w.store(ts, data)
 }
 
 func encodedLen(entries []gitrepo.Entry) int {
@@ -336,41 +325,6 @@ func encodedLen(entries []gitrepo.Entry) int {
 }
 
 func modeString(m filemode.FileMode) string { return strconv.FormatUint(uint64(m), 8) }
-
-// appendCopy appends a delta instruction copying n bytes of the base from
-// offset.
-func appendCopy(d []byte, offset, n int) []byte {
-	for n > 0 {
-		size := min(n, 0xffffff)
-		op := byte(0x80)
-		var args []byte
-		for i := range 4 {
-			if b := byte(offset >> (8 * i)); b != 0 {
-				op |= 1 << i
-				args = append(args, b)
-			}
-		}
-		for i := range 3 {
-			if b := byte(size >> (8 * i)); b != 0 {
-				op |= 1 << (4 + i)
-				args = append(args, b)
-			}
-		}
-		d = append(append(d, op), args...)
-		offset, n = offset+size, n-size
-	}
-	return d
-}
-
-// ofsOffset encodes how far back a delta's base is.
-func ofsOffset(n int64) []byte {
-	b := []byte{byte(n & 0x7f)}
-	for n >>= 7; n > 0; n >>= 7 {
-		n--
-		b = append([]byte{0x80 | byte(n&0x7f)}, b...)
-	}
-	return b
-}
 
 func objectID(t plumbing.ObjectType, data []byte) plumbing.Hash {
 	h := sha1.New()

@@ -7,12 +7,12 @@ import "encoding/binary"
 // git's own default is 50; a batch is a run's dozen events.
 const maxDeltaDepth = 50
 
-// encodeDelta encodes target as a git delta of base: what they share at
-// the start and at the end is copied from base, what lies between is
-// inserted. Successive versions of a tree in a batch differ in one entry
+// EncodeDelta encodes target as a git delta of base (not empty): what
+// they share at the start and at the end is copied from base, what lies
+// between is inserted. Successive versions of a tree in a batch differ in one entry
 // (an event's two files added, or a subdirectory's hash changed), so that
 // is the whole difference, found in one pass and without an index.
-func encodeDelta(base, target []byte) []byte {
+func EncodeDelta(base, target []byte) []byte {
 	prefix := 0
 	for prefix < len(base) && prefix < len(target) && base[prefix] == target[prefix] {
 		prefix++
@@ -59,11 +59,11 @@ func appendCopyOp(d []byte, off, n int) []byte {
 	return d
 }
 
-// appendOfsDelta appends the distance back from an offset delta's entry to
+// AppendOfsDelta appends the distance back from an offset delta's entry to
 // its base's as a pack stores it: seven bits a byte, most significant
 // first, each byte but the last with its high bit set and the value less
 // one (so that no two encodings mean the same distance).
-func appendOfsDelta(d []byte, rel uint64) []byte {
+func AppendOfsDelta(d []byte, rel uint64) []byte {
 	var buf [10]byte
 	i := len(buf) - 1
 	buf[i] = byte(rel & 0x7f)

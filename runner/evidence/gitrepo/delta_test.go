@@ -53,14 +53,14 @@ func FuzzEncodeDelta(f *testing.F) {
 	f.Fuzz(func(t *testing.T, base, target []byte) { checkDelta(t, base, target) })
 }
 
-// checkDelta has go-git apply encodeDelta's delta, as any git reader would.
+// checkDelta has go-git apply EncodeDelta's delta, as any git reader would.
 // An empty base is not a delta's: the pack writer never asks for one.
 func checkDelta(t *testing.T, base, target []byte) {
 	t.Helper()
 	if len(base) == 0 {
 		return
 	}
-	got, err := packfile.PatchDelta(base, encodeDelta(base, target))
+	got, err := packfile.PatchDelta(base, EncodeDelta(base, target))
 	if err != nil {
 		t.Fatalf("delta of %q to %q does not apply: %v", base, target, err)
 	}
@@ -71,7 +71,7 @@ func checkDelta(t *testing.T, base, target []byte) {
 
 func TestOfsDeltaDistanceReadsBack(t *testing.T) {
 	for _, rel := range []uint64{1, 127, 128, 129, 16383, 16384, 16511, 16512, 1 << 20, 1<<35 + 7} {
-		b := appendOfsDelta([]byte{0xff}, rel)
+		b := AppendOfsDelta([]byte{0xff}, rel)
 		got, used, err := ofsDeltaOffset(b[1:])
 		if err != nil || uint64(got) != rel || used != len(b)-1 {
 			t.Errorf("distance %d reads back as %d (%d of %d bytes), %v", rel, got, used, len(b)-1, err)

@@ -177,7 +177,7 @@ func consolidate(gitDir string, sync func(paths ...string) error) error {
 				if moved, ok, err := s.moveDelta(i, entry, pw.off, at); err != nil {
 					return err
 				} else if ok {
-					if err := pw.raw(e.Hash, moved, crc32.ChecksumIEEE(moved)); err != nil {
+					if err := pw.entry(e.Hash, moved); err != nil {
 						return err
 					}
 					continue
@@ -308,7 +308,7 @@ func (s *packSource) moveDelta(i int, entry []byte, off uint64, at map[plumbing.
 	if crc32.ChecksumIEEE(entry) != s.entries[i].CRC32 {
 		return nil, false, fmt.Errorf("object %s: its pack entry does not match the checksum its index records", s.entries[i].Hash)
 	}
-	moved = appendOfsDelta(slices.Clone(entry[:n]), off-newBase)
+	moved = AppendOfsDelta(slices.Clone(entry[:n]), off-newBase)
 	return append(moved, entry[n+used:]...), true, nil
 }
 

@@ -101,7 +101,7 @@ func (p *packWriter) object(h plumbing.Hash, t plumbing.ObjectType, b []byte) er
 // base, which this pack holds before it.
 func (p *packWriter) delta(h plumbing.Hash, base uint64, delta []byte) error {
 	return p.deflated(h, func(start uint64) []byte {
-		return appendOfsDelta(objectHeader(plumbing.OFSDeltaObject, len(delta)), start-base)
+		return AppendOfsDelta(objectHeader(plumbing.OFSDeltaObject, len(delta)), start-base)
 	}, delta)
 }
 
@@ -133,6 +133,11 @@ func (p *packWriter) raw(h plumbing.Hash, entry []byte, crc uint32) error {
 	if crc32.ChecksumIEEE(entry) != crc {
 		return fmt.Errorf("object %s: its pack entry does not match the checksum its index records", h)
 	}
+	return p.entry(h, entry)
+}
+
+// entry adds a pack entry as it is: header and compressed content.
+func (p *packWriter) entry(h plumbing.Hash, entry []byte) error {
 	start, err := p.begin(h)
 	if err != nil {
 		return err
@@ -140,7 +145,7 @@ func (p *packWriter) raw(h plumbing.Hash, entry []byte, crc uint32) error {
 	if _, err := (entryWriter{p}).Write(entry); err != nil {
 		return err
 	}
-	p.index.Add(h, start, crc)
+	p.index.Add(h, start, p.crc.Sum32())
 	return nil
 }
 
@@ -281,7 +286,7 @@ func writeObjectsPack(packDir string, objs *Objects, sync func(paths ...string) 
 			}
 			w := written{off: pw.off, data: b}
 			if prev, ok := bases[objs.prev[h]]; ok && prev.depth >= 0 && prev.depth < maxDeltaDepth && len(prev.data) > 0 {
-				if d := encodeDelta(prev.data, b); len(d) < len(b)/2 {
+				if d := EncodeDelta(prev.data, b); len(d) < len(b)/2 {
 					w.depth = prev.depth + 1
 					err = pw.delta(h, prev.off, d)
 				} else {
