@@ -241,7 +241,7 @@ func TestQueryVerifiedEvidence(t *testing.T) {
 				t.Fatalf("rows:\n%s\nwant:\n%s", diff, strings.Join(tt.want, "\n"))
 			}
 			for _, row := range rows {
-				if row.ContractID != helloID || row.EventID == "" || len(row.EvidenceCommit) != 40 || !strings.HasPrefix(row.Path, "contracts/"+helloID+"/") || len(row.Data) == 0 {
+				if row.ContractID != helloID || row.EventID == "" || len(row.EvidenceCommit) != 40 || !strings.HasPrefix(row.Path, "contracts/c2/"+helloID+"/") || len(row.Data) == 0 {
 					t.Errorf("row lacks its trace: %+v", row)
 				}
 			}
@@ -366,7 +366,7 @@ func TestQueryAndExportRefuseTamperedEvidence(t *testing.T) {
 			if out, err := exec.Command("git", "clone", "-q", c.repoPath(), work).CombinedOutput(); err != nil {
 				t.Fatalf("git clone: %v\n%s", err, out)
 			}
-			files, _ := filepath.Glob(filepath.Join(work, "contracts", helloID, "*xx", "*-nova.approval.recorded.json"))
+			files, _ := filepath.Glob(filepath.Join(work, "contracts", "*", helloID, "*xx", "*-nova.approval.recorded.json"))
 			if len(files) == 0 {
 				t.Fatal("no approval event in the evidence repo")
 			}

@@ -101,7 +101,7 @@ func TestEvidenceLocalMode(t *testing.T) {
 	if code := evidenceCommand(ctx, []string{"verify"}, env); code != ExitFail {
 		t.Fatalf("verify of a forged event: exit %d, want %d\n%s", code, ExitFail, stdout)
 	}
-	if !strings.Contains(stdout.String(), string(runner.EvidenceSignatureInvalid)) || !strings.Contains(stdout.String(), "contracts/c-1/0xx/4-nova.approval.recorded.json") {
+	if !strings.Contains(stdout.String(), string(runner.EvidenceSignatureInvalid)) || !strings.Contains(stdout.String(), "contracts/a6/c-1/0xx/4-nova.approval.recorded.json") {
 		t.Errorf("verify output does not name the forged event:\n%s", stdout)
 	}
 }

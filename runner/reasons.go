@@ -325,7 +325,7 @@ var reasonTable = []ReasonInfo{
 	{EvidenceCommitKeyUnknown, "evidence", KindVerdict, "An evidence commit is signed by a key that is not allowed."},
 	{EvidenceCommitSignatureInvalid, "evidence", KindVerdict, "An evidence commit's OpenPGP signature does not match its content."},
 	{EvidenceCommitInvalid, "evidence", KindVerdict, "An evidence commit does not add exactly the one event its message names (a merge, a modification, a deletion)."},
-	{EvidenceLayoutInvalid, "evidence", KindVerdict, "A file lies outside `contracts/<contractId>/<seq/100>xx/<seq>-<type>.json|.sig`, or an event file disagrees with its path."},
+	{EvidenceLayoutInvalid, "evidence", KindVerdict, "A file lies outside `contracts/<shard>/<contractId>/<seq/100>xx/<seq>-<type>.json|.sig`, or an event file disagrees with its path."},
 	{EvidenceEventDuplicate, "evidence", KindVerdict, "Two events in the evidence repo share a CloudEvents `id`."},
 	{EvidenceHistoryRewritten, "evidence", KindVerdict, "A head this machine pushed is no longer in the evidence repo's history (a force-push dropped or rewrote commits)."},
 	{ApplyIndeterminate, "evidence", KindVerdict, "An earlier apply of this contract was interrupted or unreadable; record `nova evidence resolve` before applying again."},

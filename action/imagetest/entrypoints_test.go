@@ -559,7 +559,7 @@ func readEvidence(t *testing.T, url string, auth *githttp.BasicAuth) (runs [][]s
 	if _, err := git.PlainCloneContext(context.WithoutCancel(t.Context()), dir, false, opts); err != nil {
 		t.Fatalf("cloning the evidence repo %s: %v", url, err)
 	}
-	paths, err := filepath.Glob(filepath.Join(dir, "contracts", "*", "*xx", "*.json"))
+	paths, err := filepath.Glob(filepath.Join(dir, "contracts", "*", "*", "*xx", "*.json"))
 	if err != nil || len(paths) == 0 {
 		t.Fatalf("no events in the evidence repo %s (%v)", url, err)
 	}

@@ -58,7 +58,7 @@ func TestEventsCrossIntoTheNextBucket(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir, err := tree.Tree("contracts/c-a")
+	dir, err := tree.Tree("contracts/87/c-a")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +67,7 @@ func TestEventsCrossIntoTheNextBucket(t *testing.T) {
 		names = append(names, e.Name)
 	}
 	if strings.Join(names, " ") != "0xx 1xx" {
-		t.Fatalf("contracts/c-a holds %v, want the buckets 0xx and 1xx", names)
+		t.Fatalf("contracts/87/c-a holds %v, want the buckets 0xx and 1xx", names)
 	}
 	for bucket, files := range map[string]int{"0xx": 2 * 99, "1xx": 2 * 7} {
 		b, err := dir.Tree(bucket)
@@ -86,25 +86,34 @@ func TestEventsCrossIntoTheNextBucket(t *testing.T) {
 // in its outbox.
 func TestStoreRefusesTheFlatLayout(t *testing.T) {
 	f := newTamperFixture(t)
-	f.rewriteFiles(t, f.keys.Commit, func(files map[string][]byte) {
-		for p, b := range files {
-			if flat, ok := strings.CutPrefix(p, "contracts/c-a/0xx/"); ok {
-				files["contracts/c-a/"+flat] = b
-				delete(files, p)
-			}
-		}
-	})
+	f.moveDir(t, "contracts/87/c-a/0xx/", "contracts/87/c-a/")
+	assertStoreRefuses(t, f, "not in a <seq/100>xx/ bucket")
+}
+
+// TestStoreRefusesTheUnshardedLayout: a contract directory directly in
+// contracts/, as Nova wrote them before shards, is not read as a contract
+// without events: its chain would start again at seq 1 in the shard.
+func TestStoreRefusesTheUnshardedLayout(t *testing.T) {
+	f := newTamperFixture(t)
+	f.moveDir(t, "contracts/87/c-a/", "contracts/c-a/")
+	assertStoreRefuses(t, f, "contracts/c-a is a contract directory outside its shard 87/")
+}
+
+// assertStoreRefuses checks that a store on f's repo refuses to record
+// an event of c-a, saying want, and keeps it in the outbox.
+func assertStoreRefuses(t *testing.T, f *tamperFixture, want string) {
+	t.Helper()
 	head := f.head(t)
 	s := openStore(t, f.repo, f.keys)
 	err := s.Record(context.Background(), runner.Event{ID: "auth-1", SpecVersion: "1.0", Type: runner.EventApplyAuthorized, ContractID: "c-a"})
 	if err == nil {
 		err = s.Flush(context.Background(), "c-a")
 	}
-	if err == nil || !strings.Contains(err.Error(), "not in a <seq/100>xx/ bucket") {
-		t.Fatalf("appending to a flat contract directory = %v, want the bucket layout named", err)
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("appending to an old layout = %v, want %q", err, want)
 	}
 	if _, err := s.Chain(context.Background(), "c-a"); runner.ReasonOf(err) != runner.EvidenceLayoutInvalid {
-		t.Fatalf("reading the flat chain = %v, want EVIDENCE_LAYOUT_INVALID", err)
+		t.Fatalf("reading the old layout's chain = %v, want EVIDENCE_LAYOUT_INVALID", err)
 	}
 	if f.head(t) != head {
 		t.Fatal("the store wrote on top of a layout it cannot read")

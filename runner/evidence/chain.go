@@ -63,9 +63,9 @@ func contractFiles(r *gitrepo.Reader, dir plumbing.Hash) ([]gitrepo.Entry, error
 	return out, nil
 }
 
-// contractTree is the hash of contracts/<dir> at commit head (zero when it
-// does not exist), found without reading the directory itself: a chain
-// known at that tree is known whole, however long it is.
+// contractTree is the hash of contracts/<shard>/<dir> at commit head
+// (zero when it does not exist), found without reading the directory
+// itself: a chain known at that tree is known whole, however long it is.
 func contractTree(r *gitrepo.Reader, head plumbing.Hash, dir string) (plumbing.Hash, error) {
 	if head.IsZero() {
 		return plumbing.ZeroHash, nil
@@ -75,19 +75,26 @@ func contractTree(r *gitrepo.Reader, head plumbing.Hash, dir string) (plumbing.H
 		return plumbing.ZeroHash, err
 	}
 	h := c.TreeHash
-	for _, name := range []string{contractsDir, dir} {
+	shard := shardOf(dir)
+	for i, name := range []string{contractsDir, shard, dir} {
 		entries, err := r.Tree(h)
 		if err != nil {
 			return plumbing.ZeroHash, err
 		}
-		i := gitrepo.Find(entries, name)
-		if i < 0 {
+		if i == 1 && !isShard(dir) && gitrepo.Find(entries, dir) >= 0 {
+			// Not reading the chain there would start it again at seq 1
+			// beside the old one.
+			return plumbing.ZeroHash, runner.Errorf(runner.EvidenceLayoutInvalid, "%s/%s is a contract directory outside its shard %s/ (a layout older than this Nova; see docs/evidence.md)", contractsDir, dir, shard)
+		}
+		at := gitrepo.Find(entries, name)
+		if at < 0 {
 			return plumbing.ZeroHash, nil
 		}
-		if entries[i].Mode != filemode.Dir {
-			return plumbing.ZeroHash, runner.Errorf(runner.EvidenceLayoutInvalid, "%s/%s is not a directory", contractsDir, dir)
+		if entries[at].Mode != filemode.Dir {
+			where := [...]string{contractsDir, contractsDir + "/" + shard, contractPath(dir)}[i]
+			return plumbing.ZeroHash, runner.Errorf(runner.EvidenceLayoutInvalid, "%s is not a directory", where)
 		}
-		h = entries[i].Hash
+		h = entries[at].Hash
 	}
 	return h, nil
 }
@@ -112,7 +119,7 @@ type eventFile struct {
 // seq order (name order among files claiming one seq), and a finding for
 // every entry that has no place in the layout.
 func listChain(dir string, entries []gitrepo.Entry) ([]*eventFile, []Finding) {
-	prefix := contractsDir + "/" + dir + "/"
+	prefix := contractPath(dir) + "/"
 	files := map[string]plumbing.Hash{}
 	for _, e := range entries {
 		if e.Mode.IsFile() {
@@ -224,7 +231,7 @@ func linkChainFrom(dir string, files []*eventFile, tail chainTail) ([]runner.Eve
 			continue
 		}
 		for ; want < f.seq; want++ {
-			findings = append(findings, Finding{Reason: runner.EvidenceChainBroken, Path: contractsDir + "/" + dir, Message: fmt.Sprintf("seq %d is missing", want)})
+			findings = append(findings, Finding{Reason: runner.EvidenceChainBroken, Path: contractPath(dir), Message: fmt.Sprintf("seq %d is missing", want)})
 			prev = nil
 		}
 		j := i + 1

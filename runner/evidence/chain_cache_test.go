@@ -97,7 +97,7 @@ func TestChainCacheDoesNotHideTampering(t *testing.T) {
 	}
 	f.store.Close()
 	f.rewriteFiles(t, f.keys.Commit, func(files map[string][]byte) {
-		const a2 = "contracts/c-a/0xx/2-nova.test.step.json"
+		const a2 = "contracts/87/c-a/0xx/2-nova.test.step.json"
 		delete(files, a2)
 		delete(files, sigPath(a2))
 	})

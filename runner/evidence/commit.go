@@ -27,22 +27,23 @@ type eventCommits struct {
 	dir     string
 	r       *gitrepo.Reader
 	// The trees on the event's path at head, carried from one commit to
-	// the next rather than read back: contract lists the buckets, bucket
-	// the files of the one named bucketName (read when an event first
-	// needs it).
-	root, contracts, contract, bucket []gitrepo.Entry
-	bucketName                        string
-	rootTree                          plumbing.Hash  // the root at head, once the batch wrote one
-	tree                              plumbing.Hash  // contracts/<dir> at head
-	parentTree                        plumbing.Hash  // contracts/<dir> at parent
-	events                            []runner.Event // as written: with the seq and link of their place
-	sum                               string         // sha256 of the last event file
+	// the next rather than read back: contracts lists the shards, shard
+	// the contract directories in dir's, contract the buckets, bucket the
+	// files of the one named bucketName (read when an event first needs
+	// it).
+	root, contracts, shard, contract, bucket []gitrepo.Entry
+	shardName, bucketName                    string
+	rootTree                                 plumbing.Hash  // the root at head, once the batch wrote one
+	tree                                     plumbing.Hash  // contracts/<shard>/<dir> at head
+	parentTree                               plumbing.Hash  // contracts/<shard>/<dir> at parent
+	events                                   []runner.Event // as written: with the seq and link of their place
+	sum                                      string         // sha256 of the last event file
 }
 
 // newEventCommits starts a batch for contract directory dir on parent,
 // reading parent's trees through r.
 func newEventCommits(r *gitrepo.Reader, parent plumbing.Hash, dir string) (*eventCommits, error) {
-	b := &eventCommits{objs: gitrepo.NewObjects(), parent: parent, head: parent, dir: dir, r: r}
+	b := &eventCommits{objs: gitrepo.NewObjects(), parent: parent, head: parent, dir: dir, shardName: shardOf(dir), r: r}
 	if parent.IsZero() {
 		return b, nil
 	}
@@ -54,7 +55,10 @@ func newEventCommits(r *gitrepo.Reader, parent plumbing.Hash, dir string) (*even
 		b.contracts, err = subtree(r, dirHash(b.root, contractsDir))
 	}
 	if err == nil {
-		b.parentTree = dirHash(b.contracts, dir)
+		b.shard, err = subtree(r, dirHash(b.contracts, b.shardName))
+	}
+	if err == nil {
+		b.parentTree = dirHash(b.shard, dir)
 		b.contract, err = subtree(r, b.parentTree)
 	}
 	b.tree = b.parentTree
@@ -62,10 +66,10 @@ func newEventCommits(r *gitrepo.Reader, parent plumbing.Hash, dir string) (*even
 }
 
 // add writes event seq of type typ and its signature on top of the
-// batch's head as one signed commit. Only the four trees on the event's
+// batch's head as one signed commit. Only the five trees on the event's
 // path are rewritten, none of which holds more than a hundred of the
-// contract's events, so the cost does not grow with the repo or the
-// contract's history.
+// contract's events or a 256th of the repo's contracts, so the cost does
+// not grow with the contract's history and barely with the repo.
 func (b *eventCommits) add(seq int64, typ string, event, sig []byte, msg string, cs *signing.CommitSigner, when time.Time) error {
 	file := func(name string, content []byte) gitrepo.Entry {
 		return gitrepo.Entry{Name: name, Mode: filemode.Regular, Hash: b.objs.Put(plumbing.BlobObject, content)}
@@ -88,7 +92,8 @@ func (b *eventCommits) add(seq int64, typ string, event, sig []byte, msg string,
 	b.bucket = gitrepo.Upsert(gitrepo.Upsert(b.bucket, file(name, event)), file(sigPath(name), sig))
 	b.contract = gitrepo.Upsert(b.contract, tree(b.bucketName, b.bucket, dirHash(b.contract, b.bucketName)))
 	dirEntry := tree(b.dir, b.contract, b.tree)
-	b.contracts = gitrepo.Upsert(b.contracts, dirEntry)
+	b.shard = gitrepo.Upsert(b.shard, dirEntry)
+	b.contracts = gitrepo.Upsert(b.contracts, tree(b.shardName, b.shard, dirHash(b.contracts, b.shardName)))
 	b.root = gitrepo.Upsert(b.root, tree(contractsDir, b.contracts, dirHash(b.root, contractsDir)))
 	b.rootTree = b.objs.PutNext(plumbing.TreeObject, gitrepo.EncodeTree(b.root), b.rootTree)
 

@@ -1,6 +1,6 @@
 // Package evidence mirrors Nova's events into an evidence repo: a git
 // repository, separate from the consumer's, in which every event is one
-// signed commit adding contracts/<contractId>/<seq/100>xx/<seq>-<type>.json
+// signed commit adding contracts/<shard>/<contractId>/<seq/100>xx/<seq>-<type>.json
 // and its detached cosign-format signature (.sig).
 //
 // The Store is a runner.Recorder that writes an event to a local outbox

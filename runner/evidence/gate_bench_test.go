@@ -36,8 +36,19 @@ func BenchmarkGateHistory(b *testing.B) { benchmarkGateHistory(b, false) }
 // stage's record is pushed with the authorization, not before.
 func BenchmarkGateHistoryPending(b *testing.B) { benchmarkGateHistory(b, true) }
 
+// BenchmarkGateWide is BenchmarkGateHistoryPending across a repo: a
+// contract of 10 past events in a repo holding 10 other contracts and in
+// one holding 10 000.
+func BenchmarkGateWide(b *testing.B) {
+	gateRounds(b, true, historyFixtureAmong(b, "gate", 10, 10, gateShape), historyFixtureAmong(b, "gate", 10, 10_000, gateShape))
+}
+
 func benchmarkGateHistory(b *testing.B, pending bool) {
-	small, large := gateHistoryFixture(b, 10), gateHistoryFixture(b, 10_000)
+	gateRounds(b, pending, gateHistoryFixture(b, 10), gateHistoryFixture(b, 10_000))
+}
+
+// gateRounds times the gate on small and on large, alternating.
+func gateRounds(b *testing.B, pending bool, small, large *gateHistory) {
 	ctx := context.Background()
 	var took [2]time.Duration
 	for b.Loop() {
@@ -129,10 +140,16 @@ func gateHistoryFixture(b *testing.B, n int) *gateHistory {
 // historyFixture builds, once per test binary, the repo and state dir of
 // a contract whose n events are shaped by shape, named name.
 func historyFixture(b *testing.B, name string, n int, shape historyShape) *gateHistory {
+	return historyFixtureAmong(b, name, n, 0, shape)
+}
+
+// historyFixtureAmong is historyFixture in a repo that also holds others
+// contracts of one event each.
+func historyFixtureAmong(b *testing.B, name string, n, others int, shape historyShape) *gateHistory {
 	b.Helper()
 	gateHistoryMu.Lock()
 	defer gateHistoryMu.Unlock()
-	key := fmt.Sprintf("%s-%d", name, n)
+	key := fmt.Sprintf("%s-%d-%d", name, n, others)
 	if f, ok := gateHistoryFixtures[key]; ok {
 		return f
 	}
@@ -145,7 +162,7 @@ func historyFixture(b *testing.B, name string, n int, shape historyShape) *gateH
 	}
 	f := &gateHistory{repo: filepath.Join(fixtureRoot, key+".git"), stateBase: filepath.Join(fixtureRoot, key+"-state"), keys: newKeys(b)}
 	var err error
-	if f.head, err = buildHistory(f.repo, f.keys, "c-gate", n, shape); err != nil {
+	if f.head, err = buildHistory(f.repo, f.keys, "c-gate", n, others, shape); err != nil {
 		b.Fatal(err)
 	}
 	// The state an earlier run leaves: its witness and what it verified.
@@ -244,7 +261,7 @@ func ledgerShape(i int) (string, string, []byte) {
 // buildHistory writes n signed events of contract, shaped by shape, in one
 // signed commit: what the gate reads is the head's tree, however many
 // commits made it, and one commit keeps the fixture cheap to build.
-func buildHistory(path string, keys signing.Keys, contract string, n int, shape historyShape) (plumbing.Hash, error) {
+func buildHistory(path string, keys signing.Keys, contract string, n, others int, shape historyShape) (plumbing.Hash, error) {
 	branch := plumbing.NewBranchReferenceName(DefaultBranch)
 	if err := gitrepo.InitBare(path, branch); err != nil {
 		return plumbing.ZeroHash, err
@@ -288,7 +305,40 @@ func buildHistory(path string, keys signing.Keys, contract string, n int, shape 
 	}
 	slices.SortFunc(dirs, gitrepo.CompareEntries)
 	dir := objs.Put(plumbing.TreeObject, gitrepo.EncodeTree(dirs))
-	contracts := objs.Put(plumbing.TreeObject, gitrepo.EncodeTree([]gitrepo.Entry{{Name: contractDir(contract), Mode: filemode.Dir, Hash: dir}}))
+	shards := map[string][]gitrepo.Entry{shardOf(contract): {{Name: contractDir(contract), Mode: filemode.Dir, Hash: dir}}}
+	for k := range others {
+		// Ids shaped as real ones are, a UUID each.
+		id := fmt.Sprintf("%08x-0000-4000-8000-%012x", k, k)
+		typ, run, data := shape(0)
+		e := runner.Event{
+			SpecVersion: "1.0", ID: "other-" + id, Source: "urn:nova:bench", Type: typ, Time: t0, DataContentType: "application/json",
+			RunID: run, ContractID: id, Environment: string(runner.Dev), Seq: 1, Data: data,
+		}
+		canon, err := e.Canonical()
+		if err != nil {
+			return plumbing.ZeroHash, err
+		}
+		sig, err := keys.Events.Sign(canon)
+		if err != nil {
+			return plumbing.ZeroHash, err
+		}
+		name := eventFileName(1, typ, "json")
+		files := []gitrepo.Entry{
+			{Name: name, Mode: filemode.Regular, Hash: objs.Put(plumbing.BlobObject, canon)},
+			{Name: sigPath(name), Mode: filemode.Regular, Hash: objs.Put(plumbing.BlobObject, sig)},
+		}
+		slices.SortFunc(files, gitrepo.CompareEntries)
+		bucket := objs.Put(plumbing.TreeObject, gitrepo.EncodeTree(files))
+		d := objs.Put(plumbing.TreeObject, gitrepo.EncodeTree([]gitrepo.Entry{{Name: bucketName(1), Mode: filemode.Dir, Hash: bucket}}))
+		shards[shardOf(id)] = append(shards[shardOf(id)], gitrepo.Entry{Name: contractDir(id), Mode: filemode.Dir, Hash: d})
+	}
+	var entries []gitrepo.Entry
+	for name, dirs := range shards {
+		slices.SortFunc(dirs, gitrepo.CompareEntries)
+		entries = append(entries, gitrepo.Entry{Name: name, Mode: filemode.Dir, Hash: objs.Put(plumbing.TreeObject, gitrepo.EncodeTree(dirs))})
+	}
+	slices.SortFunc(entries, gitrepo.CompareEntries)
+	contracts := objs.Put(plumbing.TreeObject, gitrepo.EncodeTree(entries))
 	root := objs.Put(plumbing.TreeObject, gitrepo.EncodeTree([]gitrepo.Entry{{Name: contractsDir, Mode: filemode.Dir, Hash: contracts}}))
 	who := keys.Commit.Identity(t0)
 	c := &object.Commit{Author: who, Committer: who, Message: "history fixture\n", TreeHash: root}
@@ -312,6 +362,30 @@ func buildHistory(path string, keys signing.Keys, contract string, n int, shape 
 // copy of the fixture repo (not timed), so the history stays the same.
 func BenchmarkAppendHistory(b *testing.B) {
 	small, large := gateHistoryFixture(b, 10), gateHistoryFixture(b, 10_000)
+	ctx := context.Background()
+	var took [2]time.Duration
+	var added [2]int64
+	for b.Loop() {
+		for i, f := range []*gateHistory{small, large} {
+			d, n := f.appendRun(ctx, b)
+			took[i] += d
+			added[i] += n
+		}
+	}
+	b.ReportMetric(float64(took[0].Microseconds())/float64(b.N), "µs/append-10")
+	b.ReportMetric(float64(took[1].Microseconds())/float64(b.N), "µs/append-10000")
+	b.ReportMetric(float64(took[1])/float64(took[0]), "ratio")
+	b.ReportMetric(float64(added[0])/float64(b.N), "repo-bytes/append-10")
+	b.ReportMetric(float64(added[1])/float64(b.N), "repo-bytes/append-10000")
+}
+
+// BenchmarkAppendWide is BenchmarkAppendHistory across a repo instead of
+// along a contract: the same eleven events appended to a contract of 10
+// past events in a repo holding 10 other contracts and in one holding
+// 10 000. Goal 3 counts the repo's past events too, and every commit
+// writes a new version of the directory that lists the contracts.
+func BenchmarkAppendWide(b *testing.B) {
+	small, large := historyFixtureAmong(b, "gate", 10, 10, gateShape), historyFixtureAmong(b, "gate", 10, 10_000, gateShape)
 	ctx := context.Background()
 	var took [2]time.Duration
 	var added [2]int64

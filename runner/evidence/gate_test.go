@@ -12,11 +12,11 @@ import (
 
 // Paths of the gate fixture's events.
 const (
-	gateResolvedA     = "contracts/c-a/0xx/2-nova.apply.resolved.json"
-	gateIndeterminate = "contracts/c-b/0xx/2-nova.apply.indeterminate.json"
+	gateResolvedA     = "contracts/87/c-a/0xx/2-nova.apply.resolved.json"
+	gateIndeterminate = "contracts/7b/c-b/0xx/2-nova.apply.indeterminate.json"
 	// gateCopiedB is where an attacker puts c-a's resolution: the next
 	// seq of c-b, so the file name alone looks like part of c-b's chain.
-	gateCopiedB = "contracts/c-b/0xx/3-nova.apply.resolved.json"
+	gateCopiedB = "contracts/7b/c-b/0xx/3-nova.apply.resolved.json"
 )
 
 // newGateFixture is a repo in which c-a's indeterminate prod apply was
@@ -128,7 +128,7 @@ func TestGateRefusesMisplacedEvents(t *testing.T) {
 	}, {
 		name: "event renamed to another type",
 		mutate: func(_ *tamperFixture, files map[string][]byte) {
-			renamed := "contracts/c-b/0xx/2-nova.apply.completed.json"
+			renamed := "contracts/7b/c-b/0xx/2-nova.apply.completed.json"
 			files[renamed], files[sigPath(renamed)] = files[gateIndeterminate], files[sigPath(gateIndeterminate)]
 			deleteIndeterminate(files)
 		},
@@ -136,7 +136,7 @@ func TestGateRefusesMisplacedEvents(t *testing.T) {
 	}, {
 		name: "event renumbered past the end",
 		mutate: func(_ *tamperFixture, files map[string][]byte) {
-			renamed := "contracts/c-b/0xx/5-nova.apply.indeterminate.json"
+			renamed := "contracts/7b/c-b/0xx/5-nova.apply.indeterminate.json"
 			files[renamed], files[sigPath(renamed)] = files[gateIndeterminate], files[sigPath(gateIndeterminate)]
 			deleteIndeterminate(files)
 		},
@@ -144,7 +144,7 @@ func TestGateRefusesMisplacedEvents(t *testing.T) {
 	}, {
 		name: "first event deleted",
 		mutate: func(_ *tamperFixture, files map[string][]byte) {
-			first := "contracts/c-b/0xx/1-nova.plan.created.json"
+			first := "contracts/7b/c-b/0xx/1-nova.plan.created.json"
 			delete(files, first)
 			delete(files, sigPath(first))
 		},
@@ -152,8 +152,8 @@ func TestGateRefusesMisplacedEvents(t *testing.T) {
 	}, {
 		name: "two events with one seq",
 		mutate: func(_ *tamperFixture, files map[string][]byte) {
-			dup := "contracts/c-b/0xx/2-nova.plan.created.json"
-			files[dup], files[sigPath(dup)] = files["contracts/c-b/0xx/1-nova.plan.created.json"], files["contracts/c-b/0xx/1-nova.plan.created.sig"]
+			dup := "contracts/7b/c-b/0xx/2-nova.plan.created.json"
+			files[dup], files[sigPath(dup)] = files["contracts/7b/c-b/0xx/1-nova.plan.created.json"], files["contracts/7b/c-b/0xx/1-nova.plan.created.sig"]
 		},
 		want: runner.EvidenceChainBroken,
 	}, {
@@ -170,13 +170,13 @@ func TestGateRefusesMisplacedEvents(t *testing.T) {
 			if err != nil {
 				panic(err)
 			}
-			files["contracts/c-b/0xx/1-nova.plan.created.json"], files["contracts/c-b/0xx/1-nova.plan.created.sig"] = canon, sig
+			files["contracts/7b/c-b/0xx/1-nova.plan.created.json"], files["contracts/7b/c-b/0xx/1-nova.plan.created.sig"] = canon, sig
 		},
 		want: runner.EvidenceChainBroken,
 	}, {
 		name: "file outside the layout",
 		mutate: func(_ *tamperFixture, files map[string][]byte) {
-			files["contracts/c-b/notes.txt"] = []byte("hello")
+			files["contracts/7b/c-b/notes.txt"] = []byte("hello")
 		},
 		want: runner.EvidenceLayoutInvalid,
 	}}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"os"
 	"runtime"
 	"slices"
@@ -170,8 +171,8 @@ func readChain(r *gitrepo.Reader, name string, tree plumbing.Hash, old *indexedD
 	return files, layout, nil
 }
 
-// headDirs lists the contract directories at head, and a finding for
-// every entry outside the layout, as checkTree does.
+// headDirs lists the contract directories at head, by name, and a
+// finding for every entry outside the layout.
 func headDirs(r *gitrepo.Reader, head plumbing.Hash) ([]gitrepo.Entry, []Finding, error) {
 	if head.IsZero() {
 		return nil, nil, nil
@@ -187,21 +188,52 @@ func headDirs(r *gitrepo.Reader, head plumbing.Hash) ([]gitrepo.Entry, []Finding
 	var dirs []gitrepo.Entry
 	var findings []Finding
 	for _, e := range root {
-		if e.Name == contractsDir && e.Mode == filemode.Dir {
-			entries, err := r.Tree(e.Hash)
+		if e.Name != contractsDir || e.Mode != filemode.Dir {
+			findings = append(findings, Finding{Reason: runner.EvidenceLayoutInvalid, Path: e.Name, Message: "outside contracts/"})
+			continue
+		}
+		shards, err := r.Tree(e.Hash)
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, s := range shards {
+			d, f, err := shardDirs(r, s)
 			if err != nil {
 				return nil, nil, err
 			}
-			for _, d := range entries {
-				if d.Mode != filemode.Dir || !validDir(d.Name) {
-					findings = append(findings, Finding{Reason: runner.EvidenceLayoutInvalid, Path: contractsDir + "/" + d.Name, Message: "not a contract directory"})
-					continue
-				}
-				dirs = append(dirs, d)
-			}
-			continue
+			dirs, findings = append(dirs, d...), append(findings, f...)
 		}
-		findings = append(findings, Finding{Reason: runner.EvidenceLayoutInvalid, Path: e.Name, Message: "outside contracts/"})
+	}
+	slices.SortFunc(dirs, func(a, b gitrepo.Entry) int { return strings.Compare(a.Name, b.Name) })
+	return dirs, findings, nil
+}
+
+// shardDirs lists the contract directories in shard s (an entry of
+// contracts/), and a finding for every entry out of place.
+func shardDirs(r *gitrepo.Reader, s gitrepo.Entry) ([]gitrepo.Entry, []Finding, error) {
+	if s.Mode != filemode.Dir || !isShard(s.Name) {
+		msg := "not a shard directory (two hex digits)"
+		if s.Mode == filemode.Dir && validDir(s.Name) {
+			msg = fmt.Sprintf("contract directory directly in contracts/, not in its shard %s/ (a layout older than this Nova)", shardOf(s.Name))
+		}
+		return nil, []Finding{{Reason: runner.EvidenceLayoutInvalid, Path: contractsDir + "/" + s.Name, Message: msg}}, nil
+	}
+	entries, err := r.Tree(s.Hash)
+	if err != nil {
+		return nil, nil, err
+	}
+	var dirs []gitrepo.Entry
+	var findings []Finding
+	for _, d := range entries {
+		p := contractsDir + "/" + s.Name + "/" + d.Name
+		switch {
+		case d.Mode != filemode.Dir || !validDir(d.Name):
+			findings = append(findings, Finding{Reason: runner.EvidenceLayoutInvalid, Path: p, Message: "not a contract directory"})
+		case shardOf(d.Name) != s.Name:
+			findings = append(findings, Finding{Reason: runner.EvidenceLayoutInvalid, Path: p, Message: fmt.Sprintf("contract directory in shard %s/; it belongs in %s/", s.Name, shardOf(d.Name))})
+		default:
+			dirs = append(dirs, d)
+		}
 	}
 	return dirs, findings, nil
 }
@@ -312,18 +344,13 @@ func hasEvent(d *indexedDir, seq int64, typ string) bool {
 
 // findingDir is the contract directory a finding is about, if any.
 func findingDir(f Finding) (string, bool) {
-	rest, ok := strings.CutPrefix(f.Path, contractsDir+"/")
-	if !ok {
-		return "", false
-	}
-	dir, _, _ := strings.Cut(rest, "/")
-	return dir, validDir(dir)
+	dir, _, ok := splitContractPath(f.Path)
+	return dir, ok && validDir(dir)
 }
 
-// splitEventPath reads contracts/<dir>/<bucket>/<seq>-<type>.json.
+// splitEventPath reads contracts/<shard>/<dir>/<bucket>/<seq>-<type>.json.
 func splitEventPath(p string) (dir string, seq int64, typ string) {
-	rest, _ := strings.CutPrefix(p, contractsDir+"/")
-	dir, name, _ := strings.Cut(rest, "/")
+	dir, name, _ := splitContractPath(p)
 	n, _ := parseBucketedName(name)
 	return dir, n.Seq, n.Type
 }

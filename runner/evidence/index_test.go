@@ -151,7 +151,7 @@ func TestIndexIsNotTrustedOverTheRepo(t *testing.T) {
 // verify's tamper matrix does, and checks that the extended index refuses
 // to answer with the reason verify names, as a rebuilt one does.
 func TestIndexAgreesWithVerify(t *testing.T) {
-	const a2 = "contracts/c-a/0xx/2-nova.test.step.json"
+	const a2 = "contracts/87/c-a/0xx/2-nova.test.step.json"
 	tests := []struct {
 		name    string
 		tamper  func(t *testing.T, f *tamperFixture)

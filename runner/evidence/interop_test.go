@@ -134,7 +134,7 @@ func TestCosignVerifyBlobAcceptsEventSignatures(t *testing.T) {
 		}
 	}
 	// A flipped byte must fail.
-	p := "contracts/c-1/0xx/1-nova.test.step.json"
+	p := "contracts/a6/c-1/0xx/1-nova.test.step.json"
 	if out, err := verifyBlob("flipped", strings.Replace(files[p], "c-1", "c-2", 1), files[sigPath(p)]); err == nil {
 		t.Errorf("cosign verify-blob accepted a modified event:\n%s", out)
 	}

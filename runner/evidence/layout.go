@@ -1,6 +1,8 @@
 package evidence
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -62,7 +64,44 @@ func EventPath(contractID string, seq int64, typ string) string {
 }
 
 func eventPath(dir string, seq int64, typ string) string {
-	return contractsDir + "/" + dir + "/" + bucketName(seq) + "/" + eventFileName(seq, typ, "json")
+	return contractPath(dir) + "/" + bucketName(seq) + "/" + eventFileName(seq, typ, "json")
+}
+
+// contractPath is a contract directory's path: contracts/<shard>/<dir>.
+func contractPath(dir string) string { return contractsDir + "/" + shardOf(dir) + "/" + dir }
+
+// shardOf is the directory under contracts/ that holds contract directory
+// dir: the first two hex digits of the SHA-256 of its name. Every commit
+// rewrites the trees on its event's path, and with every contract listed
+// in contracts/ itself that tree, and so each commit and each read of a
+// chain, grew with the number of contracts in the repo; spread over 256
+// shards, a repo of 10 000 contracts lists ~40 in each. A hash, not the
+// name's first letters, because ids like svc-0001…svc-9999 share those.
+func shardOf(dir string) string {
+	sum := sha256.Sum256([]byte(dir))
+	return hex.EncodeToString(sum[:1])
+}
+
+// isShard reports whether name can be a shard directory's name.
+func isShard(name string) bool {
+	return len(name) == 2 && isLowerHex(name[0]) && isLowerHex(name[1])
+}
+
+func isLowerHex(c byte) bool { return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' }
+
+// splitContractPath reads contracts/<shard>/<dir>/<rest>: the contract
+// directory, and what follows it (empty for the directory itself).
+func splitContractPath(p string) (dir, rest string, ok bool) {
+	after, ok := strings.CutPrefix(p, contractsDir+"/")
+	if !ok {
+		return "", "", false
+	}
+	shard, after, ok := strings.Cut(after, "/")
+	if !ok || !isShard(shard) {
+		return "", "", false
+	}
+	dir, rest, _ = strings.Cut(after, "/")
+	return dir, rest, shardOf(dir) == shard
 }
 
 // eventsPerBucket is how many events of a contract share a directory.

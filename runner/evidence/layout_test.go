@@ -84,3 +84,24 @@ func TestParseBucketedName(t *testing.T) {
 		}
 	}
 }
+
+func TestSplitContractPath(t *testing.T) {
+	for _, tt := range []struct {
+		path, dir, rest string
+		ok              bool
+	}{
+		{"contracts/87/c-a/0xx/2-nova.test.step.json", "c-a", "0xx/2-nova.test.step.json", true},
+		{"contracts/87/c-a", "c-a", "", true},
+		{"contracts/a6/_none/0xx/1-nova.run.failed.sig", "_none", "0xx/1-nova.run.failed.sig", true},
+		{"contracts/7b/c-a/0xx/2-nova.test.step.json", "c-a", "0xx/2-nova.test.step.json", false}, // c-a's shard is 87
+		{"contracts/c-a/0xx/2-nova.test.step.json", "", "", false},                             // before shards
+		{"contracts/8/c-a", "", "", false},
+		{"contracts/8A/c-a", "", "", false},
+		{"other/87/c-a", "", "", false},
+	} {
+		dir, rest, ok := splitContractPath(tt.path)
+		if ok != tt.ok || ok && (dir != tt.dir || rest != tt.rest) {
+			t.Errorf("splitContractPath(%q) = %q, %q, %v; want %q, %q, %v", tt.path, dir, rest, ok, tt.dir, tt.rest, tt.ok)
+		}
+	}
+}

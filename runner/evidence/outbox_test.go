@@ -189,13 +189,13 @@ func TestOneUndeliverableContractHoldsNoOtherBack(t *testing.T) {
 	}
 	// The repo appears, with a-broken's chain damaged.
 	emitN(t, f.store, "a-broken", 1)
-	f.rewriteFiles(t, f.keys.Commit, func(files map[string][]byte) { files["contracts/a-broken/notes.txt"] = []byte("hi") })
+	f.rewriteFiles(t, f.keys.Commit, func(files map[string][]byte) { files["contracts/70/a-broken/notes.txt"] = []byte("hi") })
 	if err := os.Rename(f.repo, remote); err != nil {
 		t.Fatal(err)
 	}
 
 	err := s.Drain(ctx)
-	if runner.ReasonOf(err) != runner.EvidencePushFailed || !strings.Contains(err.Error(), "contract a-broken: contracts/a-broken/notes.txt") {
+	if runner.ReasonOf(err) != runner.EvidencePushFailed || !strings.Contains(err.Error(), "contract a-broken: contracts/70/a-broken/notes.txt") {
 		t.Fatalf("Drain = %v; want EVIDENCE_PUSH_FAILED naming contract a-broken and its broken layout", err)
 	}
 	t.Logf("Drain: %v", err)

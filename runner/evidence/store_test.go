@@ -100,7 +100,7 @@ func TestEventsWithoutContractGoUnderNone(t *testing.T) {
 	}
 	r, _ := git.PlainOpen(repo)
 	c, _ := r.CommitObject(headOf(t, repo))
-	if _, err := c.File("contracts/_none/0xx/2-nova.test.step.json"); err != nil {
+	if _, err := c.File("contracts/a6/_none/0xx/2-nova.test.step.json"); err != nil {
 		t.Errorf("event without contract: %v", err)
 	}
 }

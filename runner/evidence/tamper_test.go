@@ -24,7 +24,7 @@ import (
 // it, so detection must come from the event layer, not just from an
 // unsigned commit.
 func TestTamperMatrix(t *testing.T) {
-	const a2 = "contracts/c-a/0xx/2-nova.test.step.json"
+	const a2 = "contracts/87/c-a/0xx/2-nova.test.step.json"
 	tests := []struct {
 		name   string
 		tamper func(t *testing.T, f *tamperFixture) (path, commit string)
@@ -45,13 +45,13 @@ func TestTamperMatrix(t *testing.T) {
 				delete(files, a2)
 				delete(files, sigPath(a2))
 			})
-			return "contracts/c-a", ""
+			return "contracts/87/c-a", ""
 		},
 		want: runner.EvidenceChainBroken,
 	}, {
 		name: "last event deleted",
 		tamper: func(t *testing.T, f *tamperFixture) (string, string) {
-			last := "contracts/c-a/0xx/4-nova.test.step.json"
+			last := "contracts/87/c-a/0xx/4-nova.test.step.json"
 			f.rewriteFiles(t, f.keys.Commit, func(files map[string][]byte) {
 				delete(files, last)
 				delete(files, sigPath(last))
@@ -62,7 +62,7 @@ func TestTamperMatrix(t *testing.T) {
 	}, {
 		name: "two events swapped",
 		tamper: func(t *testing.T, f *tamperFixture) (string, string) {
-			a3 := "contracts/c-a/0xx/3-nova.test.step.json"
+			a3 := "contracts/87/c-a/0xx/3-nova.test.step.json"
 			f.rewriteFiles(t, f.keys.Commit, func(files map[string][]byte) {
 				files[a2], files[a3] = files[a3], files[a2]
 				files[sigPath(a2)], files[sigPath(a3)] = files[sigPath(a3)], files[sigPath(a2)]
@@ -74,7 +74,7 @@ func TestTamperMatrix(t *testing.T) {
 		name: "sig replaced by another event's",
 		tamper: func(t *testing.T, f *tamperFixture) (string, string) {
 			f.rewriteFiles(t, f.keys.Commit, func(files map[string][]byte) {
-				files[sigPath(a2)] = files["contracts/c-b/0xx/1-nova.test.step.sig"]
+				files[sigPath(a2)] = files["contracts/7b/c-b/0xx/1-nova.test.step.sig"]
 			})
 			return a2, ""
 		},
@@ -114,7 +114,7 @@ func TestTamperMatrix(t *testing.T) {
 		name: "forged event signed by a wrong key",
 		tamper: func(t *testing.T, f *tamperFixture) (string, string) {
 			f.forgeEvent(t, "c-b")
-			return "contracts/c-b/0xx/3-nova.test.step.json", f.head(t).String()
+			return "contracts/7b/c-b/0xx/3-nova.test.step.json", f.head(t).String()
 		},
 		want: runner.EvidenceSignatureInvalid,
 	}, {
@@ -129,13 +129,27 @@ func TestTamperMatrix(t *testing.T) {
 	}, {
 		name: "event moved into another bucket",
 		tamper: func(t *testing.T, f *tamperFixture) (string, string) {
-			return f.moveEvent(t, a2, "contracts/c-a/1xx/2-nova.test.step.json"), ""
+			return f.moveEvent(t, a2, "contracts/87/c-a/1xx/2-nova.test.step.json"), ""
 		},
 		want: runner.EvidenceLayoutInvalid,
 	}, {
 		name: "event directly in the contract directory",
 		tamper: func(t *testing.T, f *tamperFixture) (string, string) {
-			return f.moveEvent(t, a2, "contracts/c-a/2-nova.test.step.json"), ""
+			return f.moveEvent(t, a2, "contracts/87/c-a/2-nova.test.step.json"), ""
+		},
+		want: runner.EvidenceLayoutInvalid,
+	}, {
+		name: "contract directory in another shard",
+		tamper: func(t *testing.T, f *tamperFixture) (string, string) {
+			f.moveDir(t, "contracts/87/c-a/", "contracts/7b/c-a/")
+			return "contracts/7b/c-a", ""
+		},
+		want: runner.EvidenceLayoutInvalid,
+	}, {
+		name: "contract directory directly in contracts/",
+		tamper: func(t *testing.T, f *tamperFixture) (string, string) {
+			f.moveDir(t, "contracts/87/c-a/", "contracts/c-a/")
+			return "contracts/c-a", ""
 		},
 		want: runner.EvidenceLayoutInvalid,
 	}, {
@@ -289,6 +303,20 @@ func (f *tamperFixture) moveEvent(t *testing.T, from, to string) string {
 		}
 	})
 	return to
+}
+
+// moveDir moves every file under the directory from (ending in "/") to
+// the directory to, in one signed commit.
+func (f *tamperFixture) moveDir(t *testing.T, from, to string) {
+	t.Helper()
+	f.rewriteFiles(t, f.keys.Commit, func(files map[string][]byte) {
+		for p, b := range files {
+			if rest, ok := strings.CutPrefix(p, from); ok {
+				files[to+rest] = b
+				delete(files, p)
+			}
+		}
+	})
 }
 
 // rewriteHead replaces the head commit by an edited copy.

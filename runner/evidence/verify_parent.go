@@ -27,7 +27,7 @@ func expectParent(r *gitrepo.Reader, tree, parent plumbing.Hash, subj commitSubj
 		return false
 	}
 	// The trees on the event's path, root first, and where each names the next.
-	path := [...]string{"", contractsDir, subj.Dir, bucketName(subj.Seq)}
+	path := [...]string{"", contractsDir, shardOf(subj.Dir), subj.Dir, bucketName(subj.Seq)}
 	const last = len(path) - 1
 	var raws [len(path)][]byte
 	var at [last][2]int

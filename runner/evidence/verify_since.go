@@ -128,7 +128,7 @@ func (v *verifier) checkAdded(ctx context.Context, head, since plumbing.Hash) er
 }
 
 // changedDirs lists the contract directories whose trees differ between
-// commits a and b, present at b: two reads of contracts/ per side.
+// commits a and b, present at b.
 func changedDirs(r *gitrepo.Reader, a, b plumbing.Hash) ([]string, error) {
 	before, err := contractDirs(r, a)
 	if err != nil {
@@ -138,9 +138,13 @@ func changedDirs(r *gitrepo.Reader, a, b plumbing.Hash) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	had := make(map[string]plumbing.Hash, len(before))
+	for _, e := range before {
+		had[e.Name] = e.Hash
+	}
 	var changed []string
 	for _, e := range after {
-		if i := gitrepo.Find(before, e.Name); i < 0 || before[i].Hash != e.Hash {
+		if h, ok := had[e.Name]; !ok || h != e.Hash {
 			changed = append(changed, e.Name)
 		}
 	}
@@ -171,7 +175,7 @@ func filesAt(r *gitrepo.Reader, at plumbing.Hash, dir string) (sinceFiles, error
 		s.byPath[f.path] = f
 	}
 	for _, e := range entries {
-		s.names[contractsDir+"/"+dir+"/"+e.Name] = true
+		s.names[contractPath(dir)+"/"+e.Name] = true
 	}
 	return s, nil
 }

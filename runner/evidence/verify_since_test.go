@@ -66,9 +66,9 @@ func TestVerifySinceChecksOnlyTheNewRange(t *testing.T) {
 // would.
 func TestVerifySinceDetectsTamperingInTheNewRange(t *testing.T) {
 	const (
-		a2 = "contracts/c-a/0xx/2-nova.test.step.json" // before since
-		a5 = "contracts/c-a/0xx/5-nova.test.step.json" // after
-		a6 = "contracts/c-a/0xx/6-nova.test.step.json"
+		a2 = "contracts/87/c-a/0xx/2-nova.test.step.json" // before since
+		a5 = "contracts/87/c-a/0xx/5-nova.test.step.json" // after
+		a6 = "contracts/87/c-a/0xx/6-nova.test.step.json"
 	)
 	tests := []struct {
 		name   string
@@ -123,7 +123,7 @@ func TestVerifySinceDetectsTamperingInTheNewRange(t *testing.T) {
 		name: "forged event signed by a wrong key",
 		tamper: func(t *testing.T, f *sinceFixture) (string, string) {
 			f.forgeEvent(t, "c-b")
-			return "contracts/c-b/0xx/3-nova.test.step.json", f.head(t).String()
+			return "contracts/7b/c-b/0xx/3-nova.test.step.json", f.head(t).String()
 		},
 		want: runner.EvidenceSignatureInvalid,
 	}, {
@@ -141,9 +141,9 @@ func TestVerifySinceDetectsTamperingInTheNewRange(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				files["contracts/c-b/0xx/3-nova.test.step.json"], files["contracts/c-b/0xx/3-nova.test.step.sig"] = canon, sig
+				files["contracts/7b/c-b/0xx/3-nova.test.step.json"], files["contracts/7b/c-b/0xx/3-nova.test.step.sig"] = canon, sig
 			})
-			return "contracts/c-b/0xx/3-nova.test.step.json", ""
+			return "contracts/7b/c-b/0xx/3-nova.test.step.json", ""
 		},
 		want: runner.EvidenceChainBroken,
 	}}

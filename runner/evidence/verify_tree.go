@@ -2,13 +2,10 @@ package evidence
 
 import (
 	"context"
-	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/filemode"
 
 	"github.com/nova-platform/nova/runner"
-	"github.com/nova-platform/nova/runner/evidence/gitrepo"
 )
 
 // checkTree checks the files at head: the layout, and every contract's
@@ -20,31 +17,14 @@ func (v *verifier) checkTree(ctx context.Context, head plumbing.Hash) error {
 		return nil
 	}
 	r := v.readers[0]
-	c, err := r.Commit(head)
+	dirs, findings, err := headDirs(r, head)
 	if err != nil {
 		return err
 	}
-	root, err := r.Tree(c.TreeHash)
-	if err != nil {
-		return err
-	}
-	var dirs []gitrepo.Entry
-	for _, e := range root {
-		if e.Name == contractsDir && e.Mode == filemode.Dir {
-			if dirs, err = r.Tree(e.Hash); err != nil {
-				return err
-			}
-			continue
-		}
-		v.add(Finding{Reason: runner.EvidenceLayoutInvalid, Path: e.Name, Message: "outside contracts/"})
-	}
+	v.add(findings...)
 	var chains [][]*eventFile
 	var all []*eventFile
 	for _, d := range dirs {
-		if d.Mode != filemode.Dir || !validDir(d.Name) {
-			v.add(Finding{Reason: runner.EvidenceLayoutInvalid, Path: contractsDir + "/" + d.Name, Message: "not a contract directory"})
-			continue
-		}
 		v.report.Contracts++
 		v.dirTrees[d.Name] = d.Hash
 		if v.opts.Contract != "" && d.Name != contractDir(v.opts.Contract) {
@@ -86,7 +66,7 @@ func (v *verifier) checkPresent() {
 		}
 	}
 	for p, h := range v.addedBy {
-		dir := strings.Split(p, "/")[1]
+		dir, _, _ := splitContractPath(p)
 		if v.opts.Contract != "" && dir != contractDir(v.opts.Contract) {
 			continue
 		}

@@ -56,8 +56,8 @@ func Build(path string, keys signing.Keys, events []runner.Event) (head string, 
 	}
 	w := &packWriter{file: f, sha: sha1.New()}
 	w.out = bufio.NewWriterSize(io.MultiWriter(f, w.sha), 1<<20)
-	w.start(7 * len(events))
-	b := &builder{w: w, keys: keys, contracts: map[string]*treeState{}, buckets: map[string]*treeState{}}
+	w.start(8 * len(events))
+	b := &builder{w: w, keys: keys, shards: map[string]*treeState{}, contracts: map[string]*treeState{}, buckets: map[string]*treeState{}}
 	var commit plumbing.Hash
 	for i, e := range events {
 		if commit, err = b.addEvent(e, files[i], commit); err != nil {
@@ -91,9 +91,9 @@ func Build(path string, keys signing.Keys, events []runner.Event) (head string, 
 
 // sealed is one event file and its signature.
 type sealed struct {
-	json, sig         []byte
-	dir, bucket, name string
-	event             runner.Event
+	json, sig                []byte
+	shard, dir, bucket, name string
+	event                    runner.Event
 }
 
 // sealEvents chains each contract's events and signs them, the signing
@@ -118,7 +118,8 @@ func sealEvents(keys signing.Keys, events []runner.Event) ([]sealed, error) {
 		}{e.Seq, hex.EncodeToString(sum[:])}
 		p := evidence.EventPath(e.ContractID, e.Seq, e.Type)
 		bucket := filepath.Dir(p)
-		out[i] = sealed{json: canon, dir: filepath.Base(filepath.Dir(bucket)), bucket: filepath.Base(bucket), name: filepath.Base(p), event: e}
+		dir := filepath.Dir(bucket)
+		out[i] = sealed{json: canon, shard: filepath.Base(filepath.Dir(dir)), dir: filepath.Base(dir), bucket: filepath.Base(bucket), name: filepath.Base(p), event: e}
 	}
 	workers := runtime.GOMAXPROCS(0)
 	errs := make([]error, workers)
@@ -153,14 +154,15 @@ type treeState struct {
 type builder struct {
 	w         *packWriter
 	keys      signing.Keys
+	shards    map[string]*treeState // each shard of contracts/
 	contracts map[string]*treeState // each contract's directory
 	buckets   map[string]*treeState // by <contract dir>/<bucket>
 	root      treeState             // contracts/
 }
 
 // addEvent writes what the store's one commit per event writes: the event
-// and its signature, its bucket, the contract's directory, contracts/, the
-// root tree and the signed commit on top of parent.
+// and its signature, its bucket, the contract's directory, its shard,
+// contracts/, the root tree and the signed commit on top of parent.
 func (b *builder) addEvent(e runner.Event, s sealed, parent plumbing.Hash) (plumbing.Hash, error) {
 	jsonID := b.w.full(plumbing.BlobObject, s.json)
 	sigID := b.w.full(plumbing.BlobObject, s.sig)
@@ -170,11 +172,12 @@ func (b *builder) addEvent(e runner.Event, s sealed, parent plumbing.Hash) (plum
 		}
 		return m[key]
 	}
-	bucket, dir := tree(b.buckets, s.dir+"/"+s.bucket), tree(b.contracts, s.dir)
+	bucket, dir, shard := tree(b.buckets, s.dir+"/"+s.bucket), tree(b.contracts, s.dir), tree(b.shards, s.shard)
 	sigName := s.name[:len(s.name)-len(".json")] + ".sig"
 	b.w.insert(bucket, gitrepo.Entry{Name: s.name, Mode: filemode.Regular, Hash: jsonID}, gitrepo.Entry{Name: sigName, Mode: filemode.Regular, Hash: sigID})
 	b.w.upsert(dir, gitrepo.Entry{Name: s.bucket, Mode: filemode.Dir, Hash: bucket.id})
-	b.w.upsert(&b.root, gitrepo.Entry{Name: s.dir, Mode: filemode.Dir, Hash: dir.id})
+	b.w.upsert(shard, gitrepo.Entry{Name: s.dir, Mode: filemode.Dir, Hash: dir.id})
+	b.w.upsert(&b.root, gitrepo.Entry{Name: s.shard, Mode: filemode.Dir, Hash: shard.id})
 	rootID := b.w.full(plumbing.TreeObject, gitrepo.EncodeTree([]gitrepo.Entry{{Name: "contracts", Mode: filemode.Dir, Hash: b.root.id}}))
 	who := b.keys.Commit.Identity(e.Time)
 	c := &object.Commit{Author: who, Committer: who, Message: evidence.CommitMessage(s.event), TreeHash: rootID}
