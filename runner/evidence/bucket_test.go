@@ -122,3 +122,30 @@ func assertStoreRefuses(t *testing.T, f *tamperFixture, want string) {
 		t.Fatalf("outbox = %d events, %v; want the refused event kept", len(pending), err)
 	}
 }
+
+// TestContractsSharingAShard: c-a, c-a.13 and c-a-143 all hash to shard
+// 87/, where git's order puts directories c-a-143 and c-a.13 before c-a
+// (which sorts as "c-a/"). Each chain must be found where it is and
+// continue from its own last event, and the repo verify.
+func TestContractsSharingAShard(t *testing.T) {
+	ids := []string{"c-a", "c-a.13", "c-a-143"}
+	for _, id := range ids {
+		if shardOf(id) != "87" {
+			t.Fatalf("test broken: %s is in shard %s", id, shardOf(id))
+		}
+	}
+	repo := newBareRepo(t)
+	keys := newKeys(t)
+	for round := range 2 {
+		for _, id := range ids {
+			// A fresh store each time: it must find the chain in the repo.
+			emitN(t, openStore(t, repo, keys), id, 2)
+			if events := chainOf(t, repo, keys, id); len(events) != 2*(round+1) || events[len(events)-1].Seq != int64(2*(round+1)) {
+				t.Fatalf("round %d: chain of %s is %d events", round, id, len(events))
+			}
+		}
+	}
+	if rep := verifyRepo(t, repo, verifyOptions(t, keys)); !rep.OK() || rep.Events != 12 || rep.Contracts != 3 {
+		t.Fatalf("verify: %+v%s", rep, dumpFindings(rep))
+	}
+}

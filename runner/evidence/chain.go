@@ -76,25 +76,29 @@ func contractTree(r *gitrepo.Reader, head plumbing.Hash, dir string) (plumbing.H
 	}
 	h := c.TreeHash
 	shard := shardOf(dir)
+	// Found in the stored trees, not parsed ones: contracts/ lists up to
+	// 256 shards, and only one entry of it is wanted.
 	for i, name := range []string{contractsDir, shard, dir} {
-		entries, err := r.Tree(h)
+		raw, err := r.RawTree(h)
 		if err != nil {
 			return plumbing.ZeroHash, err
 		}
-		if i == 1 && !isShard(dir) && gitrepo.Find(entries, dir) >= 0 {
-			// Not reading the chain there would start it again at seq 1
-			// beside the old one.
-			return plumbing.ZeroHash, runner.Errorf(runner.EvidenceLayoutInvalid, "%s/%s is a contract directory outside its shard %s/ (a layout older than this Nova; see docs/evidence.md)", contractsDir, dir, shard)
+		if i == 1 && !isShard(dir) {
+			if _, _, _, old := gitrepo.FindRaw(raw, 0, dir); old {
+				// Not reading the chain there would start it again at
+				// seq 1 beside the old one.
+				return plumbing.ZeroHash, runner.Errorf(runner.EvidenceLayoutInvalid, "%s/%s is a contract directory outside its shard %s/ (a layout older than this Nova; see docs/evidence.md)", contractsDir, dir, shard)
+			}
 		}
-		at := gitrepo.Find(entries, name)
-		if at < 0 {
+		e, _, _, ok := gitrepo.FindRaw(raw, 0, name)
+		if !ok {
 			return plumbing.ZeroHash, nil
 		}
-		if entries[at].Mode != filemode.Dir {
+		if e.Mode != filemode.Dir {
 			where := [...]string{contractsDir, contractsDir + "/" + shard, contractPath(dir)}[i]
 			return plumbing.ZeroHash, runner.Errorf(runner.EvidenceLayoutInvalid, "%s is not a directory", where)
 		}
-		h = entries[at].Hash
+		h = e.Hash
 	}
 	return h, nil
 }

@@ -155,19 +155,20 @@ func rawSortByte(e rawEntry, i int) int {
 
 // FindRaw returns the entry called name in the stored tree b, looking
 // from offset from (an entry's start), and the offsets it spans. Entries
-// are in git's order, so the search stops at the first name past name.
+// are in git's order, in which a directory sorts as its name and "/", so
+// the search stops at the first entry past name as a directory: "c-a.b"
+// is not past directory "c-a", which sorts after it.
 func FindRaw(b []byte, from int, name string) (e Entry, start, end int, ok bool) {
+	last := rawEntry{name: []byte(name), mode: filemode.Dir}
 	for i := from; i < len(b); {
 		re, err := parseEntry(b, i)
 		if err != nil {
 			return Entry{}, 0, 0, false
 		}
-		switch c := bytes.Compare(re.name, []byte(name)); {
-		case c == 0:
+		if bytes.Equal(re.name, last.name) {
 			return *re.entry(), i, re.end, true
-		case c > 0:
-			// In git's order a directory sorts as its name and "/": past
-			// name either way.
+		}
+		if compareRaw(re, last) > 0 {
 			return Entry{}, 0, 0, false
 		}
 		i = re.end
