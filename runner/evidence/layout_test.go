@@ -94,7 +94,7 @@ func TestSplitContractPath(t *testing.T) {
 		{"contracts/87/c-a", "c-a", "", true},
 		{"contracts/a6/_none/0xx/1-nova.run.failed.sig", "_none", "0xx/1-nova.run.failed.sig", true},
 		{"contracts/7b/c-a/0xx/2-nova.test.step.json", "c-a", "0xx/2-nova.test.step.json", false}, // c-a's shard is 87
-		{"contracts/c-a/0xx/2-nova.test.step.json", "", "", false},                             // before shards
+		{"contracts/c-a/0xx/2-nova.test.step.json", "", "", false},                                // before shards
 		{"contracts/8/c-a", "", "", false},
 		{"contracts/8A/c-a", "", "", false},
 		{"other/87/c-a", "", "", false},
