@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"slices"
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -128,33 +129,57 @@ func (v *verifier) checkAdded(ctx context.Context, head, since plumbing.Hash) er
 }
 
 // changedDirs lists the contract directories whose trees differ between
-// commits a and b, present at b.
+// commits a and b, present at b, by name. Only the shards whose trees
+// differ are read, so the cost follows what changed, not the repo.
 func changedDirs(r *gitrepo.Reader, a, b plumbing.Hash) ([]string, error) {
-	before, err := contractDirs(r, a)
+	before, err := shardsAt(r, a)
 	if err != nil {
 		return nil, err
 	}
-	after, err := contractDirs(r, b)
+	after, err := shardsAt(r, b)
 	if err != nil {
 		return nil, err
-	}
-	had := make(map[string]plumbing.Hash, len(before))
-	for _, e := range before {
-		had[e.Name] = e.Hash
 	}
 	var changed []string
-	for _, e := range after {
-		if h, ok := had[e.Name]; !ok || h != e.Hash {
-			changed = append(changed, e.Name)
+	for _, s := range after {
+		var had []gitrepo.Entry
+		if i := gitrepo.Find(before, s.Name); i >= 0 {
+			if before[i].Hash == s.Hash {
+				continue
+			}
+			if had, _, err = shardDirs(r, before[i]); err != nil {
+				return nil, err
+			}
+		}
+		dirs, _, err := shardDirs(r, s)
+		if err != nil {
+			return nil, err
+		}
+		for _, d := range dirs {
+			if i := gitrepo.Find(had, d.Name); i < 0 || had[i].Hash != d.Hash {
+				changed = append(changed, d.Name)
+			}
 		}
 	}
+	slices.Sort(changed)
 	return changed, nil
 }
 
-// contractDirs returns the contract directories at commit h.
-func contractDirs(r *gitrepo.Reader, h plumbing.Hash) ([]gitrepo.Entry, error) {
-	dirs, _, err := headDirs(r, h)
-	return dirs, err
+// shardsAt lists contracts/ at commit h: none when h is zero or has no
+// contracts/ (which checkTree or the commits' checks report).
+func shardsAt(r *gitrepo.Reader, h plumbing.Hash) ([]gitrepo.Entry, error) {
+	if h.IsZero() {
+		return nil, nil
+	}
+	c, err := r.Commit(h)
+	if err != nil {
+		return nil, err
+	}
+	root, err := r.Tree(c.TreeHash)
+	if err != nil {
+		return nil, err
+	}
+	return r.Tree(dirHash(root, contractsDir))
 }
 
 // sinceFiles is a contract directory's event files at the since commit.
