@@ -283,18 +283,12 @@ func buildHistory(path string, keys signing.Keys, contract string, n, others int
 			ContractID: contract, Environment: string(runner.Dev), Seq: int64(i + 1), PrevEventHash: prev,
 			Data: data,
 		}
-		canon, err := e.Canonical()
+		files, canon, err := sealedFiles(objs, keys, e)
 		if err != nil {
 			return plumbing.ZeroHash, err
 		}
-		sig, err := keys.Events.Sign(canon)
-		if err != nil {
-			return plumbing.ZeroHash, err
-		}
-		name, bucket := eventFileName(e.Seq, e.Type, "json"), bucketName(e.Seq)
-		buckets[bucket] = append(buckets[bucket],
-			gitrepo.Entry{Name: name, Mode: filemode.Regular, Hash: objs.Put(plumbing.BlobObject, canon)},
-			gitrepo.Entry{Name: sigPath(name), Mode: filemode.Regular, Hash: objs.Put(plumbing.BlobObject, sig)})
+		bucket := bucketName(e.Seq)
+		buckets[bucket] = append(buckets[bucket], files...)
 		sum := sha256.Sum256(canon)
 		prev = hex.EncodeToString(sum[:])
 	}
@@ -314,18 +308,9 @@ func buildHistory(path string, keys signing.Keys, contract string, n, others int
 			SpecVersion: "1.0", ID: "other-" + id, Source: "urn:nova:bench", Type: typ, Time: t0, DataContentType: "application/json",
 			RunID: run, ContractID: id, Environment: string(runner.Dev), Seq: 1, Data: data,
 		}
-		canon, err := e.Canonical()
+		files, _, err := sealedFiles(objs, keys, e)
 		if err != nil {
 			return plumbing.ZeroHash, err
-		}
-		sig, err := keys.Events.Sign(canon)
-		if err != nil {
-			return plumbing.ZeroHash, err
-		}
-		name := eventFileName(1, typ, "json")
-		files := []gitrepo.Entry{
-			{Name: name, Mode: filemode.Regular, Hash: objs.Put(plumbing.BlobObject, canon)},
-			{Name: sigPath(name), Mode: filemode.Regular, Hash: objs.Put(plumbing.BlobObject, sig)},
 		}
 		slices.SortFunc(files, gitrepo.CompareEntries)
 		bucket := objs.Put(plumbing.TreeObject, gitrepo.EncodeTree(files))
@@ -352,6 +337,24 @@ func buildHistory(path string, keys signing.Keys, contract string, n, others int
 	return head, bare.Push(context.Background(), plumbing.ZeroHash, head, objs)
 }
 
+// sealedFiles signs e and puts its event file and signature into objs,
+// returning their entries and the file.
+func sealedFiles(objs *gitrepo.Objects, keys signing.Keys, e runner.Event) ([]gitrepo.Entry, []byte, error) {
+	canon, err := e.Canonical()
+	if err != nil {
+		return nil, nil, err
+	}
+	sig, err := keys.Events.Sign(canon)
+	if err != nil {
+		return nil, nil, err
+	}
+	name := eventFileName(e.Seq, e.Type, "json")
+	return []gitrepo.Entry{
+		{Name: name, Mode: filemode.Regular, Hash: objs.Put(plumbing.BlobObject, canon)},
+		{Name: sigPath(name), Mode: filemode.Regular, Hash: objs.Put(plumbing.BlobObject, sig)},
+	}, canon, nil
+}
+
 // BenchmarkAppendHistory measures what a run's events cost the store of a
 // process that has just started, the state dir as an earlier run left
 // it: eleven events (a no-change run's) recorded and pushed as one batch,
@@ -361,7 +364,11 @@ func buildHistory(path string, keys signing.Keys, contract string, n, others int
 // this measures is how long those trees are. Every append starts from a
 // copy of the fixture repo (not timed), so the history stays the same.
 func BenchmarkAppendHistory(b *testing.B) {
-	small, large := gateHistoryFixture(b, 10), gateHistoryFixture(b, 10_000)
+	appendRounds(b, gateHistoryFixture(b, 10), gateHistoryFixture(b, 10_000))
+}
+
+// appendRounds times a run's append on small and on large, alternating.
+func appendRounds(b *testing.B, small, large *gateHistory) {
 	ctx := context.Background()
 	var took [2]time.Duration
 	var added [2]int64
@@ -385,22 +392,7 @@ func BenchmarkAppendHistory(b *testing.B) {
 // 10 000. Goal 3 counts the repo's past events too, and every commit
 // writes a new version of the directory that lists the contracts.
 func BenchmarkAppendWide(b *testing.B) {
-	small, large := historyFixtureAmong(b, "gate", 10, 10, gateShape), historyFixtureAmong(b, "gate", 10, 10_000, gateShape)
-	ctx := context.Background()
-	var took [2]time.Duration
-	var added [2]int64
-	for b.Loop() {
-		for i, f := range []*gateHistory{small, large} {
-			d, n := f.appendRun(ctx, b)
-			took[i] += d
-			added[i] += n
-		}
-	}
-	b.ReportMetric(float64(took[0].Microseconds())/float64(b.N), "µs/append-10")
-	b.ReportMetric(float64(took[1].Microseconds())/float64(b.N), "µs/append-10000")
-	b.ReportMetric(float64(took[1])/float64(took[0]), "ratio")
-	b.ReportMetric(float64(added[0])/float64(b.N), "repo-bytes/append-10")
-	b.ReportMetric(float64(added[1])/float64(b.N), "repo-bytes/append-10000")
+	appendRounds(b, historyFixtureAmong(b, "gate", 10, 10, gateShape), historyFixtureAmong(b, "gate", 10, 10_000, gateShape))
 }
 
 // appendRun records eleven events of contract c-gate through a fresh store
