@@ -7,6 +7,7 @@ package main
 
 import (
 	"context"
+	_ "github.com/nova-platform/nova/action/prefault"
 	"os"
 	"os/signal"
 	"runtime/debug"
