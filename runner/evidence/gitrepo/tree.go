@@ -8,8 +8,8 @@ package gitrepo
 import (
 	"bytes"
 	"errors"
-	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -56,14 +56,23 @@ func ParseTree(b []byte) ([]Entry, error) {
 	return entries, nil
 }
 
-// EncodeTree is ParseTree's inverse; entries must be in git's order.
+// EncodeTree is ParseTree's inverse; entries must be in git's order. Each
+// commit encodes the five trees on its event's path, contracts/ with up to
+// 256 entries, so it formats without fmt.
 func EncodeTree(entries []Entry) []byte {
-	var b bytes.Buffer
+	n := 0
 	for _, e := range entries {
-		fmt.Fprintf(&b, "%o %s\x00", uint32(e.Mode), e.Name)
-		b.Write(e.Hash[:])
+		n += len("100644 ") + len(e.Name) + 1 + len(e.Hash)
 	}
-	return b.Bytes()
+	b := make([]byte, 0, n)
+	for _, e := range entries {
+		b = strconv.AppendUint(b, uint64(e.Mode), 8)
+		b = append(b, ' ')
+		b = append(b, e.Name...)
+		b = append(b, 0)
+		b = append(b, e.Hash[:]...)
+	}
+	return b
 }
 
 // CompareEntries orders entries as git does, a directory sorting as if its
