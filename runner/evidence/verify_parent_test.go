@@ -8,14 +8,16 @@ import (
 )
 
 // TestExpectParentDerivesTheParentsTrees: for every commit of a healthy
-// repo (a contract's first event and later ones), the trees expectParent
-// keeps are byte for byte the parent's as stored, readable with the
-// repo gone, and it reports the commit as adding only its event; for a
-// commit whose message names another event it keeps nothing and says so.
+// repo (a contract's first event, later ones whose files end their
+// bucket, 2-… to 9-…, and ones whose files sort inside it, 10-… and 11-…
+// before 2-…), the trees expectParent keeps are byte for byte the
+// parent's as stored, readable with the repo gone, and it reports the
+// commit as adding only its event; for a commit whose message names
+// another event it keeps nothing and says so.
 func TestExpectParentDerivesTheParentsTrees(t *testing.T) {
 	repo := newBareRepo(t)
 	s := openStore(t, repo, newKeys(t))
-	emitN(t, s, "c-a", 2)
+	emitN(t, s, "c-a", 11)
 	emitN(t, s, "c-b", 1)
 	emitN(t, s, "c-a", 1)
 	r, err := OpenRepo(t.Context(), repo, "", Credentials{})
@@ -68,7 +70,7 @@ func TestExpectParentDerivesTheParentsTrees(t *testing.T) {
 		checked++
 		h = parent.Hash
 	}
-	if checked != 3 {
-		t.Errorf("checked %d commits, want 3", checked)
+	if checked != 12 {
+		t.Errorf("checked %d commits, want 12", checked)
 	}
 }
