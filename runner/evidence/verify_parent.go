@@ -90,10 +90,10 @@ func withoutFiles(b []byte, json, sig string) ([]byte, bool) {
 	}
 	if end1 == s2 && end2 == len(b) {
 		// The event's two files end the bucket, as the newest event's do
-		// in every bucket but 0xx (its names are all as long, so they sort
-		// by seq): the parent's is this one's beginning, shared rather than
-		// copied. Nothing changes a tree read or kept, and the capacity
-		// keeps an append from writing into this one.
+		// in every bucket after 0xx, where every seq has as many digits
+		// and names sort by seq: the parent's is this one's beginning,
+		// shared rather than copied. Nothing changes a tree read or kept,
+		// and the capacity keeps an append from writing into this one.
 		return b[:s1:s1], true
 	}
 	out := make([]byte, 0, len(b)-(end1-s1)-(end2-s2))

@@ -104,7 +104,7 @@ func (e entryWriter) Write(b []byte) (int, error) {
 // (7.4 kB: ~120 µs against ~5 µs): across a repo of many contracts, most
 // of what a gate decision cost beyond a repo of few. A tree of event
 // files, whose names share most of their letters, deflates to about half
-// and is read only to list a chain.
+// and is read to list a chain, not on every lookup.
 func (p *packWriter) object(h plumbing.Hash, t plumbing.ObjectType, b []byte) error {
 	header := func(uint64) []byte { return objectHeader(t, len(b)) }
 	if t == plumbing.TreeObject && onlyDirs(b) {
