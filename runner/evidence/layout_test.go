@@ -4,6 +4,8 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -104,4 +106,44 @@ func TestSplitContractPath(t *testing.T) {
 			t.Errorf("splitContractPath(%q) = %q, %q, %v; want %q, %q, %v", tt.path, dir, rest, ok, tt.dir, tt.rest, tt.ok)
 		}
 	}
+}
+
+// The patterns parseEventFileName and isEventType were written from: a
+// file name, and the controlled vocabulary's shape of an event type.
+var (
+	fileNameRef  = regexp.MustCompile(`^([1-9][0-9]{0,18})-([a-z][a-z0-9._-]*)\.(json|sig)$`)
+	eventTypeRef = regexp.MustCompile(`^[a-z][a-z0-9]*(\.[a-z][a-z0-9_-]*)+$`)
+)
+
+// FuzzEventFileName holds parseEventFileName and isEventType to the
+// patterns they replace: the same names accepted, read the same way. An
+// evidence repo is written by whoever can push to it, so every name is
+// input. It runs on every test run (Makefile), its seeds with go test.
+func FuzzEventFileName(f *testing.F) {
+	for _, name := range []string{
+		"1-nova.plan.created.json", "12-nova.plan.created.sig", "1234-nova.apply.completed.json",
+		"0-nova.plan.created.json", "01-nova.plan.created.json", "-nova.plan.json", "1-", "", "1",
+		"1-nova.json", "1-Nova.plan.json", "1-nova..plan.json", "1-nova.plan..json", "1-.nova.plan.json",
+		"1-nova.x_y-z.json", "1-nova_x.y.json", "1-nova-x.y.json", "1-nova.x.json.sig", "1-nova.x.sig.json",
+		"1-nova.x.JSON", "1-nova.x.jso", "1-nova.x.json\n", "1-nova.x.", "1-nova.9x.json", "1-9ova.x.json",
+		"9223372036854775807-nova.x.json", "9999999999999999999-nova.x.json", "12345678901234567890-nova.x.json",
+		"1-nova.plan.créé.json", "1xx/1-nova.plan.json",
+	} {
+		f.Add(name)
+	}
+	f.Fuzz(func(t *testing.T, name string) {
+		var want eventName
+		m := fileNameRef.FindStringSubmatch(name)
+		wantOK := m != nil && eventTypeRef.MatchString(m[2])
+		if wantOK {
+			seq, err := strconv.ParseInt(m[1], 10, 64)
+			want, wantOK = eventName{Seq: seq, Type: m[2], Sig: m[3] == "sig"}, err == nil
+		}
+		if got, ok := parseEventFileName(name); ok != wantOK || ok && got != want {
+			t.Errorf("parseEventFileName(%q) = %+v, %v; the pattern reads %+v, %v", name, got, ok, want, wantOK)
+		}
+		if got, want := isEventType(name), eventTypeRef.MatchString(name); got != want {
+			t.Errorf("isEventType(%q) = %v, the pattern says %v", name, got, want)
+		}
+	})
 }
