@@ -42,7 +42,13 @@ as_owner() {
     "$@"
     return
   fi
-  runuser -u "$OWNER" -- "$@"
+  # runuser is in /usr/sbin, which a PATH set for a CI job can leave out.
+  local ru
+  if ! ru="$(PATH="$PATH:/usr/sbin:/sbin" command -v runuser)"; then
+    echo "runuser (util-linux) is not installed: it starts the cluster as its non-root owner" >&2
+    return 1
+  fi
+  "$ru" -u "$OWNER" -- "$@"
 }
 
 owner() {
