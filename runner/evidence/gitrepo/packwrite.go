@@ -2,7 +2,6 @@ package gitrepo
 
 import (
 	"bufio"
-	"bytes"
 	"compress/zlib"
 	"crypto/sha1"
 	"encoding/binary"
@@ -16,6 +15,7 @@ import (
 	"sync"
 
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
 )
 
@@ -116,16 +116,12 @@ func (p *packWriter) object(h plumbing.Hash, t plumbing.ObjectType, b []byte) er
 // onlyDirs reports whether every entry of stored tree b is a directory
 // (an empty tree has none that is not).
 func onlyDirs(b []byte) bool {
-	const hashLen = len(plumbing.Hash{})
-	for len(b) > 0 {
-		if !bytes.HasPrefix(b, []byte("40000 ")) { // a directory's mode, as git writes it
+	for i := 0; i < len(b); {
+		e, err := parseEntry(b, i)
+		if err != nil || e.mode != filemode.Dir {
 			return false
 		}
-		end := bytes.IndexByte(b, 0)
-		if end < 0 || len(b) < end+1+hashLen {
-			return false
-		}
-		b = b[end+1+hashLen:]
+		i = e.end
 	}
 	return true
 }
