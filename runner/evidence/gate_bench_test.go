@@ -448,3 +448,55 @@ func dirBytes(b *testing.B, dir string) int64 {
 	}
 	return n
 }
+
+// BenchmarkGateAfterOther is BenchmarkGateHistoryPending after another
+// machine's run: since this state dir last saw the repo, a process with
+// a state dir of its own recorded a no-change run's eleven events for the
+// same contract, so the directory's tree is not the one this state dir
+// verified. That is the usual case with more than one runner, or with a
+// state dir restored from a cache. Goal 3: the side with 10 000 past
+// events within 1.2× of the side with 10.
+func BenchmarkGateAfterOther(b *testing.B) {
+	gateRounds(b, true, afterOtherFixture(b, 10), afterOtherFixture(b, 10_000))
+}
+
+// afterOtherFixture is gateHistoryFixture(n) with eleven more events,
+// recorded by a store on a state dir other than the fixture's.
+func afterOtherFixture(b *testing.B, n int) *gateHistory {
+	b.Helper()
+	base := gateHistoryFixture(b, n)
+	gateHistoryMu.Lock()
+	defer gateHistoryMu.Unlock()
+	key := fmt.Sprintf("other-%d", n)
+	if f, ok := gateHistoryFixtures[key]; ok {
+		return f
+	}
+	f := &gateHistory{repo: filepath.Join(fixtureRoot, key+".git"), stateBase: base.stateBase, keys: base.keys}
+	if err := os.CopyFS(f.repo, os.DirFS(base.repo)); err != nil {
+		b.Fatal(err)
+	}
+	other := filepath.Join(fixtureRoot, key+"-state")
+	if err := os.CopyFS(other, os.DirFS(base.stateBase)); err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	s, err := Open(ctx, Config{Repo: f.repo, StateDir: other, Keys: f.keys})
+	if err != nil {
+		b.Fatal(err)
+	}
+	em := runner.NewEmitter(s, "urn:nova:bench", "run-other", nil)
+	for i := range 11 {
+		if _, err = em.Emit(ctx, "nova.test.step", "c-gate", runner.Dev, map[string]any{"i": i}); err != nil {
+			break
+		}
+	}
+	if err == nil {
+		err = em.Flush(ctx, "c-gate")
+	}
+	s.Close()
+	if err != nil {
+		b.Fatalf("another machine's run on %s: %v", f.repo, err)
+	}
+	gateHistoryFixtures[key] = f
+	return f
+}

@@ -108,9 +108,10 @@ func (g *gateHead) extend(b *eventCommits) *gateHead {
 
 // gateHeadWith returns contract directory dir's gate head at head, to
 // which pending, its outbox, is added. The stored summary answers when it
-// is of the directory's tree at head and the stored id hashes show that
-// the chain holds none of pending; otherwise the chain is read, as chainAt
-// does. The caller holds s.mu.
+// is of the directory's tree at head, or of an older tree the directory
+// only gained files since (growGateHead), and the stored id hashes show
+// that the chain holds none of pending; otherwise the chain is read, as
+// chainAt does. The caller holds s.mu.
 func (s *Store) gateHeadWith(head plumbing.Hash, dir string, pending []runner.Event) (*gateHead, error) {
 	tree, err := contractTree(s.objects, head, dir)
 	if err != nil {
@@ -119,8 +120,15 @@ func (s *Store) gateHeadWith(head plumbing.Hash, dir string, pending []runner.Ev
 	if c, ok := s.chains[dir]; ok && c.tree == tree {
 		return c.gateHead(), nil
 	}
-	if g := s.loadGateHead(dir); g != nil && g.tree == tree && s.lacksAll(dir, g, pending) {
+	g := s.loadGateHead(dir)
+	if g != nil && g.tree == tree && s.lacksAll(dir, g, pending) {
 		return g, nil
+	}
+	if g != nil && g.tree != tree {
+		if grown := s.growGateHead(dir, g, tree); grown != nil && s.lacksAll(dir, grown, pending) {
+			s.gates[dir] = grown
+			return grown, nil
+		}
 	}
 	c, err := s.chainAt(head, dir)
 	if err != nil {

@@ -160,17 +160,9 @@ func (s *Store) readChain(dir string, tree plumbing.Hash, old *chainState) (*cha
 		key := [2]plumbing.Hash{f.blob, f.sig}
 		check, ok := old.checks[key]
 		if !ok {
-			body, err := s.objects.Blob(f.blob)
-			if err != nil {
+			if check, err = s.checkFile(f); err != nil {
 				return nil, err
 			}
-			var sig []byte
-			if f.hasSig {
-				if sig, err = s.objects.Blob(f.sig); err != nil {
-					return nil, err
-				}
-			}
-			check = checkFile(body, sig, f.hasSig, s.eventKeys)
 		}
 		checks[key] = check
 		f.apply(check)
@@ -188,6 +180,22 @@ func (s *Store) readChain(dir string, tree plumbing.Hash, old *chainState) (*cha
 	}
 	c.extendSummary(old)
 	return c, nil
+}
+
+// checkFile reads f's event file and signature from the repo and checks
+// them. The caller holds s.mu.
+func (s *Store) checkFile(f *eventFile) (fileCheck, error) {
+	body, err := s.objects.Blob(f.blob)
+	if err != nil {
+		return fileCheck{}, err
+	}
+	var sig []byte
+	if f.hasSig {
+		if sig, err = s.objects.Blob(f.sig); err != nil {
+			return fileCheck{}, err
+		}
+	}
+	return checkFile(body, sig, f.hasSig, s.eventKeys), nil
 }
 
 // pendingAtHead reads the contract's outbox, then the head its chain is

@@ -1,0 +1,154 @@
+package evidence
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/nova-platform/nova/runner"
+)
+
+// TestGateHeadGrowsOverAnotherWritersEvents: after another writer (its
+// own state dir) extended a contract's chain, a process on this state dir
+// answers the gate from the stored summary and the added files alone,
+// across a bucket it filled and one it began, without reading the chain;
+// what it answers is the whole chain's summary, and the next process
+// answers from what Close stored.
+func TestGateHeadGrowsOverAnotherWritersEvents(t *testing.T) {
+	const contract = "c-grow"
+	ctx := context.Background()
+	repo, keys, state := newBareRepo(t), newKeys(t), t.TempDir()
+	first := openStoreIn(t, repo, state, keys)
+	emitGateRound(t, first, contract, 1, true)
+	gateSummaryOf(t, first, contract)
+	first.Close()
+
+	other := openStore(t, repo, keys)
+	emitGateRound(t, other, contract, 2, true)
+	emitN(t, other, contract, 100)
+	other.Close()
+	chain := chainOf(t, repo, keys, contract)
+	if n := len(chain); n <= eventsPerBucket {
+		t.Fatalf("the other writer left %d events: the test needs a bucket begun after the stored head's", n)
+	}
+	want := runner.SummarizeGate(chain)
+
+	for i, what := range []string{"grown over the other writer's events", "stored by the process before"} {
+		s := openStoreIn(t, repo, state, keys)
+		if diff := cmp.Diff(want, gateSummaryOf(t, s, contract)); diff != "" {
+			t.Fatalf("summary %s (-chain +summary):\n%s", what, diff)
+		}
+		if _, read := s.chains[contract]; read {
+			t.Fatalf("the summary %s read the whole chain", what)
+		}
+		seq, hash, err := s.ChainHead(ctx, contract)
+		last := chain[len(chain)-1]
+		if err != nil || seq != last.Seq || hash != eventHash(t, last) {
+			t.Fatalf("process %d: ChainHead = %d %s %v, want %d %s", i, seq, hash, err, last.Seq, eventHash(t, last))
+		}
+		s.Close()
+	}
+}
+
+// TestGrownGateHeadDoesNotHideTampering: what was changed in the repo
+// after a state dir stored a contract's gate summary (by someone with the
+// commit key, so the head is accepted) is refused with the reason a read
+// of the whole chain from nothing gives, whether it only added files or
+// also changed the ones the summary was folded from.
+func TestGrownGateHeadDoesNotHideTampering(t *testing.T) {
+	const (
+		dir = "contracts/87/c-a/"
+		a2  = dir + "0xx/2-nova.test.step.json"
+		a4  = dir + "0xx/4-nova.test.step.json"
+	)
+	for _, tc := range []struct {
+		name   string
+		before func(t *testing.T, f *tamperFixture)
+		tamper func(t *testing.T, f *tamperFixture)
+	}{
+		{"an added event signed by another key", nil, func(t *testing.T, f *tamperFixture) { f.forgeEvent(t, "c-a") }},
+		{"an added file that is no event", nil, func(t *testing.T, f *tamperFixture) {
+			f.rewriteFiles(t, f.keys.Commit, func(files map[string][]byte) { files[dir+"0xx/notes.txt"] = []byte("hi") })
+		}},
+		{"an added event after a gap", nil, func(t *testing.T, f *tamperFixture) {
+			emitN(t, openStore(t, f.repo, f.keys), "c-a", 1)
+			f.moveEvent(t, dir+"0xx/5-nova.test.step.json", dir+"0xx/6-nova.test.step.json")
+		}},
+		{"an added event in a bucket of its own after a gap", nil, func(t *testing.T, f *tamperFixture) {
+			emitN(t, openStore(t, f.repo, f.keys), "c-a", 1)
+			f.moveEvent(t, dir+"0xx/5-nova.test.step.json", dir+"1xx/105-nova.test.step.json")
+		}},
+		{"an added copy of an event at a seq taken", nil, func(t *testing.T, f *tamperFixture) {
+			f.rewriteFiles(t, f.keys.Commit, func(files map[string][]byte) {
+				files[dir+"0xx/4-nova.test.other.json"], files[dir+"0xx/4-nova.test.other.sig"] = files[a4], files[sigPath(a4)]
+			})
+		}},
+		{"a folded event deleted", nil, func(t *testing.T, f *tamperFixture) {
+			f.rewriteFiles(t, f.keys.Commit, func(files map[string][]byte) { delete(files, a2); delete(files, sigPath(a2)) })
+		}},
+		{"a folded event's signature replaced and an event added", nil, func(t *testing.T, f *tamperFixture) {
+			emitN(t, openStore(t, f.repo, f.keys), "c-a", 1)
+			f.rewriteFiles(t, f.keys.Commit, func(files map[string][]byte) { files[sigPath(a2)] = files[sigPath(a4)] })
+		}},
+		{"a folded event deleted and an event added", nil, func(t *testing.T, f *tamperFixture) {
+			emitN(t, openStore(t, f.repo, f.keys), "c-a", 1)
+			f.rewriteFiles(t, f.keys.Commit, func(files map[string][]byte) { delete(files, a2); delete(files, sigPath(a2)) })
+		}},
+		{"the last folded event deleted and the next added", nil, func(t *testing.T, f *tamperFixture) {
+			emitN(t, openStore(t, f.repo, f.keys), "c-a", 1)
+			f.rewriteFiles(t, f.keys.Commit, func(files map[string][]byte) { delete(files, a4); delete(files, sigPath(a4)) })
+		}},
+		{"a full bucket deleted and an event added", func(t *testing.T, f *tamperFixture) { emitN(t, f.store, "c-a", 100) }, func(t *testing.T, f *tamperFixture) {
+			emitN(t, openStore(t, f.repo, f.keys), "c-a", 1)
+			f.rewriteFiles(t, f.keys.Commit, func(files map[string][]byte) {
+				for p := range files {
+					if strings.HasPrefix(p, dir+"0xx/") {
+						delete(files, p)
+					}
+				}
+			})
+		}},
+		{"a folded event moved to a bucket of its own", nil, func(t *testing.T, f *tamperFixture) {
+			f.moveDir(t, dir+"0xx/", dir+"9xx/")
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			f := newTamperFixture(t)
+			state := f.store.cfg.StateDir
+			if tc.before != nil {
+				tc.before(t, f)
+			}
+			if _, err := f.store.GateSummary(ctx, "c-a"); err != nil {
+				t.Fatal(err)
+			}
+			f.store.Close()
+			tc.tamper(t, f)
+			_, want := openStore(t, f.repo, f.keys).Chain(ctx, "c-a")
+			if want == nil {
+				t.Fatal("a read of the whole chain from nothing accepts the tampered repo: the case tests nothing")
+			}
+			s := openStoreIn(t, f.repo, state, f.keys)
+			defer s.Close()
+			_, err := s.GateSummary(ctx, "c-a")
+			if runner.ReasonOf(err) != runner.ReasonOf(want) {
+				t.Fatalf("GateSummary on the stored summary = %v, want %s as the whole chain read gives (%v)", err, runner.ReasonOf(want), want)
+			}
+		})
+	}
+}
+
+// eventHash is the sha256 of e's file: the next event's preveventhash.
+func eventHash(t *testing.T, e runner.Event) string {
+	t.Helper()
+	canon, err := e.Canonical()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(canon)
+	return hex.EncodeToString(sum[:])
+}
