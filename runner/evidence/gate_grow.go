@@ -32,12 +32,8 @@ func (s *Store) growGateHead(dir string, g *gateHead, tree plumbing.Hash) *gateH
 	if len(findings) > 0 {
 		return nil
 	}
-	for _, f := range files {
-		check, err := s.checkFile(f)
-		if err != nil {
-			return nil
-		}
-		f.apply(check)
+	if _, err := s.checkFiles(files, nil); err != nil {
+		return nil
 	}
 	events, findings := linkChainFrom(dir, files, chainTail{seq: g.seq, sum: g.hash})
 	if len(findings) > 0 || len(events) != len(files) {

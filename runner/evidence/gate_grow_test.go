@@ -152,3 +152,37 @@ func eventHash(t *testing.T, e runner.Event) string {
 	sum := sha256.Sum256(canon)
 	return hex.EncodeToString(sum[:])
 }
+
+// TestChecksInBatches: a chain read from nothing checks its files in
+// batches on every core; files in every batch, the last one short, are
+// checked and linked as one walk, and an event signed by another key in a
+// later batch is found. A first sync checks the history's commits in
+// batches too, and names the newest unsigned one.
+func TestChecksInBatches(t *testing.T) {
+	ctx := context.Background()
+	f := newTamperFixture(t)
+	want := chainOf(t, f.repo, f.keys, "c-a")
+	defer func(n int) { checkBatch = n }(checkBatch)
+	checkBatch = 3
+	got, err := openStore(t, f.repo, f.keys).Chain(ctx, "c-a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" || len(got) != 4 {
+		t.Fatalf("chain read in batches of 3 (-whole +batches):\n%s", diff)
+	}
+	emitN(t, openStore(t, f.repo, f.keys), "c-a", 2)
+	f.forgeEvent(t, "c-a")
+	if _, err := openStore(t, f.repo, f.keys).Chain(ctx, "c-a"); runner.ReasonOf(err) != runner.EvidenceSignatureInvalid {
+		t.Fatalf("chain with a forged seventh event = %v, want %s", err, runner.EvidenceSignatureInvalid)
+	}
+
+	unsigned := f.rewriteFiles(t, nil, func(map[string][]byte) {})
+	for range 4 {
+		f.rewriteFiles(t, f.keys.Commit, func(map[string][]byte) {})
+	}
+	err = openStore(t, f.repo, f.keys).Sync(ctx)
+	if runner.ReasonOf(err) != runner.EvidenceCommitUnsigned || !strings.Contains(err.Error(), short(unsigned)) {
+		t.Fatalf("first sync over an unsigned commit = %v, want %s naming %s", err, runner.EvidenceCommitUnsigned, short(unsigned))
+	}
+}
