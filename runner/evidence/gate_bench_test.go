@@ -415,21 +415,25 @@ func (f *gateHistory) appendRun(ctx context.Context, b *testing.B) (time.Duratio
 	if err != nil {
 		b.Fatal(err)
 	}
-	em := runner.NewEmitter(s, "urn:nova:bench", "run-next", nil)
-	for i := range 11 {
-		if _, err = em.Emit(ctx, "nova.test.step", "c-gate", runner.Dev, map[string]any{"i": i}); err != nil {
-			break
-		}
-	}
-	if err == nil {
-		err = em.Flush(ctx, "c-gate")
-	}
+	err = recordRun(ctx, s, "run-next")
 	took := time.Since(start)
 	s.Close()
 	if err != nil {
 		b.Fatalf("appending to %s: %v", repo, err)
 	}
 	return took, dirBytes(b, repo) - before
+}
+
+// recordRun records a no-change run's eleven events of contract c-gate
+// through s and pushes them as one batch.
+func recordRun(ctx context.Context, s *Store, run string) error {
+	em := runner.NewEmitter(s, "urn:nova:bench", run, nil)
+	for i := range 11 {
+		if _, err := em.Emit(ctx, "nova.test.step", "c-gate", runner.Dev, map[string]any{"i": i}); err != nil {
+			return err
+		}
+	}
+	return em.Flush(ctx, "c-gate")
 }
 
 // dirBytes is the size of the files under dir.
@@ -484,15 +488,7 @@ func afterOtherFixture(b *testing.B, n int) *gateHistory {
 	if err != nil {
 		b.Fatal(err)
 	}
-	em := runner.NewEmitter(s, "urn:nova:bench", "run-other", nil)
-	for i := range 11 {
-		if _, err = em.Emit(ctx, "nova.test.step", "c-gate", runner.Dev, map[string]any{"i": i}); err != nil {
-			break
-		}
-	}
-	if err == nil {
-		err = em.Flush(ctx, "c-gate")
-	}
+	err = recordRun(ctx, s, "run-other")
 	s.Close()
 	if err != nil {
 		b.Fatalf("another machine's run on %s: %v", f.repo, err)
