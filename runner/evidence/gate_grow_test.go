@@ -54,6 +54,34 @@ func TestGateHeadGrowsOverAnotherWritersEvents(t *testing.T) {
 	}
 }
 
+// TestGrownGateHeadHoldsWhatItAdded: an event of the added files still in
+// this state dir's outbox (delivered, the outbox not yet told) is known
+// to the grown head as held, so it is not folded twice, and the chain is
+// still not read.
+func TestGrownGateHeadHoldsWhatItAdded(t *testing.T) {
+	const contract = "c-grow-held"
+	repo, keys, state := newBareRepo(t), newKeys(t), t.TempDir()
+	first := openStoreIn(t, repo, state, keys)
+	emitGateRound(t, first, contract, 1, true)
+	gateSummaryOf(t, first, contract)
+	first.Close()
+	emitGateRound(t, openStore(t, repo, keys), contract, 2, true)
+	chain := chainOf(t, repo, keys, contract)
+
+	s := openStoreIn(t, repo, state, keys)
+	defer s.Close()
+	if err := s.outbox.add(contract, chain[len(chain)-1]); err != nil {
+		t.Fatal(err)
+	}
+	got := gateSummaryOf(t, s, contract)
+	if _, read := s.chains[contract]; read {
+		t.Fatal("a delivered event in the outbox made the store read the chain")
+	}
+	if diff := cmp.Diff(runner.SummarizeGate(chain), got); diff != "" || got.Folded != int64(len(chain)) {
+		t.Fatalf("summary with a delivered event in the outbox: %d folded, want %d (-chain +summary):\n%s", got.Folded, len(chain), diff)
+	}
+}
+
 // TestGrownGateHeadDoesNotHideTampering: what was changed in the repo
 // after a state dir stored a contract's gate summary (by someone with the
 // commit key, so the head is accepted) is refused with the reason a read
