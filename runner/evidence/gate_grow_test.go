@@ -39,6 +39,14 @@ func TestGateHeadGrowsOverAnotherWritersEvents(t *testing.T) {
 
 	for i, what := range []string{"grown over the other writer's events", "stored by the process before"} {
 		s := openStoreIn(t, repo, state, keys)
+		if i == 1 {
+			s.mu.Lock()
+			stored := s.loadGateHead(contract)
+			s.mu.Unlock()
+			if stored == nil || stored.seq != int64(len(chain)) {
+				t.Fatalf("Close did not store the grown gate head: %+v", stored)
+			}
+		}
 		if diff := cmp.Diff(want, gateSummaryOf(t, s, contract)); diff != "" {
 			t.Fatalf("summary %s (-chain +summary):\n%s", what, diff)
 		}
