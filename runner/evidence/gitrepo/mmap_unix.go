@@ -7,8 +7,8 @@ import (
 	"syscall"
 )
 
-// mapFile maps a file read-only: a pack index is searched, not read, so
-// only the pages a lookup touches are read from disk.
+// mapFile maps a file read-only: a pack is read by the entries a lookup
+// wants, so only their pages are read from disk.
 func mapFile(path string) ([]byte, func(), error) {
 	f, err := os.Open(path)
 	if err != nil {
