@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync/atomic"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/format/objfile"
@@ -342,16 +343,20 @@ func ofsDeltaOffset(b []byte) (int64, int, error) {
 
 // packIndex is a pack, mapped, and its version 2 index, open: packs are
 // never changed once named, only removed, and a mapping or an open file
-// outlives removal. The index is read with pread, a lookup's few hundred
-// bytes at a time, not mapped: each page of a mapping a lookup touches is
-// a page fault, and where faults are dear (several µs on a paravirtual
-// machine) the index of a repo of 10 000 contracts cost the gate ~190 µs
-// a decision that a repo of 10 did not (BenchmarkGateWide).
+// outlives removal. The index is read with pread, by the names and
+// offsets of one first byte at a time (1/256 of it), each kept once read,
+// not mapped: each page of a mapping a lookup touches is a page fault,
+// and where faults are dear (several µs on a paravirtual machine) the
+// index of a repo of 10 000 contracts cost the gate ~190 µs a decision
+// that a repo of 10 did not (BenchmarkGateWide). Kept, the parts cost a
+// reader that looks up many objects (verify) no more system calls than
+// the first lookup of each first byte.
 type packIndex struct {
 	base      string
 	idx       *os.File
 	idxSize   int64
 	fanout    [256]uint32
+	parts     [256]atomic.Pointer[idxPart]
 	pack      []byte
 	unmapPack func()
 	size      int64 // of the pack without its trailer
@@ -408,39 +413,59 @@ func (p *packIndex) close() {
 	}
 }
 
+// idxPart is the names and offsets of an index's objects of one first
+// byte.
+type idxPart struct {
+	names, offsets []byte
+}
+
+// part reads, or returns as read before, the part of the index for
+// objects whose name starts with b. Two lookups may read it at once; both
+// read the same bytes.
+func (p *packIndex) part(b byte) (*idxPart, bool) {
+	lo := 0
+	if b > 0 {
+		lo = int(p.fanout[b-1])
+	}
+	hi := int(p.fanout[b])
+	if hi > p.count || lo > hi {
+		return nil, false
+	}
+	if x := p.parts[b].Load(); x != nil {
+		return x, true
+	}
+	x := &idxPart{names: make([]byte, (hi-lo)*20), offsets: make([]byte, (hi-lo)*4)}
+	if _, err := p.idx.ReadAt(x.names, int64(idxNames+lo*20)); err != nil {
+		return nil, false
+	}
+	if _, err := p.idx.ReadAt(x.offsets, int64(idxNames+p.count*(20+4)+lo*4)); err != nil {
+		return nil, false
+	}
+	p.parts[b].Store(x)
+	return x, true
+}
+
 // find returns the offset of h's entry in the pack.
 func (p *packIndex) find(h plumbing.Hash) (int64, bool) {
-	lo := 0
-	if h[0] > 0 {
-		lo = int(p.fanout[h[0]-1])
-	}
-	hi := int(p.fanout[h[0]])
-	if hi > p.count || lo > hi {
+	x, ok := p.part(h[0])
+	if !ok {
 		return 0, false
 	}
-	// The names sharing h's first byte, read at once: 1/256 of the index.
-	names := make([]byte, (hi-lo)*20)
-	if _, err := p.idx.ReadAt(names, int64(idxNames+lo*20)); err != nil {
+	n := len(x.names) / 20
+	j := sort.Search(n, func(j int) bool { return string(x.names[j*20:j*20+20]) >= string(h[:]) })
+	if j >= n || string(x.names[j*20:j*20+20]) != string(h[:]) {
 		return 0, false
 	}
-	j := sort.Search(hi-lo, func(j int) bool { return string(names[j*20:j*20+20]) >= string(h[:]) })
-	if j >= hi-lo || string(names[j*20:j*20+20]) != string(h[:]) {
-		return 0, false
-	}
-	i := lo + j
-	offsets := idxNames + p.count*(20+4)
-	var b [8]byte
-	if _, err := p.idx.ReadAt(b[:4], int64(offsets+i*4)); err != nil {
-		return 0, false
-	}
-	off := binary.BigEndian.Uint32(b[:4])
+	off := binary.BigEndian.Uint32(x.offsets[j*4:])
 	if off&0x80000000 == 0 {
 		return int64(off), true
 	}
+	offsets := idxNames + p.count*(20+4)
 	large := offsets + p.count*4 + int(off&0x7fffffff)*8
 	if int64(large+8) > p.idxSize-40 {
 		return 0, false
 	}
+	var b [8]byte
 	if _, err := p.idx.ReadAt(b[:], int64(large)); err != nil {
 		return 0, false
 	}
