@@ -61,37 +61,61 @@ type platform struct {
 	suspects *suspectWords
 }
 
-// parseRules parses the embedded rules, without their tests.
+// parseRules parses the embedded rules, with or without their tests.
 func parseRules(withTests bool) (map[string]*ast.Module, error) {
 	mods := map[string]*ast.Module{}
 	err := fs.WalkDir(Rules(), ".", func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || path.Ext(p) != ".rego" {
+		if err != nil || d.IsDir() || path.Ext(p) != ".rego" || (!withTests && !isRuleFile(p, d)) {
 			return err
-		}
-		if strings.HasSuffix(p, "_test.rego") && !withTests {
-			return nil
 		}
 		src, err := fs.ReadFile(Rules(), p)
 		if err != nil {
 			return err
 		}
-		m, err := ast.ParseModuleWithOpts(p, string(src), ast.ParserOptions{RegoVersion: ast.RegoV1})
-		if err != nil {
-			return err
-		}
+		m, err := parseRule(p, src)
 		mods[p] = m
-		return nil
+		return err
 	})
 	return mods, err
 }
 
-// compilePlatform compiles the platform rules and prepares their query.
+func parseRule(name string, src []byte) (*ast.Module, error) {
+	return ast.ParseModuleWithOpts(name, string(src), ast.ParserOptions{RegoVersion: ast.RegoV1})
+}
+
+// isRuleFile: a platform rule's source, not one of its tests.
+func isRuleFile(p string, d fs.DirEntry) bool {
+	return !d.IsDir() && path.Ext(p) == ".rego" && !strings.HasSuffix(p, "_test.rego")
+}
+
+// compilePlatform compiles the platform rules and prepares their query:
+// from their compiled form (compiled.go) when it was made from these
+// rules, from source otherwise.
 func compilePlatform(ctx context.Context) (*platform, error) {
-	mods, err := parseRules(false)
+	sources, err := ruleSources()
 	if err != nil {
-		return nil, fmt.Errorf("parsing platform rules: %w", err)
+		return nil, fmt.Errorf("reading platform rules: %w", err)
 	}
-	return compileModules(ctx, mods)
+	c, err := restoreCompiled(compiledPlatform, sources)
+	if err != nil {
+		if c, err = compileSources(sources); err != nil {
+			return nil, err
+		}
+	}
+	return preparePlatform(ctx, c)
+}
+
+// compileSources parses and compiles the platform rules.
+func compileSources(sources map[string][]byte) (*ast.Compiler, error) {
+	mods := make(map[string]*ast.Module, len(sources))
+	for name, src := range sources {
+		m, err := parseRule(name, src)
+		if err != nil {
+			return nil, fmt.Errorf("parsing platform rules: %w", err)
+		}
+		mods[name] = m
+	}
+	return compileRules(mods)
 }
 
 // checkOnly are the compiler's stages that only look for mistakes in the
@@ -109,12 +133,29 @@ var checkOnly = []ast.StageID{
 	ast.StageCheckTypes,
 }
 
-func compileModules(ctx context.Context, mods map[string]*ast.Module) (*platform, error) {
+// compileRules compiles platform rule modules, without the check-only
+// stages.
+func compileRules(mods map[string]*ast.Module) (*ast.Compiler, error) {
 	c := ast.NewCompiler().WithSkipStages(checkOnly...)
 	c.Compile(mods)
 	if c.Failed() {
 		return nil, fmt.Errorf("compiling platform rules: %w", c.Errors)
 	}
+	return c, nil
+}
+
+// compileModules compiles platform rule modules and prepares their query.
+func compileModules(ctx context.Context, mods map[string]*ast.Module) (*platform, error) {
+	c, err := compileRules(mods)
+	if err != nil {
+		return nil, err
+	}
+	return preparePlatform(ctx, c)
+}
+
+// preparePlatform reads what the Go side needs from the compiled rules and
+// prepares the query over all of them.
+func preparePlatform(ctx context.Context, c *ast.Compiler) (*platform, error) {
 	rules, err := ruleInfo(ctx, c)
 	if err != nil {
 		return nil, err
