@@ -204,3 +204,31 @@ func TestWriteConftestBenchInput(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkPlatformRestore is what a process spends on the platform rules
+// before their first evaluation: the compiler rebuilt from platform.ast
+// and the query prepared. BenchmarkPlatformCompile is the same from the
+// rules' source, as every process did before platform.ast.
+func BenchmarkPlatformRestore(b *testing.B) {
+	for b.Loop() {
+		if _, err := compilePlatform(b.Context()); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkPlatformCompile(b *testing.B) {
+	for b.Loop() {
+		sources, err := ruleSources()
+		if err != nil {
+			b.Fatal(err)
+		}
+		c, err := compileSources(sources)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := preparePlatform(b.Context(), c); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -524,9 +524,13 @@ func (r *astReader) compiled() (map[string]*ast.Module, map[ast.Var]ast.Var) {
 		r.files = append(r.files, r.str())
 	}
 	n := r.count(8)
-	r.locs = make([]*ast.Location, 0, n)
-	for range n {
-		r.locs = append(r.locs, r.location())
+	// The locations outlive the restore (the compiler's copies point at
+	// them), all of them, so they are one allocation.
+	slab := make([]ast.Location, n)
+	r.locs = make([]*ast.Location, n)
+	for i := range slab {
+		r.location(&slab[i])
+		r.locs[i] = &slab[i]
 	}
 	rewritten := map[ast.Var]ast.Var{}
 	for range r.count(4) {
@@ -544,8 +548,7 @@ func (r *astReader) compiled() (map[string]*ast.Module, map[ast.Var]ast.Var) {
 	return mods, rewritten
 }
 
-func (r *astReader) location() *ast.Location {
-	l := &ast.Location{}
+func (r *astReader) location(l *ast.Location) {
 	if f := r.int(); f >= 0 && f < len(r.files) {
 		l.File = r.files[f]
 	} else {
@@ -559,7 +562,7 @@ func (r *astReader) location() *ast.Location {
 		src := r.sources[l.File]
 		if n < 0 || l.Offset < 0 || l.Offset > len(src)-n {
 			r.fail("a location's text outside its source")
-			return l
+			return
 		}
 		l.Text = src[l.Offset : l.Offset+n : l.Offset+n]
 	case 't':
@@ -573,7 +576,6 @@ func (r *astReader) location() *ast.Location {
 			l.Tabs[i] = r.int()
 		}
 	}
-	return l
 }
 
 func (r *astReader) loc() *ast.Location {
