@@ -28,7 +28,7 @@ import (
 // the compiler's own state from the modules: the module and rule trees,
 // the dependency graph, and the rule and comprehension indices.
 //
-// The file is generated (go test ./stages/policy/rego -run
+// The file is generated (make rules: go test ./stages/policy/rego -run
 // TestCompiledRulesAreCurrent -update) and names the rule sources and the
 // OPA version it was made from. A binary whose rules or OPA differ from the
 // file's compiles from source, as before; the test fails until the file is

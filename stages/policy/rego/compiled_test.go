@@ -49,7 +49,7 @@ func TestCompiledRulesAreCurrent(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(got, want) {
-		t.Fatalf("platform.ast is not what the rules compile to (the rules or OPA changed); regenerate with: go test ./stages/policy/rego -run TestCompiledRulesAreCurrent -update")
+		t.Fatalf("platform.ast is not what the rules compile to (the rules or OPA changed); regenerate with: make rules (go test ./stages/policy/rego -run TestCompiledRulesAreCurrent -update)")
 	}
 	if string(got) != compiledPlatform {
 		t.Fatal("the embedded platform.ast differs from the file")
