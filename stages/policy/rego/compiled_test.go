@@ -99,6 +99,74 @@ func TestRestoredRulesAreTheCompiledRules(t *testing.T) {
 	})
 }
 
+// TestRestoredCompilerIndexesAsTheCompiler: the indices the compiler
+// keeps of comprehensions (a comprehension's result kept per value of
+// the outer variable it joins on, instead of computed per binding) are
+// built over restored modules as over compiled ones. The platform rules
+// have no such comprehension today, so a rule that has one is added.
+func TestRestoredCompilerIndexesAsTheCompiler(t *testing.T) {
+	sources, err := ruleSources()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sources["indexed.rego"] = []byte(`package nova.platform.indexed
+
+matched contains x if {
+	some x in input.xs
+	ys := [y | some y in input.ys; y.k == x]
+	count(ys) > 0
+}
+`)
+	c, err := compileSources(sources)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := encodeCompiled(c, sources)
+	if err != nil {
+		t.Fatal(err)
+	}
+	restored, err := restoreCompiled(string(data), sources)
+	if err != nil {
+		t.Fatal(err)
+	}
+	indexed := 0
+	for name, m := range c.Modules {
+		want, got := termsOf(m), termsOf(restored.Modules[name])
+		if len(want) != len(got) {
+			t.Fatalf("%s: %d terms restored, %d compiled", name, len(got), len(want))
+		}
+		for i := range want {
+			wi, gi := c.ComprehensionIndex(want[i]), restored.ComprehensionIndex(got[i])
+			if (wi == nil) != (gi == nil) || (wi != nil && wi.String() != gi.String()) {
+				t.Errorf("%s: %v: comprehension index %v restored, %v compiled", name, want[i].Location, gi, wi)
+			}
+			if wi != nil {
+				indexed++
+			}
+		}
+	}
+	if indexed == 0 {
+		t.Fatal("the compiler indexed no comprehension: the check above checks nothing")
+	}
+	// And every rule's index, which picks the rules worth evaluating for
+	// a reference, is there as well.
+	rules := 0
+	for _, m := range c.Modules {
+		for _, r := range m.Rules {
+			path := r.Ref().GroundPrefix()
+			if want := c.RuleIndex(path); want != nil {
+				rules++
+				if restored.RuleIndex(path) == nil {
+					t.Errorf("%v: no rule index restored", path)
+				}
+			}
+		}
+	}
+	if rules == 0 {
+		t.Fatal("the compiler indexed no rule")
+	}
+}
+
 // TestRestoredRulesEvaluateAsCompiled: over every fixture, before and
 // after plan, the restored rules give exactly the records the rules
 // compiled from source give.
@@ -135,6 +203,22 @@ func TestRestoredRulesEvaluateAsCompiled(t *testing.T) {
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("%s (-compiled +restored):\n%s", name, diff)
 		}
+	}
+	// Rule by rule, as evaluate falls back to when the query over all of
+	// them fails: each rule's own query is compiled against the restored
+	// compiler.
+	p := payloads["plan500"]
+	in, err := restored.input(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantEach, wantFailed := fresh.evalEach(t.Context(), in)
+	gotEach, gotFailed := restored.evalEach(t.Context(), in)
+	if len(wantEach) != len(fresh.rules) || len(wantFailed)+len(gotFailed) > 0 {
+		t.Fatalf("rule by rule: %d of %d rules evaluated, failures %v and %v", len(wantEach), len(fresh.rules), wantFailed, gotFailed)
+	}
+	if diff := cmp.Diff(wantEach, gotEach); diff != "" {
+		t.Errorf("rule by rule (-compiled +restored):\n%s", diff)
 	}
 }
 
@@ -175,4 +259,13 @@ func TestMalformedCompiledRulesAreRefused(t *testing.T) {
 		b[i] = byte(rng.IntN(256))
 		_, _ = restoreCompiled(string(b), sources)
 	}
+}
+
+func termsOf(m *ast.Module) []*ast.Term {
+	var out []*ast.Term
+	ast.WalkTerms(m, func(t *ast.Term) bool {
+		out = append(out, t)
+		return false
+	})
+	return out
 }
