@@ -73,8 +73,11 @@ func parseRules(withTests bool) (map[string]*ast.Module, error) {
 			return err
 		}
 		m, err := parseRule(p, src)
+		if err != nil {
+			return err
+		}
 		mods[p] = m
-		return err
+		return nil
 	})
 	return mods, err
 }
@@ -142,15 +145,6 @@ func compileRules(mods map[string]*ast.Module) (*ast.Compiler, error) {
 		return nil, fmt.Errorf("compiling platform rules: %w", c.Errors)
 	}
 	return c, nil
-}
-
-// compileModules compiles platform rule modules and prepares their query.
-func compileModules(ctx context.Context, mods map[string]*ast.Module) (*platform, error) {
-	c, err := compileRules(mods)
-	if err != nil {
-		return nil, err
-	}
-	return preparePlatform(ctx, c)
 }
 
 // preparePlatform reads what the Go side needs from the compiled rules and

@@ -1,6 +1,7 @@
 package rego
 
 import (
+	"context"
 	"sort"
 	"testing"
 
@@ -274,4 +275,14 @@ func TestSkippedStagesOnlyCheck(t *testing.T) {
 			return false
 		})
 	}
+}
+
+// compileModules compiles platform rule modules and prepares their query,
+// for tests that add a rule of their own.
+func compileModules(ctx context.Context, mods map[string]*ast.Module) (*platform, error) {
+	c, err := compileRules(mods)
+	if err != nil {
+		return nil, err
+	}
+	return preparePlatform(ctx, c)
 }
