@@ -117,8 +117,8 @@ var errStaleCompiled = errors.New("compiled rules were made from other sources")
 // sources) in platform.ast's form.
 //
 // The form is text: a header of two lines (the format and sourcesKey),
-// then the locations the modules point at, the compiler's renamed
-// variables, and the modules. Integers are decimal and end in a space,
+// then the files and the locations the modules point at, the compiler's
+// renamed variables, and the modules. Integers are decimal and end in a space,
 // strings are their length, ':' and their bytes, and every node starts
 // with one letter saying what it is. A location's text is usually where
 // its offset says in its file's source, and then only its length is kept.
