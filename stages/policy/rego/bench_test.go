@@ -219,14 +219,7 @@ func BenchmarkPlatformRestore(b *testing.B) {
 
 func BenchmarkPlatformCompile(b *testing.B) {
 	for b.Loop() {
-		sources, err := ruleSources()
-		if err != nil {
-			b.Fatal(err)
-		}
-		c, err := compileSources(sources)
-		if err != nil {
-			b.Fatal(err)
-		}
+		c, _ := compiledFromSource(b)
 		if _, err := preparePlatform(b.Context(), c); err != nil {
 			b.Fatal(err)
 		}

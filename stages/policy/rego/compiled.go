@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io/fs"
 	"maps"
 	"slices"
 	"strconv"
@@ -59,20 +58,6 @@ func sourcesKey(sources map[string][]byte) string {
 		h.Write(sources[name])
 	}
 	return hex.EncodeToString(h.Sum(nil))
-}
-
-// ruleSources reads the embedded platform rules without their tests.
-func ruleSources() (map[string][]byte, error) {
-	out := map[string][]byte{}
-	err := fs.WalkDir(Rules(), ".", func(p string, d fs.DirEntry, err error) error {
-		if err != nil || !isRuleFile(p, d) {
-			return err
-		}
-		src, err := fs.ReadFile(Rules(), p)
-		out[p] = src
-		return err
-	})
-	return out, err
 }
 
 // restoreCompiled rebuilds the platform's compiler from data (platform.ast)
@@ -432,12 +417,17 @@ func (r *astReader) line() string {
 	return ""
 }
 
-// tag reads the next node's letter, after the line breaks that only make
-// the file readable.
-func (r *astReader) tag() byte {
+// skipLines passes the line breaks that only make the file readable;
+// every read but a header line starts with it.
+func (r *astReader) skipLines() {
 	for r.err == nil && r.i < len(r.s) && r.s[r.i] == '\n' {
 		r.i++
 	}
+}
+
+// tag reads the next node's letter.
+func (r *astReader) tag() byte {
+	r.skipLines()
 	if r.err != nil || r.i >= len(r.s) {
 		r.fail("a node missing")
 		return 0
@@ -448,9 +438,7 @@ func (r *astReader) tag() byte {
 }
 
 func (r *astReader) peek(c byte) bool {
-	for r.err == nil && r.i < len(r.s) && r.s[r.i] == '\n' {
-		r.i++
-	}
+	r.skipLines()
 	if r.err == nil && r.i < len(r.s) && r.s[r.i] == c {
 		r.i++
 		return true
@@ -462,9 +450,7 @@ func (r *astReader) int() int { return r.number(' ') }
 
 // number reads a decimal integer ended by end.
 func (r *astReader) number(end byte) int {
-	for r.err == nil && r.i < len(r.s) && r.s[r.i] == '\n' {
-		r.i++
-	}
+	r.skipLines()
 	if r.err != nil {
 		return 0
 	}

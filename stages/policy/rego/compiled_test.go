@@ -31,6 +31,21 @@ func compiledFromSource(t testing.TB) (*ast.Compiler, map[string][]byte) {
 	return c, sources
 }
 
+// roundTrip encodes c's modules as platform.ast does and restores a
+// compiler from them.
+func roundTrip(t testing.TB, c *ast.Compiler, sources map[string][]byte) (data []byte, restored *ast.Compiler) {
+	t.Helper()
+	data, err := encodeCompiled(c, sources)
+	if err != nil {
+		t.Fatal(err)
+	}
+	restored, err = restoreCompiled(string(data), sources)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data, restored
+}
+
 // TestCompiledRulesAreCurrent: platform.ast is what the compiler makes of
 // the rules today, so every process restores rather than compiles.
 func TestCompiledRulesAreCurrent(t *testing.T) {
@@ -64,14 +79,7 @@ func TestCompiledRulesAreCurrent(t *testing.T) {
 // kept), and the compiler's renamed variables come back.
 func TestRestoredRulesAreTheCompiledRules(t *testing.T) {
 	c, sources := compiledFromSource(t)
-	data, err := encodeCompiled(c, sources)
-	if err != nil {
-		t.Fatal(err)
-	}
-	restored, err := restoreCompiled(string(data), sources)
-	if err != nil {
-		t.Fatal(err)
-	}
+	data, restored := roundTrip(t, c, sources)
 	if len(restored.Modules) != len(c.Modules) || len(c.Modules) != len(sources) {
 		t.Fatalf("%d modules restored, %d compiled from %d files", len(restored.Modules), len(c.Modules), len(sources))
 	}
@@ -121,14 +129,7 @@ matched contains x if {
 	if err != nil {
 		t.Fatal(err)
 	}
-	data, err := encodeCompiled(c, sources)
-	if err != nil {
-		t.Fatal(err)
-	}
-	restored, err := restoreCompiled(string(data), sources)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, restored := roundTrip(t, c, sources)
 	indexed := 0
 	for name, m := range c.Modules {
 		want, got := termsOf(m), termsOf(restored.Modules[name])

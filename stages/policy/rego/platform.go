@@ -61,34 +61,43 @@ type platform struct {
 	suspects *suspectWords
 }
 
-// parseRules parses the embedded rules, with or without their tests.
-func parseRules(withTests bool) (map[string]*ast.Module, error) {
-	mods := map[string]*ast.Module{}
+// readRules reads the embedded rules' sources, with or without their
+// tests.
+func readRules(withTests bool) (map[string][]byte, error) {
+	out := map[string][]byte{}
 	err := fs.WalkDir(Rules(), ".", func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || path.Ext(p) != ".rego" || (!withTests && !isRuleFile(p, d)) {
+		if err != nil || d.IsDir() || path.Ext(p) != ".rego" || (!withTests && strings.HasSuffix(p, "_test.rego")) {
 			return err
 		}
 		src, err := fs.ReadFile(Rules(), p)
-		if err != nil {
-			return err
-		}
-		m, err := parseRule(p, src)
-		if err != nil {
-			return err
-		}
-		mods[p] = m
-		return nil
+		out[p] = src
+		return err
 	})
-	return mods, err
+	return out, err
 }
 
-func parseRule(name string, src []byte) (*ast.Module, error) {
-	return ast.ParseModuleWithOpts(name, string(src), ast.ParserOptions{RegoVersion: ast.RegoV1})
+// ruleSources reads the embedded platform rules without their tests.
+func ruleSources() (map[string][]byte, error) { return readRules(false) }
+
+// parseRules parses the embedded rules, with or without their tests.
+func parseRules(withTests bool) (map[string]*ast.Module, error) {
+	sources, err := readRules(withTests)
+	if err != nil {
+		return nil, err
+	}
+	return parseSources(sources)
 }
 
-// isRuleFile: a platform rule's source, not one of its tests.
-func isRuleFile(p string, d fs.DirEntry) bool {
-	return !d.IsDir() && path.Ext(p) == ".rego" && !strings.HasSuffix(p, "_test.rego")
+func parseSources(sources map[string][]byte) (map[string]*ast.Module, error) {
+	mods := make(map[string]*ast.Module, len(sources))
+	for name, src := range sources {
+		m, err := ast.ParseModuleWithOpts(name, string(src), ast.ParserOptions{RegoVersion: ast.RegoV1})
+		if err != nil {
+			return nil, err
+		}
+		mods[name] = m
+	}
+	return mods, nil
 }
 
 // compilePlatform compiles the platform rules and prepares their query:
@@ -110,13 +119,9 @@ func compilePlatform(ctx context.Context) (*platform, error) {
 
 // compileSources parses and compiles the platform rules.
 func compileSources(sources map[string][]byte) (*ast.Compiler, error) {
-	mods := make(map[string]*ast.Module, len(sources))
-	for name, src := range sources {
-		m, err := parseRule(name, src)
-		if err != nil {
-			return nil, fmt.Errorf("parsing platform rules: %w", err)
-		}
-		mods[name] = m
+	mods, err := parseSources(sources)
+	if err != nil {
+		return nil, fmt.Errorf("parsing platform rules: %w", err)
 	}
 	return compileRules(mods)
 }
