@@ -16,7 +16,7 @@ import (
 
 // The platform rules as OPA's compiler leaves them.
 //
-// Parsing and compiling the platform rules cost 13–21 ms of CPU in a fresh
+// Parsing and compiling the platform rules cost 12–22 ms of CPU in a fresh
 // process, a quarter of a no-change run's own CPU (docs/benchmarks.md), to
 // arrive at the same modules in every process: the rules are part of the
 // binary. OPA has no stored form of a compiled policy that its evaluator
