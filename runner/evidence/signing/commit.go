@@ -2,10 +2,12 @@ package signing
 
 import (
 	"bytes"
+	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/ProtonMail/go-crypto/openpgp"
@@ -137,6 +139,9 @@ func (c *CommitSigner) SignCommit(commit *object.Commit) error {
 // commits.
 type CommitKeyRing struct {
 	keys openpgp.EntityList
+
+	fastOnce sync.Once
+	fast     map[uint64][]ed25519.PublicKey // fastKeys, made at the first check
 }
 
 // LoadCommitKeyRing reads armored public (or private) keys; each argument
@@ -194,6 +199,11 @@ func (k *CommitKeyRing) CheckCommit(signed []byte, signature string) (runner.Rea
 	}
 	if !strings.HasPrefix(signature, "-----BEGIN PGP SIGNATURE-----") {
 		return runner.EvidenceCommitKeyUnknown, errors.New("commit is not signed with OpenPGP")
+	}
+	now := time.Now()
+	k.fastOnce.Do(func() { k.fast = fastKeys(k.keys, now) })
+	if checkFast(k.fast, signed, signature, now) {
+		return "", nil
 	}
 	_, err := openpgp.CheckArmoredDetachedSignature(k.keys, bytes.NewReader(signed), strings.NewReader(signature), nil)
 	switch {
