@@ -15,12 +15,12 @@ import (
 )
 
 type moduleFile struct {
-	Name         string                `yaml:"name"`
-	Version      string                `yaml:"version"`
-	Description  string                `yaml:"description"`
-	Inputs       map[string]fieldFile  `yaml:"inputs"`
-	Outputs      map[string]outputFile `yaml:"outputs"`
-	Capabilities []Capability          `yaml:"capabilities"`
+	Name         string              `yaml:"name"`
+	Version      string              `yaml:"version"`
+	Description  string              `yaml:"description"`
+	Inputs       ordered[fieldFile]  `yaml:"inputs"`
+	Outputs      ordered[outputFile] `yaml:"outputs"`
+	Capabilities []Capability        `yaml:"capabilities"`
 }
 
 type fieldFile struct {
@@ -37,12 +37,12 @@ type outputFile struct {
 }
 
 type stackFile struct {
-	Name        string               `yaml:"name"`
-	Version     string               `yaml:"version"`
-	Description string               `yaml:"description"`
-	Inputs      map[string]fieldFile `yaml:"inputs"`
-	Instances   []instanceFile       `yaml:"instances"`
-	Wires       []Wire               `yaml:"wires"`
+	Name        string             `yaml:"name"`
+	Version     string             `yaml:"version"`
+	Description string             `yaml:"description"`
+	Inputs      ordered[fieldFile] `yaml:"inputs"`
+	Instances   []instanceFile     `yaml:"instances"`
+	Wires       []Wire             `yaml:"wires"`
 }
 
 type instanceFile struct {
@@ -56,7 +56,7 @@ type instanceFile struct {
 func loadModule(fsys fs.FS, dir string, checkTF bool) (*Module, error) {
 	file := path.Join(dir, "module.yaml")
 	var mf moduleFile
-	doc, err := decodeStrict(fsys, file, &mf)
+	err := decodeStrict(fsys, file, &mf)
 	if err != nil {
 		return nil, err
 	}
@@ -67,11 +67,11 @@ func loadModule(fsys fs.FS, dir string, checkTF bool) (*Module, error) {
 		return nil, runner.Errorf(runner.RegistryVersionInvalid, "%s: version %q is not MAJOR.MINOR.PATCH", file, mf.Version)
 	}
 	m := &Module{Name: mf.Name, Version: mf.Version, Description: mf.Description, Capabilities: mf.Capabilities, Dir: dir}
-	if m.Inputs, err = parseFields(file, "inputs", doc, mf.Inputs); err != nil {
+	if m.Inputs, err = parseFields(file, mf.Inputs); err != nil {
 		return nil, err
 	}
-	for _, name := range keysInOrder(doc, "outputs") {
-		of := mf.Outputs[name]
+	for _, name := range mf.Outputs.names {
+		of := mf.Outputs.byName[name]
 		if !fieldName().MatchString(name) {
 			return nil, runner.Errorf(runner.RegistryInvalid, "%s: output name %q must match %s", file, name, fieldName())
 		}
@@ -115,7 +115,7 @@ func loadModule(fsys fs.FS, dir string, checkTF bool) (*Module, error) {
 
 func loadStack(fsys fs.FS, file string) (*Stack, error) {
 	var sf stackFile
-	doc, err := decodeStrict(fsys, file, &sf)
+	err := decodeStrict(fsys, file, &sf)
 	if err != nil {
 		return nil, err
 	}
@@ -126,7 +126,7 @@ func loadStack(fsys fs.FS, file string) (*Stack, error) {
 		return nil, runner.Errorf(runner.RegistryVersionInvalid, "%s: version %q is not MAJOR.MINOR.PATCH", file, sf.Version)
 	}
 	s := &Stack{Name: sf.Name, Version: sf.Version, Description: sf.Description, Wires: sf.Wires, File: file}
-	if s.Inputs, err = parseFields(file, "inputs", doc, sf.Inputs); err != nil {
+	if s.Inputs, err = parseFields(file, sf.Inputs); err != nil {
 		return nil, err
 	}
 	if len(sf.Instances) == 0 {
@@ -148,26 +148,68 @@ func loadStack(fsys fs.FS, file string) (*Stack, error) {
 	return s, nil
 }
 
-// decodeStrict decodes a YAML file into v, rejecting unknown fields, and
-// returns the document node so callers can see key order and presence.
-func decodeStrict(fsys fs.FS, file string, v any) (*yaml.Node, error) {
+// decodeStrict decodes a YAML file into v, rejecting unknown fields.
+func decodeStrict(fsys fs.FS, file string, v any) error {
 	data, err := fs.ReadFile(fsys, file)
 	if err != nil {
-		return nil, runner.Errorf(runner.RegistryInvalid, "reading %s: %w", file, err)
+		return runner.Errorf(runner.RegistryInvalid, "reading %s: %w", file, err)
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(v); err != nil {
 		if errors.Is(err, io.EOF) {
-			return nil, runner.Errorf(runner.RegistryInvalid, "%s: empty file", file)
+			return runner.Errorf(runner.RegistryInvalid, "%s: empty file", file)
 		}
-		return nil, runner.Errorf(runner.RegistryInvalid, "%s: %w", file, err)
+		return runner.Errorf(runner.RegistryInvalid, "%s: %w", file, err)
 	}
-	var doc yaml.Node
-	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return nil, runner.Errorf(runner.RegistryInvalid, "%s: %w", file, err)
+	return nil
+}
+
+// ordered is a mapping of names to T that keeps the names' order (inputs
+// and outputs are listed as the file lists them) and each value's node
+// (an input has a default when its key is there, even as null).
+//
+// It implements yaml's older Unmarshaler, whose callback decodes with the
+// file's own decoder, unknown fields refused: Node.Decode, the newer
+// interface's way, would accept them. Reading the order from the node of
+// the same pass is what spares a second parse of every registry file.
+type ordered[T any] struct {
+	names  []string
+	byName map[string]T
+	nodes  map[string]*yaml.Node
+}
+
+func (o *ordered[T]) UnmarshalYAML(decode func(any) error) error {
+	var n nodeOf
+	if err := decode(&n); err != nil {
+		return err
 	}
-	return &doc, nil
+	if err := decode(&o.byName); err != nil {
+		return err
+	}
+	// An alias arrives resolved. byName's decode has refused anything but
+	// a mapping.
+	m := n.node
+	if m == nil || m.Kind != yaml.MappingNode {
+		return nil
+	}
+	o.nodes = make(map[string]*yaml.Node, len(m.Content)/2)
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		name := m.Content[i].Value
+		o.names = append(o.names, name)
+		o.nodes[name] = m.Content[i+1]
+	}
+	return nil
+}
+
+// nodeOf takes the node it is decoded from. Decoding into a *yaml.Node
+// from the callback above would not: the callback's decoder sees a
+// pointer and decodes into the Node's fields.
+type nodeOf struct{ node *yaml.Node }
+
+func (h *nodeOf) UnmarshalYAML(n *yaml.Node) error {
+	h.node = n
+	return nil
 }
 
 // metaArguments are the names Terraform reserves inside a module block; an
@@ -182,10 +224,10 @@ var metaArguments = map[string]bool{
 // when it loads a module; the renderer checks again before writing HCL.
 func IsReservedInput(name string) bool { return metaArguments[name] }
 
-func parseFields(file, section string, doc *yaml.Node, fields map[string]fieldFile) ([]Input, error) {
+func parseFields(file string, fields ordered[fieldFile]) ([]Input, error) {
 	var out []Input
-	for _, name := range keysInOrder(doc, section) {
-		ff := fields[name]
+	for _, name := range fields.names {
+		ff := fields.byName[name]
 		if !fieldName().MatchString(name) {
 			return nil, runner.Errorf(runner.RegistryInvalid, "%s: input name %q must match %s", file, name, fieldName())
 		}
@@ -197,7 +239,7 @@ func parseFields(file, section string, doc *yaml.Node, fields map[string]fieldFi
 			return nil, runner.Errorf(runner.RegistryInvalid, "%s: input %s: %w", file, name, err)
 		}
 		in := Input{Name: name, Type: t, Description: ff.Description, Sensitive: ff.Sensitive}
-		in.HasDefault = mappingValue(mappingValue(mappingValue(docRoot(doc), section), name), "default") != nil
+		in.HasDefault = mappingValue(fields.nodes[name], "default") != nil
 		if in.HasDefault {
 			if in.Default, err = normalize(ff.Default); err != nil {
 				return nil, runner.Errorf(runner.RegistryInvalid, "%s: input %s default: %w", file, name, err)
@@ -229,13 +271,6 @@ func normalize(v any) (any, error) {
 	return out, nil
 }
 
-func docRoot(doc *yaml.Node) *yaml.Node {
-	if doc != nil && doc.Kind == yaml.DocumentNode && len(doc.Content) == 1 {
-		return doc.Content[0]
-	}
-	return doc
-}
-
 func mappingValue(n *yaml.Node, key string) *yaml.Node {
 	if n == nil || n.Kind != yaml.MappingNode {
 		return nil
@@ -246,16 +281,4 @@ func mappingValue(n *yaml.Node, key string) *yaml.Node {
 		}
 	}
 	return nil
-}
-
-func keysInOrder(doc *yaml.Node, section string) []string {
-	n := mappingValue(docRoot(doc), section)
-	if n == nil || n.Kind != yaml.MappingNode {
-		return nil
-	}
-	keys := make([]string, 0, len(n.Content)/2)
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		keys = append(keys, n.Content[i].Value)
-	}
-	return keys
 }

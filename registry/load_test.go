@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"testing/fstest"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -123,5 +124,24 @@ func TestLoadRejects(t *testing.T) {
 				t.Errorf("reason = %s, want %s (error: %v)", got, tt.want, err)
 			}
 		})
+	}
+}
+
+// TestLoadKeepsAliasedSections: a section written as an alias of another
+// (outputs: *inputs) is that mapping, in its order. Reading the order from
+// a second parse of the file lost it: the alias node has no keys.
+func TestLoadKeepsAliasedSections(t *testing.T) {
+	fsys := fstest.MapFS{"modules/m/module.yaml": {Data: []byte("name: m\nversion: 1.0.0\ninputs: &fields\n  b: {type: string}\n  a: {type: number}\noutputs: *fields\n")}}
+	reg, err := load(fsys, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, _ := reg.Module("m")
+	want := []Output{{Name: "b", Type: Type{Kind: "string"}}, {Name: "a", Type: Type{Kind: "number"}}}
+	if diff := cmp.Diff(want, m.Outputs); diff != "" {
+		t.Errorf("outputs (-want +got):\n%s", diff)
+	}
+	if len(m.Inputs) != 2 || m.Inputs[0].Name != "b" || m.Inputs[1].Name != "a" {
+		t.Errorf("inputs %+v, want b then a", m.Inputs)
 	}
 }
