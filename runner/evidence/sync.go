@@ -8,6 +8,7 @@ import (
 
 	"github.com/nova-platform/nova/runner"
 	"github.com/nova-platform/nova/runner/evidence/gitrepo"
+	"github.com/nova-platform/nova/runner/evidence/signing"
 )
 
 // sync fetches the branch head and checks it before anything reads or
@@ -145,10 +146,13 @@ func (s *Store) checkHead(head, witnessed plumbing.Hash) error {
 	check := func() {
 		errs := make([]error, len(batch))
 		_ = forEachChunk(runtime.GOMAXPROCS(0), len(batch), func(_, lo, hi int) error {
-			for i := lo; i < hi; i++ {
-				c := batch[i]
-				if reason, err := s.commitKeys.CheckCommit(c.Signed, c.PGPSignature); err != nil {
-					errs[i] = runner.Errorf(reason, "evidence commit %s: %w; not reading or extending a history that holds it", short(c.Hash), err)
+			signed := make([]signing.SignedCommit, hi-lo)
+			for i, c := range batch[lo:hi] {
+				signed[i] = signing.SignedCommit{Signed: c.Signed, Signature: c.PGPSignature}
+			}
+			for i, verdict := range s.commitKeys.CheckCommits(signed) {
+				if verdict.Err != nil {
+					errs[lo+i] = runner.Errorf(verdict.Reason, "evidence commit %s: %w; not reading or extending a history that holds it", short(batch[lo+i].Hash), verdict.Err)
 				}
 			}
 			return nil

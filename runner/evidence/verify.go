@@ -286,14 +286,12 @@ func (v *verifier) checkCommits(ctx context.Context, commits []*gitrepo.Commit) 
 	}
 	adds := make([][]addition, len(v.readers))
 	err := forEachChunk(len(v.readers), len(commits), func(w, lo, hi int) error {
+		v.checkSignatures(commits[lo:hi])
 		for i := lo; i < hi; i++ {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
 			c := commits[i]
-			if reason, err := v.opts.CommitKeys.CheckCommit(c.Signed, c.PGPSignature); err != nil {
-				v.add(Finding{Reason: reason, Commit: c.Hash.String(), Message: err.Error()})
-			}
 			added, err := v.checkCommitContent(v.readers[w], c, trees[c.FirstParent()])
 			if err != nil {
 				return err
@@ -321,6 +319,19 @@ func (v *verifier) checkCommits(ctx context.Context, commits []*gitrepo.Commit) 
 		v.addedBy[a.path] = a.commit
 	}
 	return nil
+}
+
+// checkSignatures checks the commits' signatures, in batches.
+func (v *verifier) checkSignatures(commits []*gitrepo.Commit) {
+	signed := make([]signing.SignedCommit, len(commits))
+	for i, c := range commits {
+		signed[i] = signing.SignedCommit{Signed: c.Signed, Signature: c.PGPSignature}
+	}
+	for i, verdict := range v.opts.CommitKeys.CheckCommits(signed) {
+		if verdict.Err != nil {
+			v.add(Finding{Reason: verdict.Reason, Commit: commits[i].Hash.String(), Message: verdict.Err.Error()})
+		}
+	}
 }
 
 // checkCommitContent checks that c adds exactly the event its message

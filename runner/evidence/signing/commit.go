@@ -2,7 +2,6 @@ package signing
 
 import (
 	"bytes"
-	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"io"
@@ -141,7 +140,7 @@ type CommitKeyRing struct {
 	keys openpgp.EntityList
 
 	fastOnce sync.Once
-	fast     map[uint64][]ed25519.PublicKey // fastKeys, made at the first check
+	fast     map[uint64][]fastKey // fastKeys, made at the first check
 }
 
 // LoadCommitKeyRing reads armored public (or private) keys; each argument
@@ -200,8 +199,7 @@ func (k *CommitKeyRing) CheckCommit(signed []byte, signature string) (runner.Rea
 	if !strings.HasPrefix(signature, "-----BEGIN PGP SIGNATURE-----") {
 		return runner.EvidenceCommitKeyUnknown, errors.New("commit is not signed with OpenPGP")
 	}
-	now := time.Now()
-	k.fastOnce.Do(func() { k.fast = fastKeys(k.keys, now) })
+	now := k.ready()
 	if checkFast(k.fast, signed, signature, now) {
 		return "", nil
 	}
@@ -214,6 +212,14 @@ func (k *CommitKeyRing) CheckCommit(signed []byte, signature string) (runner.Rea
 	default:
 		return runner.EvidenceCommitSignatureInvalid, fmt.Errorf("commit signature does not verify: %w", err)
 	}
+}
+
+// ready makes the ring's fast keys at its first check, and returns the
+// time a check is made at.
+func (k *CommitKeyRing) ready() time.Time {
+	now := time.Now()
+	k.fastOnce.Do(func() { k.fast = fastKeys(k.keys, now) })
+	return now
 }
 
 // armoredBlocks splits b at each "-----BEGIN PGP" line: openpgp reads only

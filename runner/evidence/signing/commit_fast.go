@@ -9,6 +9,7 @@ import (
 	"hash"
 	"time"
 
+	"filippo.io/edwards25519"
 	"github.com/ProtonMail/go-crypto/openpgp"
 	"github.com/ProtonMail/go-crypto/openpgp/eddsa"
 	"github.com/ProtonMail/go-crypto/openpgp/packet"
@@ -33,8 +34,8 @@ import (
 // neither ever expires, nothing revokes the key or its identity, and no
 // critical notation is on its self-signature. An id any other key shares
 // (a subkey, or a key not so plain) is left to openpgp.
-func fastKeys(keys openpgp.EntityList, now time.Time) map[uint64][]ed25519.PublicKey {
-	out := map[uint64][]ed25519.PublicKey{}
+func fastKeys(keys openpgp.EntityList, now time.Time) map[uint64][]fastKey {
+	out := map[uint64][]fastKey{}
 	plain := map[uint64]bool{}
 	for _, e := range keys {
 		id := e.PrimaryKey.KeyId
@@ -43,7 +44,7 @@ func fastKeys(keys openpgp.EntityList, now time.Time) map[uint64][]ed25519.Publi
 			plain[id] = ok
 		}
 		if ok {
-			out[id] = append(out[id], pub)
+			out[id] = append(out[id], newFastKey(pub))
 		}
 		for _, sub := range e.Subkeys {
 			plain[sub.PublicKey.KeyId] = false
@@ -92,20 +93,63 @@ const (
 	armorEnd   = "-----END PGP SIGNATURE-----"
 )
 
+// fastKey is an allowed key checkFast may check with, and its point for
+// checkBatch (nil when the key is no point on the curve: such a key
+// verifies nothing, and ed25519.Verify says so on its own).
+type fastKey struct {
+	pub   ed25519.PublicKey
+	point *edwards25519.Point
+}
+
+func newFastKey(pub ed25519.PublicKey) fastKey {
+	p, err := new(edwards25519.Point).SetBytes(pub)
+	if err != nil {
+		p = nil
+	}
+	return fastKey{pub: pub, point: p}
+}
+
+// fastSignature is a signature of the one shape checkFast reads, read:
+// the Ed25519 signature, the digest it signs, and the allowed keys of the
+// issuer it names. All that is left to check is the Ed25519 equation.
+type fastSignature struct {
+	keys   []fastKey
+	digest []byte
+	rs     [ed25519.SignatureSize]byte
+}
+
 // checkFast reports whether signature is, in the one shape it reads, a
 // valid signature of signed by one of keys at now. False is not a verdict.
-func checkFast(keys map[uint64][]ed25519.PublicKey, signed []byte, signature string, now time.Time) bool {
+func checkFast(keys map[uint64][]fastKey, signed []byte, signature string, now time.Time) bool {
+	f, ok := readFast(keys, signed, signature, now)
+	return ok && f.verify()
+}
+
+// verify checks the Ed25519 signature alone, with each key the issuer names.
+func (f *fastSignature) verify() bool {
+	for _, k := range f.keys {
+		if ed25519.Verify(k.pub, f.digest, f.rs[:]) {
+			return true
+		}
+	}
+	return false
+}
+
+// readFast reads signature when it has checkFast's shape and everything
+// but the Ed25519 equation holds: the packet, its subpackets, its time,
+// an allowed issuer and the hash tag.
+func readFast(keys map[uint64][]fastKey, signed []byte, signature string, now time.Time) (f fastSignature, ok bool) {
 	body, ok := dearmor(signature)
 	if !ok {
-		return false
+		return f, false
 	}
 	sig, ok := signaturePacket(body)
 	if !ok {
-		return false
+		return f, false
 	}
 	// version, type (binary), algorithm (EdDSA), hash, hashed length.
 	if len(sig) < 6 || sig[0] != 4 || sig[1] != 0 || sig[2] != byte(packet.PubKeyAlgoEdDSA) {
-		return false
+		return f, false
 	}
 	var h hash.Hash
 	switch sig[3] {
@@ -114,31 +158,34 @@ func checkFast(keys map[uint64][]ed25519.PublicKey, signed []byte, signature str
 	case 10:
 		h = sha512.New()
 	default:
-		return false
+		return f, false
 	}
 	hashedEnd := 6 + int(binary.BigEndian.Uint16(sig[4:6]))
 	if hashedEnd+2 > len(sig) {
-		return false
+		return f, false
 	}
 	unhashedEnd := hashedEnd + 2 + int(binary.BigEndian.Uint16(sig[hashedEnd:hashedEnd+2]))
 	if unhashedEnd+2 > len(sig) {
-		return false
+		return f, false
 	}
 	var sp subpackets
 	if !sp.read(sig[6:hashedEnd], true) || !sp.read(sig[hashedEnd+2:unhashedEnd], false) {
-		return false
+		return f, false
 	}
 	if !sp.created || !sp.hasIssuer || int64(sp.creation) > now.Unix() {
-		return false
+		return f, false
+	}
+	if f.keys = keys[sp.issuer]; len(f.keys) == 0 {
+		return f, false
 	}
 	tag := sig[unhashedEnd : unhashedEnd+2]
 	r, rest, ok := mpi(sig[unhashedEnd+2:])
 	if !ok {
-		return false
+		return f, false
 	}
 	s, rest, ok := mpi(rest)
 	if !ok || len(rest) != 0 || len(r) > 32 || len(s) > 32 {
-		return false
+		return f, false
 	}
 	h.Write(signed)
 	h.Write(sig[:hashedEnd])
@@ -146,20 +193,13 @@ func checkFast(keys map[uint64][]ed25519.PublicKey, signed []byte, signature str
 	trailer[0], trailer[1] = 4, 0xff
 	binary.BigEndian.PutUint32(trailer[2:], uint32(hashedEnd))
 	h.Write(trailer[:])
-	var digest [sha512.Size]byte
-	d := h.Sum(digest[:0])
-	if d[0] != tag[0] || d[1] != tag[1] {
-		return false
+	f.digest = h.Sum(make([]byte, 0, sha512.Size))
+	if f.digest[0] != tag[0] || f.digest[1] != tag[1] {
+		return f, false
 	}
-	var rs [ed25519.SignatureSize]byte
-	copy(rs[32-len(r):32], r)
-	copy(rs[64-len(s):], s)
-	for _, pub := range keys[sp.issuer] {
-		if ed25519.Verify(pub, d, rs[:]) {
-			return true
-		}
-	}
-	return false
+	copy(f.rs[32-len(r):32], r)
+	copy(f.rs[64-len(s):], s)
+	return f, true
 }
 
 // dearmor decodes an armoured signature with no headers whose checksum
