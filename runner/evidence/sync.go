@@ -8,7 +8,6 @@ import (
 
 	"github.com/nova-platform/nova/runner"
 	"github.com/nova-platform/nova/runner/evidence/gitrepo"
-	"github.com/nova-platform/nova/runner/evidence/signing"
 )
 
 // sync fetches the branch head and checks it before anything reads or
@@ -146,11 +145,7 @@ func (s *Store) checkHead(head, witnessed plumbing.Hash) error {
 	check := func() {
 		errs := make([]error, len(batch))
 		_ = forEachChunk(runtime.GOMAXPROCS(0), len(batch), func(_, lo, hi int) error {
-			signed := make([]signing.SignedCommit, hi-lo)
-			for i, c := range batch[lo:hi] {
-				signed[i] = signing.SignedCommit{Signed: c.Signed, Signature: c.PGPSignature}
-			}
-			for i, verdict := range s.commitKeys.CheckCommits(signed) {
+			for i, verdict := range s.commitKeys.CheckCommits(signedCommits(batch[lo:hi])) {
 				if verdict.Err != nil {
 					errs[lo+i] = runner.Errorf(verdict.Reason, "evidence commit %s: %w; not reading or extending a history that holds it", short(batch[lo+i].Hash), verdict.Err)
 				}

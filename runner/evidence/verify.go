@@ -323,15 +323,20 @@ func (v *verifier) checkCommits(ctx context.Context, commits []*gitrepo.Commit) 
 
 // checkSignatures checks the commits' signatures, in batches.
 func (v *verifier) checkSignatures(commits []*gitrepo.Commit) {
-	signed := make([]signing.SignedCommit, len(commits))
-	for i, c := range commits {
-		signed[i] = signing.SignedCommit{Signed: c.Signed, Signature: c.PGPSignature}
-	}
-	for i, verdict := range v.opts.CommitKeys.CheckCommits(signed) {
+	for i, verdict := range v.opts.CommitKeys.CheckCommits(signedCommits(commits)) {
 		if verdict.Err != nil {
 			v.add(Finding{Reason: verdict.Reason, Commit: commits[i].Hash.String(), Message: verdict.Err.Error()})
 		}
 	}
+}
+
+// signedCommits is what the commit keys check of each commit.
+func signedCommits(commits []*gitrepo.Commit) []signing.SignedCommit {
+	signed := make([]signing.SignedCommit, len(commits))
+	for i, c := range commits {
+		signed[i] = signing.SignedCommit{Signed: c.Signed, Signature: c.PGPSignature}
+	}
+	return signed
 }
 
 // checkCommitContent checks that c adds exactly the event its message
