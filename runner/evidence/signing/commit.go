@@ -193,15 +193,21 @@ func (k *CommitKeyRing) Fingerprint() string {
 // signature headers (what git's verify-commit checks), otherwise the
 // reason it is not.
 func (k *CommitKeyRing) CheckCommit(signed []byte, signature string) (runner.Reason, error) {
+	f, ok := readFast(k.readyKeys(), signed, signature, time.Now())
+	return k.decide(signed, signature, f, ok)
+}
+
+// decide is CheckCommit's verdict on a signature readFast has read (ok)
+// or could not read: its Ed25519 check alone, else openpgp's.
+func (k *CommitKeyRing) decide(signed []byte, signature string, f fastSignature, ok bool) (runner.Reason, error) {
+	if ok && f.verify() {
+		return "", nil
+	}
 	if signature == "" {
 		return runner.EvidenceCommitUnsigned, errors.New("commit is not signed")
 	}
 	if !strings.HasPrefix(signature, "-----BEGIN PGP SIGNATURE-----") {
 		return runner.EvidenceCommitKeyUnknown, errors.New("commit is not signed with OpenPGP")
-	}
-	now := k.ready()
-	if checkFast(k.fast, signed, signature, now) {
-		return "", nil
 	}
 	_, err := openpgp.CheckArmoredDetachedSignature(k.keys, bytes.NewReader(signed), strings.NewReader(signature), nil)
 	switch {
@@ -214,12 +220,10 @@ func (k *CommitKeyRing) CheckCommit(signed []byte, signature string) (runner.Rea
 	}
 }
 
-// ready makes the ring's fast keys at its first check, and returns the
-// time a check is made at.
-func (k *CommitKeyRing) ready() time.Time {
-	now := time.Now()
-	k.fastOnce.Do(func() { k.fast = fastKeys(k.keys, now) })
-	return now
+// readyKeys returns the ring's fast keys, made at its first check.
+func (k *CommitKeyRing) readyKeys() map[uint64][]fastKey {
+	k.fastOnce.Do(func() { k.fast = fastKeys(k.keys, time.Now()) })
+	return k.fast
 }
 
 // armoredBlocks splits b at each "-----BEGIN PGP" line: openpgp reads only

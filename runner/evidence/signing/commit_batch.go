@@ -3,6 +3,7 @@ package signing
 import (
 	"crypto/rand"
 	"crypto/sha512"
+	"time"
 
 	"filippo.io/edwards25519"
 	"filippo.io/edwards25519/field"
@@ -20,7 +21,7 @@ import (
 // (BenchmarkCheckCommits).
 //
 // A batch never rejects. When its equation fails, each of its signatures
-// is checked alone by CheckCommit, which decides and says why; so the
+// is checked alone as CheckCommit checks it, which decides and says why; so the
 // verdicts are CheckCommit's, but for what the batch accepts: every
 // signature that verifies alone makes the equation hold, and one that
 // does not makes it hold with probability at most 2^-127 (the random
@@ -52,32 +53,32 @@ type CommitVerdict struct {
 }
 
 // CheckCommits answers CheckCommit for each of commits, checking the
-// Ed25519 signatures of checkFast's shape in batches.
+// Ed25519 signatures of readFast's shape in batches.
 func (k *CommitKeyRing) CheckCommits(commits []SignedCommit) []CommitVerdict {
 	out := make([]CommitVerdict, len(commits))
-	alone := func(i int) {
-		out[i].Reason, out[i].Err = k.CheckCommit(commits[i].Signed, commits[i].Signature)
-	}
-	now := k.ready()
-	var batch []int
 	sigs := make([]fastSignature, len(commits))
+	alone := func(i int, ok bool) {
+		out[i].Reason, out[i].Err = k.decide(commits[i].Signed, commits[i].Signature, sigs[i], ok)
+	}
+	keys, now := k.readyKeys(), time.Now()
+	var batch []int
 	flush := func() {
 		if !verifyBatch(sigs, batch) {
 			for _, i := range batch {
-				alone(i)
+				alone(i, true)
 			}
 		}
 		batch = batch[:0]
 	}
 	for i, c := range commits {
-		f, ok := readFast(k.fast, c.Signed, c.Signature, now)
+		f, ok := readFast(keys, c.Signed, c.Signature, now)
+		sigs[i] = f
 		// Two allowed keys with one key id would each fail the batches of
 		// the other's signatures: such signatures are checked alone.
 		if !ok || len(f.keys) != 1 || f.keys[0].point == nil {
-			alone(i)
+			alone(i, ok)
 			continue
 		}
-		sigs[i] = f
 		if batch = append(batch, i); len(batch) == batchSize {
 			flush()
 		}

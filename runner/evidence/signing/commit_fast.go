@@ -22,13 +22,14 @@ import (
 // own commit signatures, and gpg's with an Ed25519 key, have one shape:
 // one armoured v4 EdDSA signature packet over the commit, binary, SHA-256
 // or SHA-512, subpackets naming the creation time, the issuer and a salt.
-// checkFast reads exactly that shape and accepts a signature of it only
-// when everything openpgp would check holds; anything else, and every
-// signature that does not verify, goes to openpgp, which decides and says
-// why. So checkFast never rejects, and it accepts nothing openpgp would
-// not (TestCheckFastAcceptsOnlyWhatOpenPGPAccepts, FuzzCheckFast).
+// readFast reads exactly that shape, and CheckCommit accepts a signature
+// of it only when everything openpgp would check holds; anything else,
+// and every signature that does not verify, goes to openpgp, which
+// decides and says why. So the fast path never rejects, and it accepts
+// nothing openpgp would not (TestCheckFastAcceptsOnlyWhatOpenPGPAccepts,
+// FuzzCheckFast).
 
-// fastKeys are the allowed keys checkFast may check with, by key id: a v4
+// fastKeys are the allowed keys the fast path may check with, by key id: a v4
 // Ed25519 primary key allowed to sign whose acceptance no longer depends
 // on the time. Its self-signature and the key are not from the future,
 // neither ever expires, nothing revokes the key or its identity, and no
@@ -93,7 +94,7 @@ const (
 	armorEnd   = "-----END PGP SIGNATURE-----"
 )
 
-// fastKey is an allowed key checkFast may check with, and its point for
+// fastKey is an allowed key the fast path may check with, and its point for
 // checkBatch (nil when the key is no point on the curve: such a key
 // verifies nothing, and ed25519.Verify says so on its own).
 type fastKey struct {
@@ -109,20 +110,13 @@ func newFastKey(pub ed25519.PublicKey) fastKey {
 	return fastKey{pub: pub, point: p}
 }
 
-// fastSignature is a signature of the one shape checkFast reads, read:
+// fastSignature is a signature of the one shape readFast reads, read:
 // the Ed25519 signature, the digest it signs, and the allowed keys of the
 // issuer it names. All that is left to check is the Ed25519 equation.
 type fastSignature struct {
 	keys   []fastKey
 	digest []byte
 	rs     [ed25519.SignatureSize]byte
-}
-
-// checkFast reports whether signature is, in the one shape it reads, a
-// valid signature of signed by one of keys at now. False is not a verdict.
-func checkFast(keys map[uint64][]fastKey, signed []byte, signature string, now time.Time) bool {
-	f, ok := readFast(keys, signed, signature, now)
-	return ok && f.verify()
 }
 
 // verify checks the Ed25519 signature alone, with each key the issuer names.
@@ -135,7 +129,7 @@ func (f *fastSignature) verify() bool {
 	return false
 }
 
-// readFast reads signature when it has checkFast's shape and everything
+// readFast reads signature when it has the fast path's shape and everything
 // but the Ed25519 equation holds: the packet, its subpackets, its time,
 // an allowed issuer and the hash tag.
 func readFast(keys map[uint64][]fastKey, signed []byte, signature string, now time.Time) (f fastSignature, ok bool) {
@@ -299,7 +293,7 @@ func signaturePacket(b []byte) ([]byte, bool) {
 	return b[at:], true
 }
 
-// subpackets is what checkFast needs of a signature's subpackets.
+// subpackets is what readFast needs of a signature's subpackets.
 type subpackets struct {
 	created   bool
 	creation  uint32

@@ -69,6 +69,14 @@ func newEntity(t testing.TB, cfg *packet.Config) *openpgp.Entity {
 	return e
 }
 
+// checkFast reports whether signature is, in the one shape readFast
+// reads, a valid signature of signed by one of keys at now, checked
+// alone, as CheckCommit checks it before openpgp. False is not a verdict.
+func checkFast(keys map[uint64][]fastKey, signed []byte, signature string, now time.Time) bool {
+	f, ok := readFast(keys, signed, signature, now)
+	return ok && f.verify()
+}
+
 // openPGPAccepts is the verdict checkFast must never contradict.
 func openPGPAccepts(keys openpgp.EntityList, signed []byte, sig string) bool {
 	_, err := openpgp.CheckArmoredDetachedSignature(keys, bytes.NewReader(signed), strings.NewReader(sig), nil)
