@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -510,4 +511,81 @@ func BenchmarkGateFresh(b *testing.B) {
 	}
 	small.stateBase, large.stateBase = empty, empty
 	gateRounds(b, true, &small, &large)
+}
+
+// BenchmarkPushWide measures what a run's eleven events send to a remote
+// repo over a transport (file://, through git's own receive-pack, told to
+// keep what it receives as a pack): the same batch as BenchmarkAppendWide,
+// in a repo holding 10 other contracts and in one holding 10 000, whose
+// directory of contracts every commit writes a new version of. It reports
+// the bytes of the pack each side pushed; the remote's fetch into a new
+// clone is not part of it.
+func BenchmarkPushWide(b *testing.B) {
+	small, large := historyFixtureAmong(b, "gate", 10, 10, gateShape), historyFixtureAmong(b, "gate", 10, 10_000, gateShape)
+	var sent [2]int64
+	runs := 0
+	for b.Loop() {
+		for i, f := range []*gateHistory{small, large} {
+			sent[i] += f.pushRun(b.Context(), b)
+		}
+		runs++
+	}
+	b.ReportMetric(float64(sent[0])/float64(runs), "pushed-bytes-10")
+	b.ReportMetric(float64(sent[1])/float64(runs), "pushed-bytes-10000")
+}
+
+// pushRun records eleven events of contract c-gate through a store with an
+// empty state dir on a copy of the fixture repo reached over file://, and
+// returns the size of the pack the push left in the repo.
+func (f *gateHistory) pushRun(ctx context.Context, b *testing.B) int64 {
+	repo, err := os.MkdirTemp(fixtureRoot, "remote-")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer os.RemoveAll(repo)
+	if err := os.CopyFS(repo, os.DirFS(f.repo)); err != nil {
+		b.Fatal(err)
+	}
+	for _, kv := range [][2]string{{"receive.unpackLimit", "1"}, {"receive.autogc", "false"}} {
+		if out, err := exec.Command("git", "--git-dir", repo, "config", kv[0], kv[1]).CombinedOutput(); err != nil {
+			b.Fatalf("git config: %v\n%s", err, out)
+		}
+	}
+	packs := func() map[string]int64 {
+		m := map[string]int64{}
+		files, _ := filepath.Glob(filepath.Join(repo, "objects", "pack", "*.pack"))
+		for _, p := range files {
+			info, err := os.Stat(p)
+			if err != nil {
+				b.Fatal(err)
+			}
+			m[p] = info.Size()
+		}
+		return m
+	}
+	before := packs()
+	state, err := os.MkdirTemp(fixtureRoot, "state-")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer os.RemoveAll(state)
+	s, err := Open(ctx, Config{Repo: "file://" + repo, StateDir: state, Keys: f.keys})
+	if err != nil {
+		b.Fatal(err)
+	}
+	err = recordRun(ctx, s, "run-pushed")
+	s.Close()
+	if err != nil {
+		b.Fatalf("pushing to %s: %v", repo, err)
+	}
+	var sent int64
+	for p, n := range packs() {
+		if _, old := before[p]; !old {
+			sent += n
+		}
+	}
+	if sent == 0 {
+		b.Fatal("the push left no pack in the remote repo")
+	}
+	return sent
 }

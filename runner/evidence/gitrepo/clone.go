@@ -196,8 +196,8 @@ func (c *cloneTarget) Keep(objs *Objects) {
 // it still points at old: the receiving side's ref lock makes this a
 // compare-and-swap, so concurrent writers can never overwrite each other.
 // go-git's Remote.Push is not used because it walks every object reachable
-// from the remote head to decide what to send; we already know: the few
-// objects of one event.
+// from the remote head to decide what to send; we already know: the
+// objects of the batch, sent as the in-place store packs them.
 func (c *cloneTarget) Push(ctx context.Context, old, new plumbing.Hash, objs *Objects) error {
 	ep, cl, err := c.connect()
 	if err != nil {
@@ -221,8 +221,7 @@ func (c *cloneTarget) Push(ctx context.Context, old, new plumbing.Hash, objs *Ob
 	req.Packfile = rd
 	done := make(chan error, 1)
 	go func() {
-		_, err := packfile.NewEncoder(wr, objs.st, false).Encode(objs.order, 0)
-		done <- wr.CloseWithError(err)
+		done <- wr.CloseWithError(streamObjectsPack(wr, objs, ar.Capabilities.Supports(capability.OFSDelta)))
 	}()
 	rs, err := sess.ReceivePack(ctx, req)
 	_ = rd.Close()

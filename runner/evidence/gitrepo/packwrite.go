@@ -329,6 +329,31 @@ func writePack(packDir string, count uint32, fill func(*packWriter) error, sync 
 // is the next version of one written before it (Objects.PutNext) as a
 // delta of that one, while its chain is short and the delta smaller.
 func writeObjectsPack(packDir string, objs *Objects, sync func(paths ...string) error) (string, error) {
+	return writePack(packDir, uint32(len(objs.order)), func(pw *packWriter) error { return objs.fill(pw, true) }, sync)
+}
+
+// streamObjectsPack writes objs to w as the pack writeObjectsPack would
+// store: what a push over a transport sends. go-git's encoder sent every
+// object whole, and a batch's dozen versions of each tree on its events'
+// path, each one entry away from the one before, were most of the bytes.
+// Without deltas (a receiver that does not announce ofs-delta) every
+// object goes whole.
+func streamObjectsPack(w io.Writer, objs *Objects, deltas bool) error {
+	pw, err := newPackWriter(w, uint32(len(objs.order)))
+	if err != nil {
+		return err
+	}
+	if err := objs.fill(pw, deltas); err != nil {
+		return err
+	}
+	_, _, err = pw.finish()
+	return err
+}
+
+// fill adds the set's objects to pw in order; with deltas, each next
+// version of a tree (PutNext) as a delta of the one before while its chain
+// is short and the delta smaller.
+func (objs *Objects) fill(pw *packWriter, deltas bool) error {
 	type written struct {
 		off   uint64
 		data  []byte
@@ -338,36 +363,34 @@ func writeObjectsPack(packDir string, objs *Objects, sync func(paths ...string) 
 	for _, p := range objs.prev {
 		bases[p] = written{depth: -1} // not written yet
 	}
-	return writePack(packDir, uint32(len(objs.order)), func(pw *packWriter) error {
-		for _, h := range objs.order {
-			obj := objs.get(h)
-			r, err := obj.Reader()
-			if err != nil {
-				return err
-			}
-			b, err := io.ReadAll(r)
-			r.Close()
-			if err != nil {
-				return err
-			}
-			w := written{off: pw.off, data: b}
-			if prev, ok := bases[objs.prev[h]]; ok && prev.depth >= 0 && prev.depth < maxDeltaDepth && len(prev.data) > 0 {
-				if d := EncodeDelta(prev.data, b); len(d) < len(b)/2 {
-					w.depth = prev.depth + 1
-					err = pw.delta(h, prev.off, d)
-				} else {
-					err = pw.object(h, obj.Type(), b)
-				}
+	for _, h := range objs.order {
+		obj := objs.get(h)
+		r, err := obj.Reader()
+		if err != nil {
+			return err
+		}
+		b, err := io.ReadAll(r)
+		r.Close()
+		if err != nil {
+			return err
+		}
+		w := written{off: pw.off, data: b}
+		if prev, ok := bases[objs.prev[h]]; ok && deltas && prev.depth >= 0 && prev.depth < maxDeltaDepth && len(prev.data) > 0 {
+			if d := EncodeDelta(prev.data, b); len(d) < len(b)/2 {
+				w.depth = prev.depth + 1
+				err = pw.delta(h, prev.off, d)
 			} else {
 				err = pw.object(h, obj.Type(), b)
 			}
-			if err != nil {
-				return err
-			}
-			if _, isBase := bases[h]; isBase {
-				bases[h] = w
-			}
+		} else {
+			err = pw.object(h, obj.Type(), b)
 		}
-		return nil
-	}, sync)
+		if err != nil {
+			return err
+		}
+		if _, isBase := bases[h]; isBase {
+			bases[h] = w
+		}
+	}
+	return nil
 }
