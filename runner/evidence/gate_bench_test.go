@@ -589,3 +589,45 @@ func (f *gateHistory) pushRun(ctx context.Context, b *testing.B) int64 {
 	}
 	return sent
 }
+
+// BenchmarkFreshClone measures what a runner without a state dir (a
+// hosted CI job) spends before its first gate decision when the repo is
+// reached over a transport (file://, through git's own upload-pack): the
+// fetch of the whole repo into a new clone, the first sync's signature
+// checks, and the contract's chain. It grows with the repo, by design
+// (docs/evidence.md, "What the store trusts"); the figures say at what
+// rate, for a repo of 10 other contracts and one of 10 000.
+func BenchmarkFreshClone(b *testing.B) {
+	small, large := historyFixtureAmong(b, "gate", 10, 10, gateShape), historyFixtureAmong(b, "gate", 10, 10_000, gateShape)
+	var took [2]time.Duration
+	runs := 0
+	for b.Loop() {
+		for i, f := range []*gateHistory{small, large} {
+			took[i] += f.freshClone(b.Context(), b)
+		}
+		runs++
+	}
+	b.ReportMetric(float64(took[0].Microseconds())/1e3/float64(runs), "ms/open-10")
+	b.ReportMetric(float64(took[1].Microseconds())/1e3/float64(runs), "ms/open-10000")
+}
+
+// freshClone opens a store with an empty state dir on the fixture repo
+// over file:// and reads contract c-gate's chain; it returns the time
+// that took.
+func (f *gateHistory) freshClone(ctx context.Context, b *testing.B) time.Duration {
+	state, err := os.MkdirTemp(fixtureRoot, "state-")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer os.RemoveAll(state)
+	start := time.Now()
+	s, err := Open(ctx, Config{Repo: "file://" + f.repo, StateDir: state, Keys: f.keys})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.Chain(ctx, "c-gate"); err != nil {
+		b.Fatal(err)
+	}
+	return time.Since(start)
+}

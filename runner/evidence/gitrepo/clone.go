@@ -161,7 +161,7 @@ func (c *cloneTarget) Install(f Fetched) error {
 	if f.Pack == nil {
 		return nil
 	}
-	if err := packfile.UpdateObjectStorage(c.repo.Storer, bytes.NewReader(f.Pack)); err != nil {
+	if err := c.store(f.Pack); err != nil {
 		return fmt.Errorf("storing fetched objects: %w", err)
 	}
 	if err := c.repo.Storer.SetReference(plumbing.NewHashReference(trackingRef(c.branch), f.Head)); err != nil {
@@ -183,6 +183,29 @@ func (c *cloneTarget) Install(f Fetched) error {
 		c.objs.EncodedObjectStorer = c.repo.Storer
 	}
 	c.objs.dropStored()
+	return nil
+}
+
+// store stores a fetched pack in the clone as it came, with the index
+// indexPack makes of it. A thin pack (a later fetch's, whose deltas name
+// bases the clone has) goes through go-git's parser, which finds them.
+// Like go-git's writer, it does not sync: the clone is a copy of the
+// remote, not the record.
+func (c *cloneTarget) store(pack []byte) error {
+	index, sum, err := indexPack(pack)
+	if errors.Is(err, errRefDelta) {
+		return packfile.UpdateObjectStorage(c.repo.Storer, bytes.NewReader(pack))
+	}
+	if err != nil {
+		return err
+	}
+	if _, err := storePack(filepath.Join(c.dir, "objects", "pack"), pack, sum, index, func(...string) error { return nil }); err != nil {
+		return err
+	}
+	// go-git's storage lists packs once; it must see the new one.
+	if r, ok := c.repo.Storer.(interface{ Reindex() }); ok {
+		r.Reindex()
+	}
 	return nil
 }
 

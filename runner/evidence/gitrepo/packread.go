@@ -32,11 +32,31 @@ type packStore struct {
 	storer.EncodedObjectStorer
 	objectsDir, packDir string
 	packs               []*packIndex
-	zr                  io.ReadCloser // reused inflater
-	src                 bytes.Reader  // what zr reads: an entry of a mapped pack
+	inflater            // reused for every entry of a mapped pack
 	// bases caches objects that deltas were applied to (git gc packs
 	// chains of them): each chain would otherwise inflate its base again.
 	bases map[baseKey]rawObject
+}
+
+// inflater inflates zlib streams that lie in memory, with one reader
+// reset for each: a new reader allocates its window and tables each time.
+// The reader takes bytes one at a time from a bytes.Reader (a
+// ByteReader, so flate adds no buffer of its own), so it stops where its
+// stream ends.
+type inflater struct {
+	zr  io.ReadCloser
+	src bytes.Reader // what zr reads
+}
+
+// start points the reader at the zlib stream that begins b.
+func (f *inflater) start(b []byte) (io.Reader, error) {
+	f.src.Reset(b)
+	if f.zr == nil {
+		var err error
+		f.zr, err = zlib.NewReader(&f.src)
+		return f.zr, err
+	}
+	return f.zr, f.zr.(zlib.Resetter).Reset(&f.src, nil)
 }
 
 // rawObject is an object's type and content.
@@ -274,25 +294,18 @@ func (s *packStore) readBase(p *packIndex, off int64) (rawObject, error) {
 }
 
 // inflate reads size bytes of zlib data starting at off in p's pack. The
-// inflater reads the mapped pack in place (a bytes.Reader is a ByteReader,
-// so flate adds no buffer of its own): reading the file instead cost two
-// system calls per object, a fair share of a verify's time.
+// inflater reads the mapped pack in place: reading the file instead cost
+// two system calls per object, a fair share of a verify's time.
 func (s *packStore) inflate(p *packIndex, off, size int64) ([]byte, error) {
 	if off > p.size {
 		return nil, fmt.Errorf("entry at %d is outside the pack", off)
 	}
-	s.src.Reset(p.pack[off:p.size])
-	var err error
-	if s.zr == nil {
-		s.zr, err = zlib.NewReader(&s.src)
-	} else {
-		err = s.zr.(zlib.Resetter).Reset(&s.src, nil)
-	}
+	zr, err := s.start(p.pack[off:p.size])
 	if err != nil {
 		return nil, err
 	}
 	b := make([]byte, size)
-	if _, err := io.ReadFull(s.zr, b); err != nil {
+	if _, err := io.ReadFull(zr, b); err != nil {
 		return nil, fmt.Errorf("inflating entry at %d: %w", off, err)
 	}
 	return b, nil

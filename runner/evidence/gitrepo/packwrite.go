@@ -270,6 +270,38 @@ func objectHeader(t plumbing.ObjectType, size int) []byte {
 // opens the index beside it. It returns the pack's path; the caller syncs
 // the directory with whatever else it syncs.
 func writePack(packDir string, count uint32, fill func(*packWriter) error, sync func(paths ...string) error) (string, error) {
+	return savePack(packDir, func(pf *os.File) (plumbing.Hash, *idxfile.MemoryIndex, error) {
+		pw, err := newPackWriter(pf, count)
+		if err != nil {
+			return plumbing.ZeroHash, nil, err
+		}
+		if err := fill(pw); err != nil {
+			return plumbing.ZeroHash, nil, err
+		}
+		sum, index, err := pw.finish()
+		if err != nil {
+			return plumbing.ZeroHash, nil, fmt.Errorf("writing pack: %w", err)
+		}
+		return sum, index, nil
+	}, sync)
+}
+
+// storePack stores pack, whose checksum is sum and whose index is index,
+// in packDir as writePack does.
+func storePack(packDir string, pack []byte, sum plumbing.Hash, index *idxfile.MemoryIndex, sync func(paths ...string) error) (string, error) {
+	return savePack(packDir, func(pf *os.File) (plumbing.Hash, *idxfile.MemoryIndex, error) {
+		if _, err := pf.Write(pack); err != nil {
+			return plumbing.ZeroHash, nil, fmt.Errorf("writing pack: %w", err)
+		}
+		return sum, index, nil
+	}, sync)
+}
+
+// savePack has write put a pack in a temporary file in packDir, writes
+// its index beside it, makes both durable, and names them after the
+// pack's checksum: the index first, since readers list packs by their
+// .pack file.
+func savePack(packDir string, write func(*os.File) (plumbing.Hash, *idxfile.MemoryIndex, error), sync func(paths ...string) error) (string, error) {
 	if err := os.MkdirAll(packDir, 0o755); err != nil {
 		return "", err
 	}
@@ -281,16 +313,9 @@ func writePack(packDir string, count uint32, fill func(*packWriter) error, sync 
 		pf.Close()
 		os.Remove(pf.Name())
 	}()
-	pw, err := newPackWriter(pf, count)
+	sum, index, err := write(pf)
 	if err != nil {
 		return "", err
-	}
-	if err := fill(pw); err != nil {
-		return "", err
-	}
-	sum, index, err := pw.finish()
-	if err != nil {
-		return "", fmt.Errorf("writing pack: %w", err)
 	}
 	xf, err := os.CreateTemp(packDir, "tmp_idx_")
 	if err != nil {
