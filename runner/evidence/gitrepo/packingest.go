@@ -32,7 +32,7 @@ const maxIngestObject = 256 << 20
 // hash (with SHA-1 collision detection, as go-git and git hash), offset
 // and CRC-32, in one pass that inflates every entry once. go-git's parser
 // did the same work at a quarter of the speed, and was most of what a
-// runner without a state dir spent opening the repo (BenchmarkFreshOpen).
+// runner without a state dir spent opening the repo (BenchmarkFreshClone).
 // It refuses a pack whose trailer is not the SHA-1 of what precedes it,
 // whose entries do not fill it exactly, or that names a delta base by
 // hash (errRefDelta: the caller hands that pack to go-git).
@@ -50,6 +50,12 @@ func indexPack(pack []byte) (*idxfile.MemoryIndex, plumbing.Hash, error) {
 		return nil, sum, errors.New("the pack's checksum does not match its content")
 	}
 	count := binary.BigEndian.Uint32(pack[8:12])
+	// The smallest entry is a header byte and an empty zlib stream (8
+	// bytes); a count the pack cannot hold is refused before anything is
+	// allocated for it.
+	if uint64(count) > uint64(len(body)-12)/minEntry {
+		return nil, sum, fmt.Errorf("a pack of %d bytes cannot hold %d objects", len(pack), count)
+	}
 	in := &ingest{body: body, cache: map[int64]rawObject{}, starts: make([]int64, 0, count)}
 	var w idxfile.Writer
 	_ = w.OnHeader(count) // cannot fail
@@ -87,6 +93,9 @@ type ingest struct {
 	cached int
 	inflater
 }
+
+// minEntry is the size of the smallest pack entry.
+const minEntry = 9
 
 // maxDeltaChain bounds how many bases an entry may stand on; git writes
 // chains of at most 50.

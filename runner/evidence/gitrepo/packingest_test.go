@@ -203,6 +203,9 @@ func TestIndexPackRefusesWhatIsNotAWholePack(t *testing.T) {
 		"not a pack":       withSum(append([]byte("KCAP"), body[4:]...)),
 		"too short":        pack[:31],
 		"more than counts": withSum(append(append([]byte{}, body[:11]...), append([]byte{body[11] + 1}, body[12:]...)...)),
+		// Found by FuzzIndexPack: four billion objects were allocated for
+		// before the first was read.
+		"a count it cannot hold": withSum(append(append([]byte{}, body[:8]...), append([]byte{0xff, 0xff, 0xff, 0xff}, body[12:]...)...)),
 	} {
 		if _, _, err := indexPack(bad); err == nil {
 			t.Errorf("%s: accepted", name)
