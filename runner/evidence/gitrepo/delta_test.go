@@ -94,31 +94,9 @@ func TestTreeVersionsArePackedAsDeltas(t *testing.T) {
 		objs := NewObjects()
 		parent := head
 		if i == 0 {
-			// A directory of some size already, as a contract's bucket
-			// soon is: a delta of a two-entry tree would not be worth
-			// its instructions.
-			for j := range 50 {
-				name := fmt.Sprintf("old-%02d", j)
-				entries = append(entries, Entry{Name: name, Mode: filemode.Regular, Hash: objs.Put(plumbing.BlobObject, []byte(name))})
-			}
+			entries = oldEntries(objs)
 		}
-		for v := range versions {
-			name := fmt.Sprintf("%d-nova.test.step.json", i*versions+v+1)
-			blob := objs.Put(plumbing.BlobObject, []byte(name))
-			entries = Upsert(entries, Entry{Name: name, Mode: filemode.Regular, Hash: blob})
-			data := EncodeTree(entries)
-			tree := objs.PutNext(plumbing.TreeObject, data, prevTree)
-			trees[tree], prevTree = data, tree
-			sig := object.Signature{Name: "nova", Email: "nova@localhost", When: time.Unix(int64(i), 0).UTC()}
-			c := &object.Commit{Author: sig, Committer: sig, Message: name + "\n", TreeHash: tree}
-			if !head.IsZero() {
-				c.ParentHashes = []plumbing.Hash{head}
-			}
-			var err error
-			if head, err = objs.PutCommit(c); err != nil {
-				t.Fatal(err)
-			}
-		}
+		head, prevTree, entries = addCommits(t, objs, head, prevTree, entries, i*versions+1, versions, trees)
 		if err := target.Push(context.Background(), parent, head, objs); err != nil {
 			t.Fatalf("push %d: %v", i, err)
 		}
@@ -151,6 +129,46 @@ func TestTreeVersionsArePackedAsDeltas(t *testing.T) {
 			t.Fatalf("tree %s reads back as %q, %v", h, got, err)
 		}
 	}
+}
+
+// oldEntries puts the files of a directory of some size into objs and
+// returns its entries, as a contract's bucket soon is: a delta of a
+// two-entry tree would not be worth its instructions.
+func oldEntries(objs *Objects) []Entry {
+	var entries []Entry
+	for j := range 50 {
+		name := fmt.Sprintf("old-%02d", j)
+		entries = append(entries, Entry{Name: name, Mode: filemode.Regular, Hash: objs.Put(plumbing.BlobObject, []byte(name))})
+	}
+	return entries
+}
+
+// addCommits adds to objs n commits on head, as a run's commits make
+// them: each adds a file named after its event (numbered from first) to
+// entries, so each commit's tree is the next version of the one before
+// (PutNext). It returns the last commit and tree, and the entries; trees,
+// when not nil, gets each tree's content by its hash.
+func addCommits(t *testing.T, objs *Objects, head, prevTree plumbing.Hash, entries []Entry, first, n int, trees map[plumbing.Hash][]byte) (plumbing.Hash, plumbing.Hash, []Entry) {
+	t.Helper()
+	for i := first; i < first+n; i++ {
+		name := fmt.Sprintf("%d-nova.test.step.json", i)
+		entries = Upsert(entries, Entry{Name: name, Mode: filemode.Regular, Hash: objs.Put(plumbing.BlobObject, []byte(name))})
+		data := EncodeTree(entries)
+		prevTree = objs.PutNext(plumbing.TreeObject, data, prevTree)
+		if trees != nil {
+			trees[prevTree] = data
+		}
+		sig := object.Signature{Name: "nova", Email: "nova@localhost", When: time.Unix(int64(i), 0).UTC()}
+		c := &object.Commit{Author: sig, Committer: sig, Message: name + "\n", TreeHash: prevTree}
+		if !head.IsZero() {
+			c.ParentHashes = []plumbing.Hash{head}
+		}
+		var err error
+		if head, err = objs.PutCommit(c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return head, prevTree, entries
 }
 
 // packDeltas counts the delta entries of every pack in the repo at dir,

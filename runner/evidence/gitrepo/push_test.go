@@ -3,41 +3,14 @@ package gitrepo
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/filemode"
-	"github.com/go-git/go-git/v5/plumbing/object"
 )
-
-// batchObjects builds one batch as a run's commits make it: n commits on
-// parent, each adding a file to a directory of some size, so each commit's
-// tree is the next version of the one before (PutNext).
-func batchObjects(t *testing.T, parent, prevTree plumbing.Hash, entries []Entry, first, n int) (objs *Objects, head, tree plumbing.Hash, _ []Entry) {
-	t.Helper()
-	objs, head, tree = NewObjects(), parent, prevTree
-	for i := first; i < first+n; i++ {
-		name := fmt.Sprintf("%d-nova.test.step.json", i)
-		entries = Upsert(entries, Entry{Name: name, Mode: filemode.Regular, Hash: objs.Put(plumbing.BlobObject, []byte(name))})
-		tree = objs.PutNext(plumbing.TreeObject, EncodeTree(entries), tree)
-		sig := object.Signature{Name: "nova", Email: "nova@localhost", When: time.Unix(int64(i), 0).UTC()}
-		c := &object.Commit{Author: sig, Committer: sig, Message: name + "\n", TreeHash: tree}
-		if !head.IsZero() {
-			c.ParentHashes = []plumbing.Hash{head}
-		}
-		var err error
-		if head, err = objs.PutCommit(c); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return objs, head, tree, entries
-}
 
 // TestPushOverATransportSendsTreeVersionsAsDeltas pushes a batch through
 // git's own receive-pack (file://), told to keep what it receives as a pack
@@ -64,18 +37,8 @@ func TestPushOverATransportSendsTreeVersionsAsDeltas(t *testing.T) {
 	}
 	t.Cleanup(func() { target.Close() })
 
-	var entries []Entry
-	for j := range 50 {
-		entries = append(entries, Entry{Name: fmt.Sprintf("old-%02d", j), Mode: filemode.Regular, Hash: plumbing.ComputeHash(plumbing.BlobObject, []byte{byte(j)})})
-	}
-	seed := NewObjects()
-	for j := range 50 {
-		seed.Put(plumbing.BlobObject, []byte{byte(j)})
-	}
-	objs, head, _, _ := batchObjects(t, plumbing.ZeroHash, plumbing.ZeroHash, entries, 1, 11)
-	for _, h := range seed.order {
-		objs.add(seed.get(h))
-	}
+	objs := NewObjects()
+	head, _, _ := addCommits(t, objs, plumbing.ZeroHash, plumbing.ZeroHash, oldEntries(objs), 1, 11, nil)
 	if err := target.Push(context.Background(), plumbing.ZeroHash, head, objs); err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +63,8 @@ func TestStreamedPackWithoutDeltasHoldsEveryObjectWhole(t *testing.T) {
 	if err != nil {
 		t.Fatal("git is not on PATH")
 	}
-	objs, _, _, _ := batchObjects(t, plumbing.ZeroHash, plumbing.ZeroHash, nil, 1, 60)
+	objs := NewObjects()
+	addCommits(t, objs, plumbing.ZeroHash, plumbing.ZeroHash, nil, 1, 60, nil)
 	for _, deltas := range []bool{false, true} {
 		var pack bytes.Buffer
 		if err := streamObjectsPack(&pack, objs, deltas); err != nil {
