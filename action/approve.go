@@ -48,6 +48,14 @@ func approveCommand(ctx context.Context, cfg Config, env Env) error {
 	if err != nil {
 		return failed(env, cfg, err)
 	}
+	approvers := cfg.approvers()
+	if cfg.Forge != NoForge {
+		// A forge's job has no approver's machine behind it: a key made
+		// there on first use would prove only that someone ran the job.
+		if err := registeredKey(ctx, approvers, cfg.Actor); err != nil {
+			return failed(env, cfg, err)
+		}
+	}
 	decision := runner.Approve
 	if cfg.Command == "reject" {
 		decision = runner.Reject
@@ -60,11 +68,10 @@ func approveCommand(ctx context.Context, cfg Config, env Env) error {
 	if err != nil {
 		return failed(env, cfg, err)
 	}
-	approvers := cfg.approvers()
 	st := &runner.State{RunID: local.NewRunID(time.Now()), Dir: cfg.Dir, Commit: cfg.Commit, Contract: contract, Plan: &runner.Plan{Digest: digest}}
 	importer := &runner.ImportApprovals{
 		Sources:   []runner.ApprovalSource{signedClaim{claim: signed}},
-		Approvers: approvers, Claims: local.ClaimKeys{Approvers: approvers, Dir: approverKeyDir(cfg)},
+		Approvers: approvers, Claims: claimKeys(cfg, approvers),
 		Change: localChange{dir: cfg.Dir}, Evidence: store,
 	}
 	p := runner.Pipeline{Stages: []runner.Stage{importer}, Events: runner.NewEmitter(store, cfg.Source, st.RunID, nil)}
@@ -98,7 +105,24 @@ func approveCommand(ctx context.Context, cfg Config, env Env) error {
 	if decision == runner.Reject {
 		verb = "rejection"
 	}
-	fmt.Fprintf(env.Stdout, "recorded the %s of plan %s for %s by %s (claim %s)\n", verb, runner.ShortDigest(digest), contract.Environment, cfg.Actor, claim.ID)
+	fmt.Fprintf(env.Stdout, "recorded the %s of plan %s for %s by %s (claim %s)\n", verb, runner.ShortDigest(digest), contract.Environment, signed.Claim.Approver, claim.ID)
+	return nil
+}
+
+// registeredKey refuses an approver who has no key under keys: in the
+// trusted approver config.
+func registeredKey(ctx context.Context, approvers runner.ApproversReader, actor string) error {
+	name, err := runner.ParseLogin(actor)
+	if err != nil {
+		return runner.Errorf(runner.ConfigInvalid, "--as: %w", err)
+	}
+	cfg, err := approvers.Approvers(ctx)
+	if err != nil {
+		return err
+	}
+	if cfg.Keys[name] == "" {
+		return runner.Errorf(runner.ApproverKeyNotRegistered, "%s has no key registered under keys: in %s of the trusted base; on a forge a local approval counts only when signed with the approver's registered key (or approve on the forge: a review, or a /nova approve comment)", name, runner.ApproversFile)
+	}
 	return nil
 }
 
@@ -142,9 +166,13 @@ func (s signedClaim) Claims(context.Context, runner.ApprovalRequest) ([]runner.A
 type localChange struct{ dir string }
 
 func (l localChange) Change(context.Context) (runner.Change, error) {
-	authors, err := local.HeadAuthors(l.dir)
+	names, err := local.HeadAuthors(l.dir)
 	if err != nil {
 		return runner.Change{}, err
 	}
-	return runner.Change{Authors: authors}, nil
+	ch := runner.Change{}
+	for _, n := range names {
+		ch.Authors = append(ch.Authors, runner.LoginOf(n))
+	}
+	return ch, nil
 }

@@ -216,7 +216,7 @@ func (w wiring) stages(ctx context.Context) ([]runner.Stage, error) {
 			return nil, err
 		}
 		bundle := &apply.Bundle{Dir: cfg.Bundle, ExpectDigest: cfg.ExpectDigest, RunsDir: local.RunsDir(cfg.Dir), Evidence: w.evidence, Engine: engine}
-		return slices.Concat([]runner.Stage{validate, bundle}, w.gate(), []runner.Stage{apply.New(engine)}), nil
+		return slices.Concat([]runner.Stage{validate, w.change(reg, engine), bundle}, w.gate(), []runner.Stage{apply.New(engine)}), nil
 	}
 	if cfg.Command == "drift" {
 		// Drift looks at what runs, not at the change: no evaluation, no
@@ -257,6 +257,9 @@ func (w wiring) stages(ctx context.Context) ([]runner.Stage, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The change is named before anything is evaluated: an environment
+	// that applied it answers with its receipt and runs nothing else.
+	evaluate = slices.Insert(evaluate, 1, runner.Stage(w.change(reg, engine)))
 	planned := slices.Concat(evaluate, []runner.Stage{
 		plan.New(engine),
 		policy.New(engines, runner.PostPlan),
@@ -268,6 +271,12 @@ func (w wiring) stages(ctx context.Context) ([]runner.Stage, error) {
 	return slices.Concat(planned, w.gate(), []runner.Stage{apply.New(engine)}), nil
 }
 
+// change names the run's change, and ends the run with a receipt when the
+// environment applied it last.
+func (w wiring) change(reg *registry.Registry, engine *terraform.Engine) *runner.IdentifyChange {
+	return &runner.IdentifyChange{Content: reg, Engine: engine, Evidence: w.evidence}
+}
+
 // gate is the approvals stage and the gate: approvals are imported into
 // the evidence first, then the gate decides from the evidence alone, and
 // signs an attestation of what it authorized.
@@ -276,19 +285,19 @@ func (w wiring) gate() []runner.Stage {
 	return []runner.Stage{
 		&runner.ImportApprovals{
 			Sources: w.forge.sources, Approvers: approvers, Membership: w.forge.membership,
-			Change: w.forge.change, Claims: w.claims(approvers), Evidence: w.evidence,
+			Change: w.forge.change, Claims: claimKeys(w.cfg, approvers), Evidence: w.evidence,
 		},
-		runner.Gate{Evidence: w.evidence, Approvers: approvers, Attest: w.keys.Events},
+		runner.Gate{Evidence: w.evidence, Approvers: approvers, Membership: w.forge.membership, Attest: w.keys.Events},
 	}
 }
 
-// claims verifies local approval claims: with the keys the trusted approver
-// config registers, and outside a forge also with the keys `nova approve`
-// made on first use on this machine.
-func (w wiring) claims(approvers runner.ApproversReader) runner.ClaimVerifier {
+// claimKeys verifies local approval claims: with the keys the trusted
+// approver config registers, and outside a forge also with the keys `nova
+// approve` made on first use on this machine.
+func claimKeys(cfg Config, approvers runner.ApproversReader) local.ClaimKeys {
 	k := local.ClaimKeys{Approvers: approvers}
-	if w.cfg.Forge == NoForge {
-		k.Dir = approverKeyDir(w.cfg)
+	if cfg.Forge == NoForge {
+		k.Dir = approverKeyDir(cfg)
 	}
 	return k
 }

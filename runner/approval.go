@@ -81,7 +81,12 @@ type ApprovalSource interface {
 type Change struct {
 	// Authors are the pull request's author and its commits' authors
 	// (forge logins); none of them may approve the change.
-	Authors []string
+	Authors []Login
+	// Unlinked are the commits whose author the forge could not link to
+	// a login (an email no account claims). Who wrote them is unknown, so
+	// nobody can be shown not to have: while any is listed, no approval
+	// of the change is accepted.
+	Unlinked []string
 	// Head is the pull request's current head commit, Base the commit of
 	// its base branch the approver config is read from.
 	Head string

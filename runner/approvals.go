@@ -99,23 +99,19 @@ func (s *ImportApprovals) Run(ctx context.Context, st *State) (Result, error) {
 		ContractID: st.Contract.ID, Environment: env, PlanDigest: st.Plan.Digest,
 		Commit: st.Commit, ForgeRun: st.Plan.ForgeRun,
 	}
+	// A decision counts only if made while this plan was the one on
+	// show: from when the environment's plans last turned to this digest.
+	// A plan not on record (one `nova approve` picked from history) is
+	// on show from now on.
 	var known bool
 	if req.PlannedAt, known = sum.PlannedAt(env, st.Plan.Digest); !known {
-		// A plan made again after many others: the summary keeps the
-		// first time of recent plans only.
-		events, err := s.Evidence.Chain(ctx, st.Contract.ID)
-		if err != nil {
-			return Result{}, err
-		}
-		req.PlannedAt = plannedAt(events, env, st.Plan.Digest)
+		req.PlannedAt = time.Now().UTC()
 	}
-	var authors []string
+	var change Change
 	if s.Change != nil {
-		change, err := s.Change.Change(ctx)
-		if err != nil {
+		if change, err = s.Change.Change(ctx); err != nil {
 			return Result{}, err
 		}
-		authors = change.Authors
 	}
 	group := approvers.GroupFor(env)
 	check := ApprovalCheck{Environment: env, PlanDigest: st.Plan.Digest, Group: group}
@@ -132,7 +128,7 @@ func (s *ImportApprovals) Run(ctx context.Context, st *State) (Result, error) {
 			if imported[ref] {
 				continue
 			}
-			if reason, why := s.eligible(ctx, c, req, approvers, group, authors, usedClaims); reason != "" {
+			if reason, why := s.eligible(ctx, c, req, approvers, group, change, usedClaims); reason != "" {
 				check.Ignored = append(check.Ignored, IgnoredClaim{Approver: c.Approver, Source: c.Source, SourceRef: c.SourceRef, Reason: reason, Why: why})
 				continue
 			}
@@ -140,7 +136,7 @@ func (s *ImportApprovals) Run(ctx context.Context, st *State) (Result, error) {
 			if c.Signed != nil {
 				usedClaims[c.Signed.Claim.ID] = true
 			}
-			rec := ApprovalRecord{ContractID: st.Contract.ID, Environment: env, PlanDigest: c.PlanDigest, Approver: c.Approver,
+			rec := ApprovalRecord{ContractID: st.Contract.ID, Environment: env, PlanDigest: c.PlanDigest, Approver: string(LoginOf(c.Approver)),
 				Group: group, Source: c.Source, SourceRef: c.SourceRef, Claim: c.Signed}
 			if !c.At.IsZero() {
 				// Some sources know no time (a workflow run's approvals);
@@ -160,14 +156,32 @@ func (s *ImportApprovals) Run(ctx context.Context, st *State) (Result, error) {
 	if n := len(check.Ignored); n > 0 {
 		summary += fmt.Sprintf(", %d ignored", n)
 	}
+	if len(change.Unlinked) > 0 {
+		// Rejections were imported all the same: holding a plan needs no
+		// proof of who wrote it.
+		msg := unlinkedMessage(change.Unlinked)
+		return Result{Verdict: Fail, Summary: summary + "; " + msg, Findings: []Finding{{Reason: ChangeAuthorUnknown, Message: msg}},
+			Data: check, Also: also}, nil
+	}
 	return Result{Verdict: Pass, Summary: summary, Event: EventApprovalChecked, Data: check, Also: also}, nil
+}
+
+func unlinkedMessage(commits []string) string {
+	short := make([]string, len(commits))
+	for i, c := range commits {
+		short[i] = ShortDigest(c)
+	}
+	return fmt.Sprintf("the forge links the author of commit %s to no account, so nobody can be shown not to have written this change: no approval counts until the commit's author email belongs to an account (or the commit is replaced by one that does)",
+		strings.Join(short, ", "))
 }
 
 // eligible says why a claim may not be imported, or "" when it may: it
 // must be about this plan and environment, verify when signed (and not be
 // used twice), come from someone who did not write the change, and from a
-// member of the environment's approver group.
-func (s *ImportApprovals) eligible(ctx context.Context, c ApprovalClaim, req ApprovalRequest, approvers *ApproverConfig, group string, authors []string, usedClaims map[string]bool) (Reason, string) {
+// member of the environment's approver group. A member may reject their
+// own change, or one whose authors are unknown: a rejection only holds
+// the plan.
+func (s *ImportApprovals) eligible(ctx context.Context, c ApprovalClaim, req ApprovalRequest, approvers *ApproverConfig, group string, change Change, usedClaims map[string]bool) (Reason, string) {
 	switch {
 	case c.Environment != req.Environment:
 		return ApproverNotEligible, fmt.Sprintf("the claim is for %s, this run deploys to %s", c.Environment, req.Environment)
@@ -175,6 +189,10 @@ func (s *ImportApprovals) eligible(ctx context.Context, c ApprovalClaim, req App
 		return ApproverNotEligible, fmt.Sprintf("the claim is for plan %s, this plan is %s", ShortDigest(c.PlanDigest), ShortDigest(req.PlanDigest))
 	case c.Decision != Approve && c.Decision != Reject:
 		return ApprovalClaimInvalid, fmt.Sprintf("decision %q is neither approve nor reject", c.Decision)
+	}
+	login, err := ParseLogin(c.Approver)
+	if err != nil {
+		return ApproverNotEligible, err.Error()
 	}
 	if c.Signed != nil {
 		sc := c.Signed.Claim
@@ -190,28 +208,35 @@ func (s *ImportApprovals) eligible(ctx context.Context, c ApprovalClaim, req App
 			return ApprovalClaimInvalid, fmt.Sprintf("the claim's signature does not verify: %v", err)
 		}
 	}
-	if slices.ContainsFunc(authors, func(a string) bool { return strings.EqualFold(a, c.Approver) }) {
-		return ApproverNotEligible, fmt.Sprintf("%s wrote this change and may not approve it", c.Approver)
+	if c.Decision == Approve {
+		if len(change.Unlinked) > 0 {
+			return ChangeAuthorUnknown, unlinkedMessage(change.Unlinked)
+		}
+		if slices.Contains(change.Authors, login) {
+			return ApproverNotEligible, fmt.Sprintf("%s wrote this change and may not approve it", login)
+		}
 	}
-	member, err := s.inGroup(ctx, approvers.Groups[group], c.Approver)
+	member, err := IsMember(ctx, s.Membership, approvers.Groups[group], login)
 	if err != nil {
-		return ApproverNotEligible, fmt.Sprintf("membership of %s could not be checked: %v", c.Approver, err)
+		return ApproverNotEligible, fmt.Sprintf("membership of %s could not be checked: %v", login, err)
 	}
 	if !member {
-		return ApproverNotEligible, fmt.Sprintf("%s is not in approver group %s (%s)", c.Approver, group, approvers.Groups[group])
+		return ApproverNotEligible, fmt.Sprintf("%s is not in approver group %s (%s)", login, group, approvers.Groups[group])
 	}
 	return "", ""
 }
 
-func (s *ImportApprovals) inGroup(ctx context.Context, g ApproverGroup, login string) (bool, error) {
-	if slices.ContainsFunc(g.Members, func(m string) bool { return strings.EqualFold(m, login) }) {
+// IsMember reports whether login is in g: listed, or a member of one of
+// its teams as the forge says (m nil: listed members only).
+func IsMember(ctx context.Context, m TeamMembership, g ApproverGroup, login Login) (bool, error) {
+	if slices.Contains(g.Members, login) {
 		return true, nil
 	}
-	if s.Membership == nil {
+	if m == nil {
 		return false, nil
 	}
 	for _, team := range g.Teams {
-		ok, err := s.Membership.IsTeamMember(ctx, team, login)
+		ok, err := m.IsTeamMember(ctx, team, string(login))
 		if err != nil {
 			return false, err
 		}
@@ -220,20 +245,4 @@ func (s *ImportApprovals) inGroup(ctx context.Context, g ApproverGroup, login st
 		}
 	}
 	return false, nil
-}
-
-// plannedAt is when the plan with digest was first recorded in env; a
-// decision made before then cannot have seen it. Without such an event (the
-// plan of this very run, not pushed yet) it is the zero time.
-func plannedAt(events []Event, env Environment, digest string) time.Time {
-	for _, e := range events {
-		if e.Type != EventPlanCreated || e.Environment != string(env) {
-			continue
-		}
-		var p PlanRecord
-		if DecodeEventData(e, &p) == nil && p.Digest == digest {
-			return e.Time
-		}
-	}
-	return time.Time{}
 }

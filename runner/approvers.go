@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
-	"sort"
 	"sync"
 
 	"go.yaml.in/yaml/v3"
@@ -47,19 +46,18 @@ type ApproverConfig struct {
 	Environments map[Environment]string `yaml:"environments"`
 	// Keys are local approvers' public keys (PEM, cosign.pub format) by
 	// name, which verify their signed claims.
-	Keys map[string]string `yaml:"keys"`
+	Keys map[Login]string `yaml:"keys"`
 }
 
 // ApproverGroup lists who is in a group: forge logins, and forge teams
 // ("org/team") whose members are in it too.
 type ApproverGroup struct {
-	Members []string `yaml:"members"`
+	Members []Login  `yaml:"members"`
 	Teams   []string `yaml:"teams"`
 }
 
 var (
 	groupName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z][a-z0-9_-]{0,62}$`) })
-	loginName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$`) })
 	teamName  = sync.OnceValue(func() *regexp.Regexp {
 		return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$`)
 	})
@@ -80,11 +78,19 @@ func ParseApprovers(data []byte) (*ApproverConfig, error) {
 		if !groupName().MatchString(name) {
 			return nil, Errorf(ApproversInvalid, "%s: group name %q is not lower-case letters, digits, - and _", ApproversFile, name)
 		}
+		// Members are kept canonical, so every later comparison is exact.
+		members := make([]Login, 0, len(g.Members))
 		for _, m := range g.Members {
-			if !loginName().MatchString(m) {
+			l, err := ParseLogin(string(m))
+			if err != nil {
 				return nil, Errorf(ApproversInvalid, "%s: group %s: member %q is not a login", ApproversFile, name, m)
 			}
+			if !slices.Contains(members, l) {
+				members = append(members, l)
+			}
 		}
+		g.Members = members
+		c.Groups[name] = g
 		for _, t := range g.Teams {
 			if !teamName().MatchString(t) {
 				return nil, Errorf(ApproversInvalid, "%s: group %s: team %q is not org/team", ApproversFile, name, t)
@@ -104,11 +110,20 @@ func ParseApprovers(data []byte) (*ApproverConfig, error) {
 			return nil, Errorf(ApproversInvalid, "%s: no group %q approves %s; define it under groups or map %s to another group under environments", ApproversFile, c.GroupFor(env), env, env)
 		}
 	}
-	for name := range c.Keys {
-		if !loginName().MatchString(name) {
+	keys := make(map[Login]string, len(c.Keys))
+	for name, pem := range c.Keys {
+		l, err := ParseLogin(string(name))
+		if err != nil {
 			return nil, Errorf(ApproversInvalid, "%s: keys: %q is not a name", ApproversFile, name)
 		}
+		// Two keys for one person, differing only in case, would leave
+		// which one verifies to map order.
+		if _, dup := keys[l]; dup {
+			return nil, Errorf(ApproversInvalid, "%s: keys: %s is listed twice (names are compared without case)", ApproversFile, l)
+		}
+		keys[l] = pem
 	}
+	c.Keys = keys
 	return &c, nil
 }
 
@@ -122,10 +137,8 @@ func (c *ApproverConfig) GroupFor(env Environment) string {
 
 // Members lists a group's logins, sorted; its teams' members are not
 // listed (they are asked of the forge one login at a time).
-func (c *ApproverConfig) Members(group string) []string {
-	out := slices.Clone(c.Groups[group].Members)
-	sort.Strings(out)
-	return out
+func (c *ApproverConfig) Members(group string) []Login {
+	return slices.Sorted(slices.Values(c.Groups[group].Members))
 }
 
 // String names the config's groups for messages.

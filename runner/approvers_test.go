@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -35,7 +36,7 @@ func TestParseApprovers(t *testing.T) {
 		})
 	}
 	cfg, _ := ParseApprovers([]byte("groups:\n  qa: {members: [z, a]}\n  ops: {members: [b]}\nenvironments:\n  prod: ops\n  dr: ops\n"))
-	if cfg.GroupFor(QA) != "qa" || cfg.GroupFor(Prod) != "ops" || cfg.GroupFor(Dev) != "" || strings.Join(cfg.Members("qa"), ",") != "a,z" {
+	if cfg.GroupFor(QA) != "qa" || cfg.GroupFor(Prod) != "ops" || cfg.GroupFor(Dev) != "" || fmt.Sprint(cfg.Members("qa")) != "[a z]" {
 		t.Errorf("groups: qa→%s prod→%s dev→%q members %v", cfg.GroupFor(QA), cfg.GroupFor(Prod), cfg.GroupFor(Dev), cfg.Members("qa"))
 	}
 }

@@ -40,6 +40,15 @@ func (e Environment) Guard() int {
 // Autonomous reports whether a run in e may apply without a human approval.
 func (e Environment) Autonomous() bool { return e == Dev }
 
+// Previous is the environment a change must have been applied in before
+// it may be applied in e ("" for dev).
+func (e Environment) Previous() Environment {
+	if i := e.Guard(); i > 0 {
+		return Environments[i-1]
+	}
+	return ""
+}
+
 // Contract is the consumer's declared intent, as loaded from
 // .nova/contract.yml after schema validation. Field names follow the YAML.
 type Contract struct {

@@ -34,6 +34,8 @@ const (
 	EventRunFailed          = "nova.run.failed"
 	EventDriftDetected      = "nova.drift.detected"
 	EventDriftClear         = "nova.drift.clear"
+	EventChangeIdentified   = "nova.change.identified"
+	EventChangeReceipt      = "nova.change.receipt"
 )
 
 // Event is a CloudEvents 1.0 envelope in its JSON format.

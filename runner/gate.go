@@ -18,6 +18,10 @@ type Gate struct {
 	// Approvers reads the approver config from the trusted base; a
 	// guarded environment cannot be authorized without one.
 	Approvers ApproversReader
+	// Membership resolves team members when the gate checks that each
+	// approver is still in the group; without it only listed members
+	// count.
+	Membership TeamMembership
 	// Attest, when set, signs the authorization's in-toto attestation.
 	Attest Attestor
 	// Now is the clock for request timeouts; nil means time.Now.
@@ -48,8 +52,12 @@ func (g Gate) Run(ctx context.Context, st *State) (Result, error) {
 			return Result{Verdict: Fail, Summary: "earlier apply indeterminate: " + open.ID, Findings: []Finding{{Reason: ApplyIndeterminate, Message: msg}}}, nil
 		}
 	}
+	change := ""
+	if st.Change != nil {
+		change = st.Change.ID
+	}
 	if env.Autonomous() {
-		st.Authorization = &Authorization{Digest: st.Plan.Digest, Environment: env, Approver: "autonomous"}
+		st.Authorization = &Authorization{Digest: st.Plan.Digest, Environment: env, Approver: "autonomous", Change: change}
 		return g.authorized(ctx, st, fmt.Sprintf("%s is autonomous: plan %s authorized", env, ShortDigest(st.Plan.Digest)))
 	}
 	if g.Evidence == nil {
@@ -62,29 +70,78 @@ func (g Gate) Run(ctx context.Context, st *State) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
+	if res, blocked := promotionOrder(sum, env, st.Change); blocked {
+		return res, nil
+	}
 	now := time.Now
 	if g.Now != nil {
 		now = g.Now
 	}
-	d, err := decideGate(sum, gateInput{Env: env, Digest: st.Plan.Digest, Supersedes: st.Contract.Supersedes, Now: now().UTC(), Approvers: approvers})
+	members, err := stillMembers(ctx, g.Membership, sum.Env(env).Approvals[st.Plan.Digest], approvers)
+	if err != nil {
+		return Result{}, err
+	}
+	d, err := decideGate(sum, gateInput{Env: env, Digest: st.Plan.Digest, Supersedes: st.Contract.Supersedes, Now: now().UTC(), Approvers: approvers, Members: members})
 	if err != nil {
 		return Result{}, err
 	}
 	switch d.Verdict {
 	case Pass:
-		st.Authorization = &Authorization{Digest: st.Plan.Digest, Environment: env, Approver: d.Approval.Approver, Approvals: []string{d.Approval.EventID}}
+		st.Authorization = &Authorization{Digest: st.Plan.Digest, Environment: env, Approver: d.Approval.Approver, Approvals: []string{d.Approval.EventID}, Change: change}
 		return g.authorized(ctx, st, fmt.Sprintf("plan %s approved for %s by %s (%s)", ShortDigest(st.Plan.Digest), env, d.Approval.Approver, d.Approval.Source))
 	case AwaitingApproval:
 		return Result{
 			Verdict:  AwaitingApproval,
 			Summary:  fmt.Sprintf("approval required: %s needs a human approval of plan %s", env, ShortDigest(st.Plan.Digest)),
-			Findings: []Finding{{Reason: ApprovalRequired, Message: d.Message}},
+			Findings: []Finding{{Reason: d.Reason, Message: d.Message}},
 			Event:    EventApprovalRequested,
 			Data:     d.Request,
 			Also:     d.Also,
 		}, nil
 	}
 	return Result{Verdict: Fail, Summary: d.Message, Findings: []Finding{{Reason: d.Reason, Message: d.Message}}, Also: d.Also}, nil
+}
+
+// promotionOrder holds a change in env until the environment before it
+// applied the same change: qa after dev, prod after qa, dr after prod.
+// The workflow's job order is a convenience; this is the rule, so running
+// `nova run --env prod` first reaches nothing, and separation of duties
+// always has a qa approval to separate from. An unidentified change is
+// held too: there is no telling what the environment before applied.
+func promotionOrder(sum *GateSummary, env Environment, change *ChangeRecord) (Result, bool) {
+	prev := env.Previous()
+	if prev == "" {
+		return Result{}, false
+	}
+	var msg string
+	switch {
+	case change == nil || change.ID == "":
+		msg = fmt.Sprintf("the change this plan deploys was not identified, so nothing shows that %s applied it before %s", prev, env)
+	case sum.Env(prev).Applied[change.ID] == "":
+		msg = fmt.Sprintf("change %s has not been applied in %s; %s follows %s: apply it there first", ShortDigest(change.ID), prev, env, prev)
+	default:
+		return Result{}, false
+	}
+	return Result{Verdict: Fail, Summary: msg, Findings: []Finding{{Reason: PromotionOrderViolation, Message: msg}}}, true
+}
+
+// stillMembers says, for each approver of approvals, whether they are in
+// the group that approves the environment now: an approval recorded while
+// its approver was in the group stops counting once they left it.
+func stillMembers(ctx context.Context, m TeamMembership, approvals []Approval, cfg *ApproverConfig) (map[Login]bool, error) {
+	out := map[Login]bool{}
+	for _, a := range approvals {
+		login := LoginOf(a.Approver)
+		if _, done := out[login]; done {
+			continue
+		}
+		ok, err := IsMember(ctx, m, cfg.Groups[a.Group], login)
+		if err != nil {
+			return nil, Errorf(ForgeAPIFailed, "checking that %s is still in approver group %s: %w", login, a.Group, err)
+		}
+		out[login] = ok
+	}
+	return out, nil
 }
 
 // authorized records the authorization and, when an attestor is set, the

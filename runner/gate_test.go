@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -24,8 +25,12 @@ type world struct {
 	rec       *memRecorder
 	now       time.Time
 	approvers *ApproverConfig
-	authors   []string
+	authors   []Login
+	unlinked  []string
 	teams     map[string][]string
+	// change is what every run deploys; newWorld records it applied in
+	// dev, qa and prod, so each environment's gate may be reached.
+	change string
 }
 
 func newWorld(t *testing.T) *world {
@@ -41,8 +46,11 @@ groups:
 		t.Fatal(err)
 	}
 	w := &world{t: t, rec: &memRecorder{}, now: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC), approvers: cfg,
-		authors: []string{"dev-author"}, teams: map[string][]string{"platform/sre": {"sre-team-member"}}}
+		authors: []Login{"dev-author"}, teams: map[string][]string{"platform/sre": {"sre-team-member"}}, change: "change-1"}
 	start := w.now
+	for _, env := range []Environment{Dev, QA, Prod} {
+		w.applied(env, w.change)
+	}
 	// Every chain a gate test builds also checks that the gate's summary
 	// decides as the rules over the whole chain do.
 	t.Cleanup(func() {
@@ -62,7 +70,24 @@ func (w *world) Chain(_ context.Context, id string) ([]Event, error) {
 	return out, nil
 }
 
-func (w *world) Change(context.Context) (Change, error) { return Change{Authors: w.authors}, nil }
+func (w *world) Change(context.Context) (Change, error) {
+	return Change{Authors: w.authors, Unlinked: w.unlinked}, nil
+}
+
+// applied records change as applied in env, as an apply run does.
+func (w *world) applied(env Environment, change string) {
+	w.t.Helper()
+	run := fmt.Sprintf("apply-%s-%d", env, len(w.rec.events))
+	em := NewEmitter(w.rec, "urn:test", run, func() time.Time { return w.now })
+	for _, e := range []EventSpec{
+		{EventApplyAuthorized, Authorization{Digest: "applied-" + change, Environment: env, Approver: "autonomous", Change: change}},
+		{EventApplyCompleted, map[string]any{"digest": "applied-" + change, "applied": true}},
+	} {
+		if _, err := em.Emit(w.t.Context(), e.Type, contractID, env, e.Data); err != nil {
+			w.t.Fatal(err)
+		}
+	}
+}
 
 func (w *world) IsTeamMember(_ context.Context, team, login string) (bool, error) {
 	return slices.Contains(w.teams[team], login), nil
@@ -103,16 +128,23 @@ func claim(who string, env Environment, digest, ref string) ApprovalClaim {
 func (w *world) run(env Environment, digest string, supersedes string, claims ...ApprovalClaim) (Outcome, *State) {
 	w.t.Helper()
 	st := &State{RunID: "run-" + w.now.Format("0102T1504"), Contract: &Contract{ID: contractID, Environment: env, Supersedes: supersedes},
-		Plan: &Plan{Digest: digest}, Commit: "c0ffee"}
+		Plan: &Plan{Digest: digest}, Commit: "c0ffee", Change: &ChangeRecord{ID: w.change}}
 	em := NewEmitter(w.rec, "urn:test", st.RunID, func() time.Time { return w.now })
 	if _, err := em.Emit(w.t.Context(), EventPlanCreated, contractID, env, PlanRecord{Digest: digest}); err != nil {
 		w.t.Fatal(err)
 	}
 	p := Pipeline{Events: em, Now: func() time.Time { return w.now }, Stages: []Stage{
 		&ImportApprovals{Sources: []ApprovalSource{source(claims)}, Approvers: StaticApprovers{w.approvers}, Membership: w, Change: w, Claims: fakeClaims{}, Evidence: w},
-		Gate{Evidence: w, Approvers: StaticApprovers{w.approvers}, Now: func() time.Time { return w.now }},
+		Gate{Evidence: w, Approvers: StaticApprovers{w.approvers}, Membership: w, Now: func() time.Time { return w.now }},
 	}}
-	return p.Run(w.t.Context(), st), st
+	out := p.Run(w.t.Context(), st)
+	if out.Verdict == Pass {
+		// The apply the authorization was for completes, as in a run.
+		if _, err := em.Emit(w.t.Context(), EventApplyCompleted, contractID, env, map[string]any{"digest": digest, "applied": true}); err != nil {
+			w.t.Fatal(err)
+		}
+	}
+	return out, st
 }
 
 // typesSince lists the event types recorded from index i on.
@@ -148,6 +180,8 @@ func TestGateIgnoresApprovalsThatDoNotCount(t *testing.T) {
 		{"by someone outside the group", claim("outsider", QA, digestA, "1"), ApproverNotEligible},
 		{"by the change's author", claim("dev-author", QA, digestA, "2"), ApproverNotEligible},
 		{"by the author even when listed", claim("qa-2", QA, digestA, "3"), ApproverNotEligible},
+		{"by the author under another case", claim("QA-2", QA, digestA, "3"), ApproverNotEligible},
+		{"by a look-alike of a member", claim("qа-lead", QA, digestA, "3"), ApproverNotEligible},
 		{"for another plan (a stale review, a wrong digest prefix)", claim("qa-lead", QA, digestB, "4"), ApproverNotEligible},
 		{"for another environment", claim("qa-lead", Prod, digestA, "5"), ApproverNotEligible},
 		// The PR under review may add mallory to qa in its own
@@ -164,7 +198,8 @@ func TestGateIgnoresApprovalsThatDoNotCount(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			w := newWorld(t)
-			if tt.name == "by the author even when listed" {
+			switch tt.name {
+			case "by the author even when listed", "by the author under another case":
 				w.authors = append(w.authors, "qa-2")
 			}
 			start := len(w.rec.events)
@@ -180,6 +215,35 @@ func TestGateIgnoresApprovalsThatDoNotCount(t *testing.T) {
 				t.Errorf("checked = %+v, want the claim ignored with %s", check, tt.reason)
 			}
 		})
+	}
+}
+
+// TestGateRefusesApprovalsOfAChangeByUnknownAuthors: an approver who
+// commits under an email the forge links to nobody, in a pull request a
+// colleague opened, is not listed among the authors; so no approval
+// counts while any commit's author is unknown. A rejection still holds.
+func TestGateRefusesApprovalsOfAChangeByUnknownAuthors(t *testing.T) {
+	w := newWorld(t)
+	w.unlinked = []string{"5ca1ab1e00000000000000000000000000000000"}
+	out, st := w.run(QA, digestA, "", claim("qa-lead", QA, digestA, "r1"))
+	if out.Verdict != Fail || out.Reason != ChangeAuthorUnknown || st.Authorization != nil {
+		t.Fatalf("approval of a change with an unknown author: %s %s %+v", out.Verdict, out.Reason, st.Authorization)
+	}
+	if msg := out.Results[len(out.Results)-1].Findings[0].Message; !strings.Contains(msg, "5ca1ab1e0000") {
+		t.Errorf("the refusal does not name the commit: %s", msg)
+	}
+	if n := countType(w.rec.events, EventApprovalRecorded); n != 0 {
+		t.Errorf("%d approvals recorded", n)
+	}
+	reject := claim("qa-2", QA, digestA, "r2")
+	reject.Decision, reject.Reason = Reject, "who wrote 5ca1ab1e?"
+	w.run(QA, digestA, "", reject)
+	if n := countType(w.rec.events, EventApprovalRejected); n != 1 {
+		t.Errorf("%d rejections recorded, want the member's rejection", n)
+	}
+	w.unlinked = nil
+	if out, _ := w.run(QA, digestA, "", claim("qa-lead", QA, digestA, "r1")); out.Reason != ApprovalRejected {
+		t.Errorf("once the authors are known: %s %s, want the rejection to hold", out.Verdict, out.Reason)
 	}
 }
 
@@ -382,5 +446,114 @@ func TestAddBusinessDuration(t *testing.T) {
 		if back := BusinessDuration(tt.from, got); back != tt.d {
 			t.Errorf("BusinessDuration back = %s, want %s", back, tt.d)
 		}
+	}
+}
+
+// TestGateComparesLoginsWithoutCase: the forges fold case in logins, so
+// the gate does too, in separation of duties as in membership.
+func TestGateComparesLoginsWithoutCase(t *testing.T) {
+	w := newWorld(t)
+	if out, _ := w.run(QA, digestA, "", claim("qa-lead", QA, digestA, "r1")); out.Verdict != Pass {
+		t.Fatalf("qa: %s %s", out.Verdict, out.Reason)
+	}
+	out, _ := w.run(Prod, digestA, "", claim("QA-LEAD", Prod, digestA, "r2"))
+	if out.Reason != SeparationOfDutiesViolation {
+		t.Errorf("prod approved as QA-LEAD after qa as qa-lead: %s %s, want %s", out.Verdict, out.Reason, SeparationOfDutiesViolation)
+	}
+	for _, e := range w.rec.events {
+		var a ApprovalRecord
+		if e.Type == EventApprovalRecorded && DecodeEventData(e, &a) == nil && a.Approver != strings.ToLower(a.Approver) {
+			t.Errorf("approval recorded under %q, not the canonical login", a.Approver)
+		}
+	}
+}
+
+// TestGateRechecksMembership: an approval stops counting when its
+// approver leaves the group, before the apply it would authorize.
+func TestGateRechecksMembership(t *testing.T) {
+	w := newWorld(t)
+	out, _ := w.run(QA, digestA, "", claim("qa-2", QA, digestA, "r1"))
+	if out.Verdict != Pass {
+		t.Fatalf("qa-2 approves: %s %s", out.Verdict, out.Reason)
+	}
+	// qa-2 approves digestB, then leaves the qa group before the apply.
+	w.run(QA, digestB, "", claim("qa-2", QA, digestB, "r2"))
+	cfg, err := ParseApprovers([]byte("groups:\n  qa:\n    members: [qa-lead]\n  sre:\n    members: [sre-oncall]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.approvers = cfg
+	out, st := w.run(QA, digestB, "")
+	if out.Verdict != AwaitingApproval || out.Reason != ApproverLeftGroup || st.Authorization != nil {
+		t.Fatalf("after qa-2 left qa: %s %s %+v, want awaiting approval with %s", out.Verdict, out.Reason, st.Authorization, ApproverLeftGroup)
+	}
+	// The same for a team member the forge no longer lists.
+	w2 := newWorld(t)
+	if out, _ := w2.run(QA, digestA, "", claim("qa-lead", QA, digestA, "q")); out.Verdict != Pass {
+		t.Fatal(out.Reason)
+	}
+	w2.run(Prod, digestA, "", claim("sre-team-member", Prod, digestB, "x"))
+	w2.run(Prod, digestB, "", claim("sre-team-member", Prod, digestB, "r3"))
+	w2.teams = nil
+	if out, _ := w2.run(Prod, digestB, ""); out.Reason != ApproverLeftGroup {
+		t.Errorf("after the team lost its member: %s %s, want %s", out.Verdict, out.Reason, ApproverLeftGroup)
+	}
+}
+
+// TestGateEnforcesPromotionOrder: an environment applies a change only
+// after the one before it did, whatever order the workflow runs them in.
+func TestGateEnforcesPromotionOrder(t *testing.T) {
+	w := newWorld(t)
+	w.change = "change-2" // applied nowhere yet
+	for _, env := range []Environment{QA, Prod, DR} {
+		out, st := w.run(env, digestA, "", claim("sre-oncall", env, digestA, "r-"+string(env)))
+		if out.Verdict != Fail || out.Reason != PromotionOrderViolation || st.Authorization != nil {
+			t.Errorf("%s before %s applied the change: %s %s", env, env.Previous(), out.Verdict, out.Reason)
+		}
+	}
+	w.applied(Dev, "change-2")
+	// Authorized is not applied: an apply of qa that never completed
+	// leaves prod waiting.
+	em := NewEmitter(w.rec, "urn:test", "qa-unfinished", func() time.Time { return w.now })
+	if _, err := em.Emit(t.Context(), EventApplyAuthorized, contractID, QA, Authorization{Digest: digestB, Environment: QA, Change: "change-2"}); err != nil {
+		t.Fatal(err)
+	}
+	if out, _ := w.run(Prod, digestA, "", claim("sre-oncall", Prod, digestA, "r2")); out.Reason != PromotionOrderViolation {
+		t.Errorf("prod after qa was only authorized: %s %s", out.Verdict, out.Reason)
+	}
+	w2 := newWorld(t)
+	w2.change = "change-2"
+	w2.applied(Dev, "change-2")
+	if out, st := w2.run(QA, digestA, "", claim("qa-lead", QA, digestA, "r1")); out.Verdict != Pass || st.Authorization.Change != "change-2" {
+		t.Fatalf("qa after dev: %s %s", out.Verdict, out.Reason)
+	}
+	if out, _ := w2.run(Prod, digestA, "", claim("sre-oncall", Prod, digestA, "r2")); out.Verdict != Pass {
+		t.Errorf("prod after qa applied: %s %s", out.Verdict, out.Reason)
+	}
+	// A run that did not identify its change reaches no guarded env.
+	st := &State{Contract: &Contract{ID: contractID, Environment: QA}, Plan: &Plan{Digest: digestA}}
+	res, err := Gate{Evidence: w2, Approvers: StaticApprovers{w2.approvers}}.Run(t.Context(), st)
+	if err != nil || res.Verdict != Fail || res.Findings[0].Reason != PromotionOrderViolation {
+		t.Errorf("gate without a change: %+v %v", res, err)
+	}
+}
+
+// TestGateSupersedesOnlyAFrozenRequest: `supersedes` comes from the change
+// under review; naming a request that is merely waiting must not restart
+// its clock, or it would never escalate.
+func TestGateSupersedesOnlyAFrozenRequest(t *testing.T) {
+	w := newWorld(t)
+	w.now = time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC) // Monday
+	w.run(QA, digestA, "")
+	request := w.rec.events[len(w.rec.events)-1].ID
+	w.now = w.now.Add(25 * time.Hour)
+	start := len(w.rec.events)
+	w.run(QA, digestA, request)
+	if countType(w.rec.events[start:], EventApprovalEscalated) != 1 {
+		t.Errorf("a waiting request named in supersedes did not escalate: %v", w.typesSince(start))
+	}
+	w.now = w.now.Add(24 * time.Hour)
+	if out, _ := w.run(QA, digestA, request); out.Verdict != AwaitingApproval {
+		t.Errorf("the frozen request, superseded: %s %s, want a new request", out.Verdict, out.Reason)
 	}
 }

@@ -53,6 +53,9 @@ type gateInput struct {
 	Supersedes string
 	Now        time.Time
 	Approvers  *ApproverConfig
+	// Members says whether each approver of this plan is in its group
+	// now (stillMembers); an approver it does not list is not.
+	Members map[Login]bool
 }
 
 // gateDecision is the gate's verdict for a guarded environment.
@@ -97,14 +100,29 @@ func decideGate(sum *GateSummary, in gateInput) (gateDecision, error) {
 	// A decision taken after the pending request froze does not count:
 	// the request must be re-submitted first.
 	freezeAt := time.Time{}
-	if start := es.Request; start != nil && in.Supersedes != start.ID {
+	if start := es.Request; start != nil && !resubmits(es, in) {
 		freezeAt = AddBusinessDuration(start.Time, FreezeAfter)
 	}
-	var valid []Approval
+	var valid, left []Approval
 	for _, a := range es.Approvals[in.Digest] {
-		if a.Group == group && (freezeAt.IsZero() || a.decidedAt().Before(freezeAt)) {
-			valid = append(valid, a)
+		if a.Group != group || (!freezeAt.IsZero() && !a.decidedAt().Before(freezeAt)) {
+			continue
 		}
+		if !in.Members[LoginOf(a.Approver)] {
+			left = append(left, a)
+			continue
+		}
+		valid = append(valid, a)
+	}
+	if len(valid) == 0 && len(left) > 0 {
+		d := waiting(es, in)
+		names := make([]string, len(left))
+		for i, a := range left {
+			names[i] = a.Approver
+		}
+		d.Reason = ApproverLeftGroup
+		d.Message = fmt.Sprintf("%s approved plan %s but is no longer in group %s: the approval no longer counts; %s", strings.Join(slices.Compact(slices.Sorted(slices.Values(names))), ", "), ShortDigest(in.Digest), group, d.Message)
+		return d, nil
 	}
 	if len(valid) > 0 && (in.Env == Prod || in.Env == DR) {
 		var refusal *gateDecision
@@ -122,11 +140,11 @@ func decideGate(sum *GateSummary, in gateInput) (gateDecision, error) {
 // approve the contract in qa (qaApprovers: approver → their qa approval
 // events). When none is left, the decision is a refusal that names them
 // and who else of group may approve.
-func separateDuties(valid []Approval, qaApprovers map[string][]string, in gateInput, group string) ([]Approval, *gateDecision) {
+func separateDuties(valid []Approval, qaApprovers map[Login][]string, in gateInput, group string) ([]Approval, *gateDecision) {
 	var allowed []Approval
 	refused := RefusalRecord{Environment: in.Env, PlanDigest: in.Digest, Reason: SeparationOfDutiesViolation}
 	for _, a := range valid {
-		if ids, ok := qaApprovers[a.Approver]; ok {
+		if ids, ok := qaApprovers[LoginOf(a.Approver)]; ok {
 			refused.Approvers = append(refused.Approvers, a.Approver)
 			refused.QAApprovals = append(refused.QAApprovals, ids...)
 			continue
@@ -138,7 +156,7 @@ func separateDuties(valid []Approval, qaApprovers map[string][]string, in gateIn
 	}
 	for _, m := range in.Approvers.Members(group) {
 		if _, ok := qaApprovers[m]; !ok {
-			refused.Eligible = append(refused.Eligible, m)
+			refused.Eligible = append(refused.Eligible, string(m))
 		}
 	}
 	for _, t := range in.Approvers.Groups[group].Teams {
@@ -160,7 +178,7 @@ func waiting(es *EnvGateSummary, in gateInput) gateDecision {
 		d.Message = fmt.Sprintf("environment %s requires an approval bound to plan digest %s from group %s", in.Env, in.Digest, in.Approvers.GroupFor(in.Env))
 		return d
 	}
-	if in.Supersedes == start.ID {
+	if resubmits(es, in) {
 		// The re-submission the freeze asked for: the old request is
 		// closed and this one starts its own clock.
 		d.Request.Supersedes = start.ID
@@ -177,6 +195,16 @@ func waiting(es *EnvGateSummary, in gateInput) gateDecision {
 	}
 	d.Message = fmt.Sprintf("environment %s requires an approval bound to plan digest %s from group %s (requested %s)", in.Env, in.Digest, in.Approvers.GroupFor(in.Env), start.Time.Format(time.RFC3339))
 	return d
+}
+
+// resubmits reports whether the run re-submits the pending request: the
+// contract names it in supersedes, and it is frozen. Naming a request
+// that is merely waiting changes nothing: `supersedes` comes from the
+// change under review, and a clock its author could restart at will
+// would never escalate or freeze.
+func resubmits(es *EnvGateSummary, in gateInput) bool {
+	start := es.Request
+	return start != nil && in.Supersedes != "" && in.Supersedes == start.ID && BusinessDuration(start.Time, in.Now) >= FreezeAfter
 }
 
 // AddBusinessDuration returns the moment d of business time after from.

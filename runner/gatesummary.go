@@ -2,11 +2,8 @@ package runner
 
 import (
 	"context"
-	"encoding/binary"
-	"hash/fnv"
 	"maps"
 	"slices"
-	"sort"
 	"time"
 )
 
@@ -39,7 +36,7 @@ func ReadGateSummary(ctx context.Context, r EvidenceReader, contractID string) (
 // differs: bump it whenever Fold keeps something new or folds an event
 // differently, or a summary folded by the old rules would be read as if
 // the new ones had made it.
-const GateSummaryVersion = 2
+const GateSummaryVersion = 3
 
 // GateSummary is what the gate's rules read of one contract's chain, and
 // what the approvals stage and the decision ledger read of it, folded
@@ -61,12 +58,6 @@ type GateSummary struct {
 	// grow with the approvals, as Approvals does.
 	Imported   map[string]bool
 	UsedClaims map[string]bool
-	// Planned is when each of the last plannedKept plans was first
-	// recorded, oldest first (plannedAt); Dropped the hashes (planHash)
-	// of the plans dropped from it, sorted, each in 8 bytes big-endian,
-	// so that PlannedAt knows when its answer would not be the chain's.
-	Planned []PlanTime `json:",omitempty"`
-	Dropped []byte     `json:",omitempty"`
 	// Ledger is what RecordDecisionOutcomes reads (DecisionOutcomes).
 	Ledger LedgerSummary
 }
@@ -82,41 +73,25 @@ func (s *GateSummary) DecisionOutcomes() ([]OutcomeRecord, map[string]Environmen
 	return out, envOf
 }
 
-// plannedKept is how many plans' times a GateSummary keeps: a run asks
-// about the plan it has just made, so these cover every run but one that
-// approves a plan made again after many others, which reads the chain.
-const plannedKept = 32
-
-// PlanTime is when the plan with Digest was first recorded in Env.
-type PlanTime struct {
-	Env    Environment
-	Digest string
-	At     time.Time
-}
-
-// planHash is what Dropped keeps of a plan: enough to tell plans apart
-// but for rare collisions, which only cost a read of the chain.
-func planHash(env Environment, digest string) uint64 {
-	h := fnv.New64a()
-	h.Write([]byte(string(env) + "/" + digest))
-	return h.Sum64()
-}
-
-// droppedAt is where h is, or would be, in Dropped.
-func (s *GateSummary) droppedAt(h uint64) (int, bool) {
-	n := len(s.Dropped) / 8
-	i := sort.Search(n, func(i int) bool { return binary.BigEndian.Uint64(s.Dropped[8*i:]) >= h })
-	return i, i < n && binary.BigEndian.Uint64(s.Dropped[8*i:]) == h
-}
-
-// PlannedAt is plannedAt over the folded chain when ok; otherwise the plan
-// may have been dropped from the summary, and only the chain tells.
+// PlannedAt is when the plan with digest went on show in env: the first
+// of the run of plans of that digest that the environment's latest plans
+// are (ok false when its latest plan is another). A decision made before
+// then cannot have been about this plan, whatever it named: when a
+// digest comes back after another plan (a branch pushed away and back),
+// its clock starts again, so an approval given while another plan was on
+// show never carries over to it.
 func (s *GateSummary) PlannedAt(env Environment, digest string) (at time.Time, ok bool) {
-	if i := slices.IndexFunc(s.Planned, func(p PlanTime) bool { return p.Env == env && p.Digest == digest }); i >= 0 {
-		return s.Planned[i].At, true
+	cur := s.Env(env).Current
+	if cur == nil || cur.Digest != digest {
+		return time.Time{}, false
 	}
-	_, dropped := s.droppedAt(planHash(env, digest))
-	return time.Time{}, !dropped
+	return cur.Since, true
+}
+
+// ShownPlan is the plan on show in an environment and since when.
+type ShownPlan struct {
+	Digest string
+	Since  time.Time
 }
 
 // EnvGateSummary is the gate's view of one environment.
@@ -124,6 +99,12 @@ type EnvGateSummary struct {
 	// Open and AuthorizedBy are UnresolvedApply's state.
 	Open         *EventRef
 	AuthorizedBy string
+	// AuthorizedChange is the change of the open authorization; Applied
+	// every change an apply completed (change → its nova.apply.completed),
+	// LastApplied the latest of them: what the environment runs now.
+	AuthorizedChange string            `json:",omitempty"`
+	Applied          map[string]string `json:",omitempty"`
+	LastApplied      *AppliedChange    `json:",omitempty"`
 	// Request is the pending approval request (pendingRequest).
 	Request   *EventRef
 	Escalated bool
@@ -131,11 +112,19 @@ type EnvGateSummary struct {
 	// data names it) by plan digest, oldest first; Approvers the event ids
 	// of each approver's approvals of any digest (separation of duties).
 	Approvals map[string][]Approval
-	Approvers map[string][]string
+	Approvers map[Login][]string
+	// Current is the plan on show (PlannedAt).
+	Current *ShownPlan `json:",omitempty"`
 	// Rejections is the first rejection of each plan digest; BadRejection
 	// the first rejection whose data could not be read.
 	Rejections   map[string]Rejection
 	BadRejection *Rejection
+}
+
+// AppliedChange is a change an environment applied, and the receipt.
+type AppliedChange struct {
+	Change string
+	Event  string
 }
 
 // EventRef names an event the rules point at.
@@ -200,20 +189,48 @@ func (s *GateSummary) Fold(e Event) {
 		es := s.env(Environment(e.Environment))
 		es.Open, es.AuthorizedBy = ref(e), e.RunID
 		es.Request, es.Escalated = nil, false
+		var a Authorization
+		es.AuthorizedChange = ""
+		if DecodeEventData(e, &a) == nil {
+			es.AuthorizedChange = a.Change
+		}
 	case EventApplyCompleted:
 		es := s.env(Environment(e.Environment))
-		if es.Open != nil && es.Open.Type == EventApplyAuthorized && e.RunID == es.AuthorizedBy {
+		if e.RunID != es.AuthorizedBy {
+			return
+		}
+		if es.Open != nil && es.Open.Type == EventApplyAuthorized {
 			es.Open = nil
+		}
+		if c := es.AuthorizedChange; c != "" {
+			if es.Applied == nil {
+				es.Applied = map[string]string{}
+			}
+			es.Applied[c] = e.ID
+			es.LastApplied = &AppliedChange{Change: c, Event: e.ID}
+			es.AuthorizedChange = ""
 		}
 	case EventRunFailed:
 		es := s.env(Environment(e.Environment))
 		if es.Open != nil && es.Open.Type == EventApplyAuthorized && e.RunID == es.AuthorizedBy && !failedUnknown(e) {
-			es.Open = nil
+			es.Open, es.AuthorizedChange = nil, ""
 		}
 	case EventApplyIndeterminate:
 		s.env(Environment(e.Environment)).Open = ref(e)
 	case EventApplyResolved:
-		s.env(Environment(e.Environment)).Open = nil
+		es := s.env(Environment(e.Environment))
+		es.Open = nil
+		// Someone established what the apply of unknown outcome did: the
+		// change it was authorized for runs there only if it applied.
+		var r Resolution
+		if c := es.AuthorizedChange; c != "" && DecodeEventData(e, &r) == nil && r.Outcome == ResolvedApplied {
+			if es.Applied == nil {
+				es.Applied = map[string]string{}
+			}
+			es.Applied[c] = e.ID
+			es.LastApplied = &AppliedChange{Change: c, Event: e.ID}
+		}
+		es.AuthorizedChange = ""
 	case EventApprovalRejected:
 		es := s.env(Environment(e.Environment))
 		es.Request, es.Escalated = nil, false
@@ -253,10 +270,13 @@ func (s *GateSummary) Fold(e Event) {
 		}
 		es := s.env(a.Environment)
 		if es.Approvals == nil {
-			es.Approvals, es.Approvers = map[string][]Approval{}, map[string][]string{}
+			es.Approvals, es.Approvers = map[string][]Approval{}, map[Login][]string{}
 		}
+		// Recorded before logins were canonical, a name may differ from
+		// its owner's other approvals in case only.
+		a.Approver = string(LoginOf(a.Approver))
 		es.Approvals[a.PlanDigest] = append(es.Approvals[a.PlanDigest], Approval{ApprovalRecord: a, EventID: e.ID, Seq: e.Seq, Recorded: e.Time})
-		es.Approvers[a.Approver] = append(es.Approvers[a.Approver], e.ID)
+		es.Approvers[Login(a.Approver)] = append(es.Approvers[Login(a.Approver)], e.ID)
 	}
 }
 
@@ -284,22 +304,9 @@ func (s *GateSummary) foldImports(e Event) {
 		if DecodeEventData(e, &p) != nil {
 			return
 		}
-		env := Environment(e.Environment)
-		if slices.ContainsFunc(s.Planned, func(t PlanTime) bool { return t.Env == env && t.Digest == p.Digest }) {
-			return // its first time is kept
-		}
-		if _, ok := s.PlannedAt(env, p.Digest); !ok {
-			return // dropped: only the chain has its first time
-		}
-		s.Planned = append(s.Planned, PlanTime{Env: env, Digest: p.Digest, At: e.Time})
-		if len(s.Planned) <= plannedKept {
-			return
-		}
-		old := s.Planned[0]
-		s.Planned = slices.Delete(s.Planned, 0, 1)
-		h := planHash(old.Env, old.Digest)
-		if i, found := s.droppedAt(h); !found {
-			s.Dropped = slices.Insert(s.Dropped, 8*i, binary.BigEndian.AppendUint64(nil, h)...)
+		es := s.env(Environment(e.Environment))
+		if es.Current == nil || es.Current.Digest != p.Digest {
+			es.Current = &ShownPlan{Digest: p.Digest, Since: e.Time}
 		}
 	}
 }
@@ -307,7 +314,7 @@ func (s *GateSummary) foldImports(e Event) {
 // Clone returns a copy that folding does not share with s.
 func (s *GateSummary) Clone() *GateSummary {
 	c := &GateSummary{Folded: s.Folded, ApprovalError: s.ApprovalError,
-		Imported: maps.Clone(s.Imported), UsedClaims: maps.Clone(s.UsedClaims), Planned: slices.Clone(s.Planned), Dropped: slices.Clone(s.Dropped),
+		Imported: maps.Clone(s.Imported), UsedClaims: maps.Clone(s.UsedClaims),
 		Ledger: s.Ledger.clone()}
 	if s.Envs != nil {
 		c.Envs = make(map[Environment]*EnvGateSummary, len(s.Envs))
@@ -323,6 +330,7 @@ func (s *GateSummary) Clone() *GateSummary {
 			ce.Approvers[a] = slices.Clip(ids)
 		}
 		ce.Rejections = maps.Clone(es.Rejections)
+		ce.Applied = maps.Clone(es.Applied)
 		c.Envs[env] = &ce
 	}
 	return c

@@ -82,7 +82,7 @@ func checkGateParity(t *testing.T, events []Event, approvers *ApproverConfig, no
 			for _, digest := range digests {
 				for _, sup := range supersedes {
 					for _, now := range nows {
-						in := gateInput{Env: env, Digest: digest, Supersedes: sup, Now: now, Approvers: approvers}
+						in := gateInput{Env: env, Digest: digest, Supersedes: sup, Now: now, Approvers: approvers, Members: listedMembers(chain, approvers)}
 						want, werr := chainDecideGate(chain, in)
 						got, gerr := decideGate(whole, in)
 						if fmt.Sprint(werr) != fmt.Sprint(gerr) || ReasonOf(werr) != ReasonOf(gerr) || !reflect.DeepEqual(got, want) {
@@ -110,14 +110,49 @@ func checkImportParity(t *testing.T, k int, chain []Event, sum *GateSummary, dig
 	for _, env := range []Environment{Dev, QA, Prod, DR} {
 		for _, digest := range append(slices.Clone(digests), "") {
 			got, ok := sum.PlannedAt(env, digest)
-			if want := plannedAt(chain, env, digest); ok && !got.Equal(want) {
-				t.Fatalf("events[:%d]: %s plan %s recorded at %v by the summary, at %v by the chain", k, env, digest, got, want)
-			}
-			if !ok && len(sum.Dropped) == 0 {
-				t.Fatalf("events[:%d]: the summary does not know when %s plan %s was recorded, and dropped none", k, env, digest)
+			want, wok := plannedAt(chain, env, digest)
+			if ok != wok || !got.Equal(want) {
+				t.Fatalf("events[:%d]: %s plan %s on show since %v (%v) by the summary, since %v (%v) by the chain", k, env, digest, got, ok, want, wok)
 			}
 		}
 	}
+}
+
+// plannedAt is when the plan with digest went on show in env, read from
+// the whole chain: the first plan of the run of plans of that digest that
+// ends the environment's plans.
+func plannedAt(events []Event, env Environment, digest string) (time.Time, bool) {
+	var since time.Time
+	current, planned := "", false
+	for _, e := range events {
+		var p PlanRecord
+		if e.Type != EventPlanCreated || e.Environment != string(env) || DecodeEventData(e, &p) != nil {
+			continue
+		}
+		if !planned || p.Digest != current {
+			current, since, planned = p.Digest, e.Time, true
+		}
+	}
+	if !planned || current != digest {
+		return time.Time{}, false
+	}
+	return since, true
+}
+
+// listedMembers says, for every approver the chain names, whether the
+// approver config lists them in a group: the gate's membership check
+// without a forge to ask about teams.
+func listedMembers(events []Event, cfg *ApproverConfig) map[Login]bool {
+	out := map[Login]bool{}
+	for _, e := range events {
+		var a ApprovalRecord
+		if e.Type != EventApprovalRecorded || DecodeEventData(e, &a) != nil {
+			continue
+		}
+		ok, _ := IsMember(context.Background(), nil, cfg.Groups[a.Group], LoginOf(a.Approver))
+		out[LoginOf(a.Approver)] = ok
+	}
+	return out
 }
 
 func nonNil(m map[string]bool) map[string]bool {
@@ -177,8 +212,11 @@ func TestGateSummaryParityOnUnreadableEvents(t *testing.T) {
 	// The import parity must be able to fail too.
 	planned := []Event{event(t, "1", EventPlanCreated, "qa", "r1", "plan", PlanRecord{Digest: "d1"})}
 	planned[0].Time = at
-	if at, _ := SummarizeGate(nil).PlannedAt(QA, "d1"); at.Equal(plannedAt(planned, QA, "d1")) {
+	if _, ok := SummarizeGate(nil).PlannedAt(QA, "d1"); ok {
 		t.Error("an empty summary knows when a plan was recorded")
+	}
+	if _, ok := plannedAt(planned, QA, "d1"); !ok {
+		t.Error("the oracle does not see a recorded plan")
 	}
 	if _, claims := importedRefs([]Event{event(t, "1", EventApprovalRecorded, "qa", "r1", "", ApprovalRecord{Environment: QA, Claim: signed(LocalClaim{ID: "c1"})})}); !claims["c1"] {
 		t.Error("the oracle does not see a used claim")
@@ -216,23 +254,39 @@ func chainDecideGate(events []Event, in gateInput) (gateDecision, error) {
 	// A decision taken after the pending request froze does not count:
 	// the request must be re-submitted first.
 	freezeAt := time.Time{}
-	if start, _ := chainPendingRequest(events, in.Env); start != nil && in.Supersedes != start.ID {
+	if start, _ := chainPendingRequest(events, in.Env); start != nil && !chainResubmits(start, in) {
 		freezeAt = AddBusinessDuration(start.Time, FreezeAfter)
 	}
-	var valid []Approval
+	var valid, left []Approval
 	for _, a := range approvals {
-		if a.PlanDigest == in.Digest && a.Group == group && (freezeAt.IsZero() || a.decidedAt().Before(freezeAt)) {
-			valid = append(valid, a)
+		if a.PlanDigest != in.Digest || a.Group != group || (!freezeAt.IsZero() && !a.decidedAt().Before(freezeAt)) {
+			continue
 		}
+		a.Approver = string(LoginOf(a.Approver))
+		if !in.Members[Login(a.Approver)] {
+			left = append(left, a)
+			continue
+		}
+		valid = append(valid, a)
+	}
+	if len(valid) == 0 && len(left) > 0 {
+		d := chainWaiting(events, in)
+		var names []string
+		for _, a := range left {
+			names = append(names, a.Approver)
+		}
+		d.Reason = ApproverLeftGroup
+		d.Message = fmt.Sprintf("%s approved plan %s but is no longer in group %s: the approval no longer counts; %s", strings.Join(slices.Compact(slices.Sorted(slices.Values(names))), ", "), ShortDigest(in.Digest), group, d.Message)
+		return d, nil
 	}
 	if len(valid) > 0 && (in.Env == Prod || in.Env == DR) {
 		qa, err := Approvals(events, QA)
 		if err != nil {
 			return gateDecision{}, err
 		}
-		qaApprovers := map[string][]string{}
+		qaApprovers := map[Login][]string{}
 		for _, a := range qa {
-			qaApprovers[a.Approver] = append(qaApprovers[a.Approver], a.EventID)
+			qaApprovers[LoginOf(a.Approver)] = append(qaApprovers[LoginOf(a.Approver)], a.EventID)
 		}
 		var refusal *gateDecision
 		if valid, refusal = separateDuties(valid, qaApprovers, in, group); refusal != nil {
@@ -254,7 +308,7 @@ func chainWaiting(events []Event, in gateInput) gateDecision {
 		d.Message = fmt.Sprintf("environment %s requires an approval bound to plan digest %s from group %s", in.Env, in.Digest, in.Approvers.GroupFor(in.Env))
 		return d
 	}
-	if in.Supersedes == start.ID {
+	if chainResubmits(start, in) {
 		// The re-submission the freeze asked for: the old request is
 		// closed and this one starts its own clock.
 		d.Request.Supersedes = start.ID
@@ -271,6 +325,12 @@ func chainWaiting(events []Event, in gateInput) gateDecision {
 	}
 	d.Message = fmt.Sprintf("environment %s requires an approval bound to plan digest %s from group %s (requested %s)", in.Env, in.Digest, in.Approvers.GroupFor(in.Env), start.Time.Format(time.RFC3339))
 	return d
+}
+
+// chainResubmits is resubmits over the whole chain: naming the pending
+// request re-submits it only once it is frozen.
+func chainResubmits(start *Event, in gateInput) bool {
+	return in.Supersedes != "" && in.Supersedes == start.ID && BusinessDuration(start.Time, in.Now) >= FreezeAfter
 }
 
 // chainPendingRequest is the pending request read from the whole chain.
@@ -301,52 +361,46 @@ func chainPendingRequest(events []Event, env Environment) (*Event, bool) {
 	return start, escalated
 }
 
-// TestPlannedAtBeyondTheWindow: the summary keeps the first time of the
-// last plannedKept plans; of an older one it says it does not know, and
-// the approvals stage then reads the chain — also for a plan made again
-// after it was dropped, whose first time only the chain has.
-func TestPlannedAtBeyondTheWindow(t *testing.T) {
+// TestPlannedAtIsWhenThePlanWentOnShow: an approval comment counts only
+// if written while its plan was the one on show. A digest that comes back
+// after another plan (the attack: push M, push B, the approver approves
+// B's prefix, push M again) starts its clock again, and a plan made again
+// with nothing in between keeps its clock.
+func TestPlannedAtIsWhenThePlanWentOnShow(t *testing.T) {
 	at := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
 	var events []Event
-	plan := func(env, digest string) {
+	plan := func(env, digest string) time.Time {
 		e := event(t, fmt.Sprint(len(events)), EventPlanCreated, env, "r", "plan", PlanRecord{Digest: digest})
 		e.Time = at.Add(time.Duration(len(events)) * time.Minute)
 		events = append(events, e)
+		return e.Time
 	}
-	for i := range plannedKept + 4 {
-		plan([]string{"qa", "prod"}[i%2], fmt.Sprintf("d%d", i))
+	m1 := plan("prod", "M")
+	plan("prod", "B")
+	plan("qa", "M") // another environment's plans are its own
+	m2 := plan("prod", "M")
+	plan("prod", "M")
+	sum := SummarizeGate(events)
+	if got, ok := sum.PlannedAt(Prod, "M"); !ok || !got.Equal(m2) || got.Equal(m1) {
+		t.Errorf("prod M on show since %v (%v), want %v: when it came back, not when it was first planned", got, ok, m2)
 	}
-	plan("qa", "d0")
-	plan("dr", "d1")
+	if _, ok := sum.PlannedAt(Prod, "B"); ok {
+		t.Error("B is not on show in prod any more, yet the summary dates it")
+	}
 	cfg, err := ParseApprovers([]byte("groups:\n  qa:\n    members: [qa-lead]\n  sre:\n    members: [sre-1]\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	checkGateParity(t, events, cfg, at)
-	sum := SummarizeGate(events)
-	if len(sum.Planned) != plannedKept || len(sum.Dropped) != 8*(len(events)-plannedKept-1) {
-		t.Errorf("the summary keeps %d plans and %d bytes of dropped ones", len(sum.Planned), len(sum.Dropped))
-	}
-	for _, c := range []struct {
-		env    Environment
-		digest string
-		known  bool
-	}{{QA, "d0", false}, {Prod, "d1", false}, {DR, "d1", true}, {QA, fmt.Sprintf("d%d", plannedKept+2), true}, {QA, "never", true}, {Prod, "d0", true}} {
-		got, ok := sum.PlannedAt(c.env, c.digest)
-		if ok != c.known || ok && !got.Equal(plannedAt(events, c.env, c.digest)) {
-			t.Errorf("%s %s: planned at %v (known %v), the chain says %v", c.env, c.digest, got, ok, plannedAt(events, c.env, c.digest))
-		}
-	}
-	// The stage falls back to the chain for the dropped plan.
+	// The approvals stage asks the sources for decisions made since then.
 	var seen time.Time
-	w := chainReader{&events}
-	stage := &ImportApprovals{Sources: []ApprovalSource{requestSpy{&seen}}, Approvers: StaticApprovers{cfg}, Evidence: w}
-	st := &State{Contract: &Contract{ID: "c", Environment: QA}, Plan: &Plan{Digest: "d0"}}
+	stage := &ImportApprovals{Sources: []ApprovalSource{requestSpy{&seen}}, Approvers: StaticApprovers{cfg}, Evidence: chainReader{&events}}
+	st := &State{Contract: &Contract{ID: "c", Environment: Prod}, Plan: &Plan{Digest: "M"}}
 	if _, err := stage.Run(t.Context(), st); err != nil {
 		t.Fatal(err)
 	}
-	if !seen.Equal(at) {
-		t.Errorf("the stage asked for claims after %v, the plan was first recorded at %v", seen, at)
+	if !seen.Equal(m2) {
+		t.Errorf("the stage asked for claims after %v, the plan went on show at %v", seen, m2)
 	}
 }
 

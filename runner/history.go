@@ -90,6 +90,8 @@ type PlanRecord struct {
 	// Commit is the consumer commit the plan is bound to (empty outside a
 	// git checkout): what follows one change from dev to dr in an audit.
 	Commit string `json:"commit,omitempty"`
+	// Change is the change the plan deploys (ChangeRecord.ID).
+	Change string `json:"change,omitempty"`
 }
 
 // ResourceChange is one planned change, without its values.

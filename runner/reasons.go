@@ -151,6 +151,10 @@ const (
 	ApprovalFrozen              Reason = "APPROVAL_FROZEN"
 	ApprovalClaimInvalid        Reason = "APPROVAL_CLAIM_INVALID"
 	ApproverNotEligible         Reason = "APPROVER_NOT_ELIGIBLE"
+	ApproverKeyNotRegistered    Reason = "APPROVER_KEY_NOT_REGISTERED"
+	ChangeAuthorUnknown         Reason = "CHANGE_AUTHOR_UNKNOWN"
+	PromotionOrderViolation     Reason = "PROMOTION_ORDER_VIOLATION"
+	ApproverLeftGroup           Reason = "APPROVER_LEFT_GROUP"
 	SeparationOfDutiesViolation Reason = "SEPARATION_OF_DUTIES_VIOLATION"
 	ApproversInvalid            Reason = "APPROVERS_INVALID"
 	ForgeAPIFailed              Reason = "FORGE_API_FAILED"
@@ -302,6 +306,10 @@ var reasonTable = []ReasonInfo{
 	{ApprovalFrozen, "gate", KindVerdict, "The approval request has waited two business days; re-submit with `supersedes` naming the old request."},
 	{ApprovalClaimInvalid, "gate", KindVerdict, "A signed approval claim does not verify, names another plan, or was already used (a replay)."},
 	{ApproverNotEligible, "gate", KindVerdict, "A claimed approval was not imported: its author is not in the environment's approver group, wrote the change, or approved another plan or environment (recorded in `nova.approval.checked`)."},
+	{ApproverKeyNotRegistered, "gate", KindVerdict, "On a forge, a local approval (`nova approve`) counts only when signed with the key registered for the approver under `keys:` in the trusted approver config; a key made on first use proves nothing about who typed `--as`."},
+	{ChangeAuthorUnknown, "gate", KindVerdict, "A commit of the change has an author the forge links to no account, so nobody can be shown not to have written it; no approval is accepted until it is linked or replaced (rejections still count)."},
+	{PromotionOrderViolation, "gate", KindVerdict, "The change (contract content, module digests, engine version) has not been applied in the environment before this one: qa follows dev, prod follows qa, dr follows prod."},
+	{ApproverLeftGroup, "gate", KindVerdict, "The approval was recorded while its approver was in the environment's group, but they are no longer in it when the gate decides; it no longer counts."},
 	{SeparationOfDutiesViolation, "gate", KindVerdict, "The prod or dr approver also approved this contract in qa; someone else from the approver group must approve."},
 	{ApproversInvalid, "gate", KindError, "`.nova/approvers.yml` in the trusted base is missing, unreadable or invalid (an unknown field, an undefined group, a malformed name)."},
 	{ForgeAPIFailed, "gate", KindError, "The forge's API (GitHub, Gitea) could not be read or written after retries: unreachable, unauthorized, or rate-limited past the wait."},

@@ -106,7 +106,13 @@ type State struct {
 
 	Contract       *Contract
 	ContractDigest string
-	Target         *TargetStack
+	// ContractFile is the sha256 of the contract file's bytes: unlike
+	// ContractDigest (of the contract as read for this environment), the
+	// same in every environment.
+	ContractFile string
+	Target       *TargetStack
+	// Change is the change the run deploys (IdentifyChange).
+	Change *ChangeRecord
 	// Completed names the stages that have passed so far, in order; later
 	// stages use it to tell "evaluated, nothing found" from "never ran".
 	Completed []string
@@ -170,6 +176,9 @@ type Authorization struct {
 	Approver string `json:"approver"`
 	// Approvals are the nova.approval.recorded events that authorize.
 	Approvals []string `json:"approvals,omitempty"`
+	// Change is the change the plan deploys (ChangeRecord.ID): once the
+	// apply completes, the environment has applied it.
+	Change string `json:"change,omitempty"`
 }
 
 // CostEstimate is a monthly cost estimate of the planned change.

@@ -380,8 +380,9 @@ func testChange(t *testing.T, f *forge) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The ghost commit's email belongs to no account: it adds nobody.
-	want := runner.Change{Authors: []string{f.author.Name, f.qa.Name}, Head: f.head, Base: f.base}
+	// The ghost commit's email belongs to no account: its author is
+	// unknown, and the commit is named for it.
+	want := runner.Change{Authors: []runner.Login{runner.LoginOf(f.author.Name), runner.LoginOf(f.qa.Name)}, Unlinked: []string{f.head}, Head: f.head, Base: f.base}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("change (-want +got):\n%s", diff)
 	}

@@ -18,8 +18,8 @@ var (
 
 // Change returns the pull request's head and base commits and its authors:
 // whoever opened it, then the author of each of its commits, once each, in
-// that order. A commit whose author email Gitea matches to no account has
-// no login and adds nobody.
+// that order. A commit whose author email Gitea matches to no account is
+// listed as unlinked: anyone may have written it.
 func (p *PullRequest) Change(ctx context.Context) (runner.Change, error) {
 	c := p.c
 	pr, err := c.pullRequest(ctx)
@@ -39,18 +39,26 @@ func (p *PullRequest) Change(ctx context.Context) (runner.Change, error) {
 	if err != nil {
 		return runner.Change{}, err
 	}
-	var authors []string
-	seen := map[string]bool{}
-	add := func(u *sdk.User) {
-		if u == nil || u.UserName == "" || seen[u.UserName] {
-			return
+	ch := runner.Change{Head: pr.Head.Sha, Base: pr.Base.Sha}
+	seen := map[runner.Login]bool{}
+	add := func(u *sdk.User) bool {
+		if u == nil || u.UserName == "" {
+			return false
 		}
-		seen[u.UserName] = true
-		authors = append(authors, u.UserName)
+		if l := runner.LoginOf(u.UserName); !seen[l] {
+			seen[l] = true
+			ch.Authors = append(ch.Authors, l)
+		}
+		return true
 	}
 	add(pr.Poster)
 	for _, cm := range commits {
-		add(cm.Author)
+		if cm == nil || cm.CommitMeta == nil {
+			return runner.Change{}, runner.Errorf(runner.ForgeAPIFailed, "listing the commits of %s: Gitea returned a commit without its id", c.prName())
+		}
+		if !add(cm.Author) {
+			ch.Unlinked = append(ch.Unlinked, cm.SHA)
+		}
 	}
-	return runner.Change{Authors: authors, Head: pr.Head.Sha, Base: pr.Base.Sha}, nil
+	return ch, nil
 }

@@ -19,10 +19,11 @@ var _ runner.ChangeReader = (*PullRequest)(nil)
 func (c *Client) PullRequest() *PullRequest { return &PullRequest{c: c} }
 
 // Change returns the pull request's author and its commits' authors (none
-// of whom may approve it), its head and its base. Commits whose author
-// GitHub cannot link to an account are skipped: there is no login to
-// exclude. A pull request with more commits than GitHub lists (250) is an
-// error, since the authors beyond them would go unseen.
+// of whom may approve it), its head and its base. A commit whose author
+// GitHub cannot link to an account is listed as unlinked: anyone may have
+// written it, an approver under an email of their own included. A pull
+// request with more commits than GitHub lists (250) is an error, since the
+// authors beyond them would go unseen.
 func (p *PullRequest) Change(ctx context.Context) (runner.Change, error) {
 	pr, err := p.c.pullRequest(ctx)
 	if err != nil {
@@ -40,16 +41,23 @@ func (p *PullRequest) Change(ctx context.Context) (runner.Change, error) {
 			fmt.Errorf("GitHub listed %d of its %d commits, so not all of its authors are known", len(commits), n))
 	}
 	ch := runner.Change{Head: pr.GetHead().GetSHA(), Base: pr.GetBase().GetSHA()}
-	seen := map[string]bool{}
+	seen := map[runner.Login]bool{}
 	add := func(login string) {
-		if login != "" && !seen[login] {
-			seen[login] = true
-			ch.Authors = append(ch.Authors, login)
+		l := runner.LoginOf(login)
+		if !seen[l] {
+			seen[l] = true
+			ch.Authors = append(ch.Authors, l)
 		}
 	}
-	add(pr.GetUser().GetLogin())
+	if login := pr.GetUser().GetLogin(); login != "" {
+		add(login)
+	}
 	for _, c := range commits {
-		add(c.GetAuthor().GetLogin())
+		if login := c.GetAuthor().GetLogin(); login != "" {
+			add(login)
+		} else {
+			ch.Unlinked = append(ch.Unlinked, c.GetSHA())
+		}
 	}
 	if ch.Head == "" || ch.Base == "" {
 		return runner.Change{}, runner.Errorf(runner.ForgeAPIFailed, "reading pull request %d: %w", p.c.pr,

@@ -23,8 +23,9 @@ func TestChange(t *testing.T) {
 		t.Fatal(err)
 	}
 	// octocat opened it and wrote a commit (listed once); monalisa wrote
-	// one; the third commit's author has no GitHub account.
-	want := runner.Change{Authors: []string{"octocat", "monalisa"}, Head: headSHA, Base: baseSHA}
+	// one; the third commit's author has no GitHub account, so who wrote
+	// it is unknown.
+	want := runner.Change{Authors: []runner.Login{"octocat", "monalisa"}, Unlinked: []string{"6dcb09b5b57875f334f61aebed695e2e4193db5e"}, Head: headSHA, Base: baseSHA}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("change (-want +got):\n%s", diff)
 	}

@@ -58,7 +58,7 @@ func TestApproversComeFromTheTrustedBase(t *testing.T) {
 		if err != nil {
 			t.Fatalf("base %q: %v", b, err)
 		}
-		if got := cfg.Members("qa"); !slices.Equal(got, []string{"qa-lead"}) {
+		if got := cfg.Members("qa"); !slices.Equal(got, []runner.Login{"qa-lead"}) {
 			t.Errorf("base %q: qa members %v, want the base's [qa-lead]", b, got)
 		}
 	}

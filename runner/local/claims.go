@@ -6,15 +6,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
-	"sync"
 
 	"github.com/nova-platform/nova/runner"
 	"github.com/nova-platform/nova/runner/evidence/signing"
 )
-
-// approverName keeps an approver's name usable as one path segment.
-var approverName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$`) })
 
 // ClaimKeys verifies local approval claims with the approver's own key:
 // the one registered under `keys:` in the trusted approver config, else —
@@ -30,9 +25,14 @@ var _ runner.ClaimVerifier = ClaimKeys{}
 
 // VerifyClaim implements runner.ClaimVerifier.
 func (k ClaimKeys) VerifyClaim(ctx context.Context, c runner.SignedClaim) error {
-	name := c.Claim.Approver
-	if !approverName().MatchString(name) {
-		return fmt.Errorf("approver %q is not a name", name)
+	name, err := runner.ParseLogin(c.Claim.Approver)
+	if err != nil {
+		return err
+	}
+	// Claims are signed under the canonical name, so SRE-ONCALL's claim
+	// is sre-oncall's, and only sre-oncall's key verifies it.
+	if string(name) != c.Claim.Approver {
+		return fmt.Errorf("approver %q is not written as %q", c.Claim.Approver, name)
 	}
 	cfg, err := k.Approvers.Approvers(ctx)
 	if err != nil {
@@ -40,14 +40,14 @@ func (k ClaimKeys) VerifyClaim(ctx context.Context, c runner.SignedClaim) error 
 	}
 	pem := cfg.Keys[name]
 	if pem == "" && k.Dir != "" {
-		b, err := os.ReadFile(signing.LocalSigningPublicKey(filepath.Join(k.Dir, name)))
+		b, err := os.ReadFile(signing.LocalSigningPublicKey(filepath.Join(k.Dir, string(name))))
 		if err != nil && !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("reading %s's key: %w", name, err)
 		}
 		pem = string(b)
 	}
 	if pem == "" {
-		return fmt.Errorf("%s has no key registered under keys: in %s", name, runner.ApproversFile)
+		return runner.Errorf(runner.ApproverKeyNotRegistered, "%s has no key registered under keys: in %s", name, runner.ApproversFile)
 	}
 	pub, err := signing.LoadPublicKeys([]byte(pem))
 	if err != nil {
@@ -68,9 +68,11 @@ func (k ClaimKeys) VerifyClaim(ctx context.Context, c runner.SignedClaim) error 
 // the key on first use: what `nova approve` does on the approver's
 // machine.
 func SignClaim(dir string, claim runner.LocalClaim) (runner.SignedClaim, error) {
-	if !approverName().MatchString(claim.Approver) {
-		return runner.SignedClaim{}, runner.Errorf(runner.ConfigInvalid, "approver %q is not a name", claim.Approver)
+	name, err := runner.ParseLogin(claim.Approver)
+	if err != nil {
+		return runner.SignedClaim{}, runner.Errorf(runner.ConfigInvalid, "--as: %w", err)
 	}
+	claim.Approver = string(name)
 	s, err := signing.LocalSigner(filepath.Join(dir, claim.Approver))
 	if err != nil {
 		return runner.SignedClaim{}, runner.Errorf(runner.EvidenceKeyInvalid, "%s's key: %w", claim.Approver, err)

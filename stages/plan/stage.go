@@ -103,7 +103,7 @@ func (s *Stage) Run(ctx context.Context, st *runner.State) (runner.Result, error
 		Verdict: runner.Pass,
 		Summary: summary,
 		Event:   runner.EventPlanCreated,
-		Data:    runner.PlanRecord{Digest: digest, HasChanges: sp.HasChanges, Changes: sp.Changes, Resources: sp.Resources, BundleDir: dir, Commit: st.Commit},
+		Data:    runner.PlanRecord{Digest: digest, HasChanges: sp.HasChanges, Changes: sp.Changes, Resources: sp.Resources, BundleDir: dir, Commit: st.Commit, Change: changeID(st)},
 	}, nil
 }
 
@@ -115,7 +115,9 @@ func (s *Stage) Run(ctx context.Context, st *runner.State) (runner.Result, error
 // and the plan, the first command that reads the state or decides
 // anything, waits for the stage's turn, after those stages passed.
 func (s *Stage) Prepare(ctx context.Context, st *runner.State) {
-	if st.Contract == nil || st.Target == nil {
+	// Not before the change is identified: a change the environment has
+	// applied ends the run there, with nothing to plan.
+	if st.Contract == nil || st.Target == nil || st.Change == nil {
 		return
 	}
 	s.mu.Lock()
@@ -188,4 +190,11 @@ func Describe(c runner.ChangeSummary) string {
 		s += fmt.Sprintf(" (%d replaced)", c.Replace)
 	}
 	return s
+}
+
+func changeID(st *runner.State) string {
+	if st.Change == nil {
+		return ""
+	}
+	return st.Change.ID
 }

@@ -7,6 +7,8 @@ package schema
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -85,7 +87,8 @@ func (s *Stage) Run(_ context.Context, st *runner.State) (runner.Result, error) 
 	if err != nil {
 		return runner.Result{}, runner.Errorf(runner.InternalError, "hashing target stack: %w", err)
 	}
-	st.ContractDigest, st.Target = digest, target
+	sum := sha256.Sum256(data)
+	st.ContractDigest, st.ContractFile, st.Target = digest, hex.EncodeToString(sum[:]), target
 	return runner.Result{
 		Verdict: runner.Pass,
 		Summary: fmt.Sprintf("contract %s valid for %s: stack %s@%s, %d module instance(s)", c.ID, c.Environment, target.Stack, target.StackVersion, len(target.Instances)),

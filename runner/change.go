@@ -1,0 +1,100 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+)
+
+// A change is what is promoted from dev to dr: the contract's content, what
+// the registry deploys for it (the stack's and each module's files, by
+// digest) and the engine that applies it, at its exact version. A plan is
+// one environment's rendering of a change at one commit; many plans, in
+// many environments and at many commits (a README edit moves the commit,
+// not the change), are of one change. Promotion order and receipts are
+// decided per change, so a re-plan never resets them.
+
+// ChangeRecord is the data of nova.change.identified: the change a run
+// deploys and what identifies it.
+type ChangeRecord struct {
+	ID string `json:"id"`
+	// Contract is the sha256 of the contract file as written: the same
+	// bytes in every environment (--env does not change them).
+	Contract string `json:"contract"`
+	// Content digests the stack and the modules (registry.ContentDigests).
+	Content map[string]string `json:"content"`
+	// Engine is the engine and its exact version ("terraform 1.11.4").
+	Engine string `json:"engine"`
+}
+
+// ReceiptRecord is the data of nova.change.receipt: the environment
+// applied this change before, and nothing since, so the run ends there.
+type ReceiptRecord struct {
+	Change string `json:"change"`
+	// Receipt is the nova.apply.completed that applied it.
+	Receipt string `json:"receipt"`
+}
+
+// ContentDigester names what a target stack deploys by content.
+type ContentDigester interface {
+	ContentDigests(target *TargetStack) (map[string]string, error)
+}
+
+// EngineVersioner names the engine and its exact version.
+type EngineVersioner interface {
+	EngineVersion(ctx context.Context) (string, error)
+}
+
+// IdentifyChange is the stage after schema: it names the run's change and,
+// when the environment's latest apply was this very change, ends the run
+// with that receipt. A re-run (a review, a comment, a commit that does not
+// touch the contract) then neither plans again nor asks anybody for
+// anything, in dev as in dr.
+type IdentifyChange struct {
+	Content ContentDigester
+	Engine  EngineVersioner
+	// Evidence is the contract's chain; without it every run plans.
+	Evidence EvidenceReader
+}
+
+var _ Stage = (*IdentifyChange)(nil)
+
+// Name implements Stage.
+func (*IdentifyChange) Name() string { return "change" }
+
+// Run implements Stage.
+func (s *IdentifyChange) Run(ctx context.Context, st *State) (Result, error) {
+	if st.Contract == nil || st.Target == nil || st.ContractFile == "" {
+		return Result{}, Errorf(InternalError, "change reached without a validated contract")
+	}
+	content, err := s.Content.ContentDigests(st.Target)
+	if err != nil {
+		return Result{}, err
+	}
+	engine, err := s.Engine.EngineVersion(ctx)
+	if err != nil {
+		return Result{}, err
+	}
+	rec := ChangeRecord{Contract: st.ContractFile, Content: content, Engine: engine}
+	if rec.ID, err = Digest(struct {
+		Contract string            `json:"contract"`
+		Content  map[string]string `json:"content"`
+		Engine   string            `json:"engine"`
+	}{rec.Contract, rec.Content, rec.Engine}); err != nil {
+		return Result{}, Errorf(InternalError, "hashing the change: %w", err)
+	}
+	st.Change = &rec
+	env := st.Contract.Environment
+	if s.Evidence != nil {
+		sum, err := ReadGateSummary(ctx, s.Evidence, st.Contract.ID)
+		if err != nil {
+			return Result{}, err
+		}
+		if es := sum.Env(env); es.Open == nil && es.LastApplied != nil && es.LastApplied.Change == rec.ID {
+			return Result{Verdict: Pass, Done: true, Event: EventChangeReceipt,
+				Summary: fmt.Sprintf("%s applied change %s before (%s) and nothing since: nothing to do", env, ShortDigest(rec.ID), es.LastApplied.Event),
+				Data:    ReceiptRecord{Change: rec.ID, Receipt: es.LastApplied.Event}}, nil
+		}
+	}
+	return Result{Verdict: Pass, Event: EventChangeIdentified,
+		Summary: fmt.Sprintf("change %s (%s)", ShortDigest(rec.ID), engine), Data: rec}, nil
+}
