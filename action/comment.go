@@ -61,8 +61,10 @@ func renderComment(v runView, group, summaryURL string) (string, error) {
 			d.ReasonText = mdText(oneLine(s.Findings[0].Message))
 		}
 	}
-	if v.Verdict == string(runner.AwaitingApproval) && len(v.PlanDigest) >= 12 && group != "" {
-		d.Approve = &approveHint{Group: mdText(group), Prefix: v.PlanDigest[:12]}
+	if v.Verdict == string(runner.AwaitingApproval) && len(v.PlanDigest) >= runner.MinDigestPrefix && group != "" {
+		// The whole digest: a prefix short enough to type is short enough
+		// to grind a second plan for.
+		d.Approve = &approveHint{Group: mdText(group), Prefix: v.PlanDigest}
 	}
 	if v.Changes != nil {
 		d.Changes = v.Changes

@@ -67,6 +67,10 @@ type ApprovalClaim struct {
 	At        time.Time
 	// Signed holds a local claim's signed form; other sources leave it nil.
 	Signed *SignedClaim
+	// Problem, when set, says why the claim cannot count (a command that
+	// cannot be acted on, an edited approval): it is reported as ignored,
+	// so whoever wrote it sees why.
+	Problem string
 }
 
 // ApprovalSource finds the claims a forge (or the local claim store) holds

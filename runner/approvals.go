@@ -183,6 +183,8 @@ func unlinkedMessage(commits []string) string {
 // the plan.
 func (s *ImportApprovals) eligible(ctx context.Context, c ApprovalClaim, req ApprovalRequest, approvers *ApproverConfig, group string, change Change, usedClaims map[string]bool) (Reason, string) {
 	switch {
+	case c.Problem != "":
+		return ApprovalClaimInvalid, c.Problem
 	case c.Environment != req.Environment:
 		return ApproverNotEligible, fmt.Sprintf("the claim is for %s, this run deploys to %s", c.Environment, req.Environment)
 	case c.PlanDigest != req.PlanDigest:

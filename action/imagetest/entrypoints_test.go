@@ -370,13 +370,13 @@ func (f *flowForge) viaAction(t *testing.T) trace {
 		tr.exits = append(tr.exits, codes)
 	}
 	round()
-	if len(tr.digest) < 12 || gh.botComment("/nova approve qa "+tr.digest[:12]) == "" {
+	if len(tr.digest) < 12 || gh.botComment("/nova approve qa "+tr.digest) == "" {
 		t.Fatalf("no comment on the pull request asking for qa's approval of plan %q", tr.digest)
 	}
 	if s := gh.lastStatus(f.headSHA, "/qa"); s != "pending" {
 		t.Errorf("qa commit status %q, want pending", s)
 	}
-	gh.addComment("qa-lead", "/nova approve qa "+tr.digest[:12])
+	gh.addComment("qa-lead", "/nova approve qa "+tr.digest)
 	round()
 	if s := gh.lastStatus(f.headSHA, "/qa"); s != "success" {
 		t.Errorf("qa commit status %q after the approval, want success", s)
@@ -431,7 +431,7 @@ func (f *flowForge) viaGiteaUnderAct(t *testing.T, act string) trace {
 	// command that approves it, and a pending status.
 	qaComment := f.botComment(t, "· qa")
 	tr.digest = firstMatch(regexp.MustCompile("\\*\\*Plan\\*\\* `([0-9a-f]{64})`"), qaComment)
-	if tr.digest == "" || !strings.Contains(qaComment, "/nova approve qa "+tr.digest[:12]) {
+	if tr.digest == "" || !strings.Contains(qaComment, "/nova approve qa "+tr.digest) {
 		t.Fatalf("nova's qa comment on Gitea names no plan to approve:\n%s", qaComment)
 	}
 	if s := f.status(t, "qa"); s != "pending" {

@@ -162,16 +162,17 @@ func TestCommentsOnGitea(t *testing.T) {
 	ctx := t.Context()
 	src := f.c.Comments()
 
-	approval := f.comment(t, f.qa, "/nova approve qa "+digest[:12])
-	f.comment(t, f.qa, "/nova approve qa "+digest[:11])                        // too short
-	f.comment(t, f.sre, "/nova approve qa 0123456789ab")                       // another plan
-	f.comment(t, f.qa, "/nova approve qa "+strings.ToUpper(digest[:12]))       // not as Nova showed it
-	prod := f.comment(t, f.qa, "/nova approve prod "+digest[:12])              // another environment
-	f.comment(t, f.reader, "LGTM, /nova approve qa "+digest[:12])              // not a command
-	f.comment(t, f.sre, "> /nova approve qa "+digest[:12]+"\n\nwho approved?") // a quote
+	approval := f.comment(t, f.qa, "/nova approve qa "+digest[:32])
+	short := f.comment(t, f.qa, "/nova approve qa "+digest[:12])                   // too short: answered
+	f.comment(t, f.sre, "/nova approve qa 0123456789abcdef0123456789abcdef")       // another plan
+	capitals := f.comment(t, f.qa, "/nova approve QA "+strings.ToUpper(digest[:32])) // the same digest, in capitals
+	prod := f.comment(t, f.qa, "/nova approve prod "+digest[:32])                  // another environment
+	f.comment(t, f.reader, "LGTM, /nova approve qa "+digest[:32])                  // not a command
+	f.comment(t, f.sre, "> /nova approve qa "+digest[:32]+"\n\nwho approved?")     // a quote
 	rejection := f.comment(t, f.sre, "/nova reject qa the plan deletes the bucket\nand its backups")
+	production := f.comment(t, f.sre, "/nova reject production no") // answered, never dropped
 	outsider := f.comment(t, f.outsider, "/nova approve qa "+digest)  // sources do not check membership…
-	author := f.comment(t, f.author, "/nova approve qa "+digest[:20]) // …nor authorship
+	author := f.comment(t, f.author, "/nova approve qa "+digest[:40]) // …nor authorship
 
 	req := runner.ApprovalRequest{
 		ContractID: "c1", Environment: runner.QA, PlanDigest: digest, Commit: f.head,
@@ -187,9 +188,21 @@ func TestCommentsOnGitea(t *testing.T) {
 			Source: runner.SourceGiteaComment, SourceRef: idKey(cm.ID), At: cm.Created.UTC(),
 		}
 	}
+	problem := func(c runner.ApprovalClaim) runner.ApprovalClaim {
+		c.Problem = "*"
+		return c
+	}
+	for i := range claims {
+		if claims[i].Problem != "" {
+			claims[i].Problem = "*"
+		}
+	}
 	want := []runner.ApprovalClaim{
 		claim(f.qa.Name, approval, runner.Approve, runner.QA, ""),
+		problem(claim(f.qa.Name, short, runner.Approve, runner.QA, "")),
+		claim(f.qa.Name, capitals, runner.Approve, runner.QA, ""),
 		claim(f.sre.Name, rejection, runner.Reject, runner.QA, "the plan deletes the bucket\nand its backups"),
+		problem(claim(f.sre.Name, production, runner.Reject, runner.QA, "")),
 		claim(f.outsider.Name, outsider, runner.Approve, runner.QA, ""),
 		claim(f.author.Name, author, runner.Approve, runner.QA, ""),
 	}
@@ -207,27 +220,35 @@ func TestCommentsOnGitea(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if diff := cmp.Diff([]runner.ApprovalClaim{claim(f.qa.Name, prod, runner.Approve, runner.Prod, "")}, claims); diff != "" {
+		// The command naming an unknown environment is answered in every
+		// environment's run, prod's included.
+		for i := range claims {
+			if claims[i].Problem != "" {
+				claims[i].Problem = "*"
+			}
+		}
+		want := []runner.ApprovalClaim{claim(f.qa.Name, prod, runner.Approve, runner.Prod, ""), problem(claim(f.sre.Name, production, runner.Reject, runner.Prod, ""))}
+		if diff := cmp.Diff(want, claims, byRef); diff != "" {
 			t.Errorf("claims (-want +got):\n%s", diff)
 		}
 	})
 
 	t.Run("another plan", func(t *testing.T) {
 		other := req
-		other.PlanDigest = "0123456789ab" + digest[12:]
+		other.PlanDigest = "0123456789abcdef0123456789abcdef" + digest[32:]
 		claims, err := src.Claims(ctx, other)
 		if err != nil {
 			t.Fatal(err)
 		}
-		// Only the rejection (of whatever plan is current) and the prefix
-		// of this other plan match.
+		// Only the rejections (of whatever plan is current), the answered
+		// commands and the prefix of this other plan match.
 		for _, c := range claims {
-			if c.Decision == runner.Approve && c.Approver != f.sre.Name {
+			if c.Decision == runner.Approve && c.Problem == "" && c.Approver != f.sre.Name {
 				t.Errorf("claim %+v approves a plan it does not name", c)
 			}
 		}
-		if len(claims) != 2 {
-			t.Errorf("claims %+v, want the rejection and sam's approval", claims)
+		if len(claims) != 4 {
+			t.Errorf("claims %+v, want the two rejections, the short approval answered, and sam's approval", claims)
 		}
 	})
 

@@ -10,47 +10,6 @@ import (
 	"github.com/nova-platform/nova/runner"
 )
 
-func TestParseCommand(t *testing.T) {
-	tests := []struct {
-		body   string
-		want   command
-		wantOK bool
-	}{
-		{body: "/nova approve prod 3f1c9a0b7e2d", want: command{decision: runner.Approve, env: "prod", prefix: "3f1c9a0b7e2d"}, wantOK: true},
-		{body: "\r\n  /nova approve qa 3f1c9a0b7e2d4c5f  \r\nthanks!", want: command{decision: runner.Approve, env: "qa", prefix: "3f1c9a0b7e2d4c5f"}, wantOK: true},
-		{body: "/nova approve prod " + digest, want: command{decision: runner.Approve, env: "prod", prefix: digest}, wantOK: true},
-		{body: "/nova reject prod the bucket must not be public", want: command{decision: runner.Reject, env: "prod", reason: "the bucket must not be public"}, wantOK: true},
-		{body: "/nova reject prod too wide\r\nsee the plan, line 3", want: command{decision: runner.Reject, env: "prod", reason: "too wide\nsee the plan, line 3"}, wantOK: true},
-		{body: "/nova reject prod", want: command{decision: runner.Reject, env: "prod"}, wantOK: true},
-		{body: "/nova approve prod 3f1c9a0b7e2"},         // 11 hex digits
-		{body: "/nova approve prod 3F1C9A0B7E2D"},        // not lowercase
-		{body: "/nova approve prod 3f1c9a0b7e2z"},        // not hex
-		{body: "/nova approve prod"},                     // no digest
-		{body: "/nova approve prod 3f1c9a0b7e2d please"}, // trailing words
-		{body: "/nova approve 3f1c9a0b7e2d"},             // no environment
-		{body: "/nova lgtm prod 3f1c9a0b7e2d"},           // unknown verb
-		{body: "/Nova approve prod 3f1c9a0b7e2d"},        // not the command
-		{body: "/novaapprove prod 3f1c9a0b7e2d"},         // not the command
-		{body: "> /nova approve prod 3f1c9a0b7e2d"},      // a quote
-		{body: "LGTM\n/nova approve prod 3f1c9a0b7e2d"},  // not the first line
-		{body: "please /nova approve prod 3f1c9a0b7e2d"}, // not at the start
-		{body: "`/nova approve prod 3f1c9a0b7e2d`"},      // code, not a command
-		{body: ""},
-		{body: "\n\n"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.body, func(t *testing.T) {
-			got, ok := parseCommand(tt.body)
-			if ok != tt.wantOK {
-				t.Fatalf("ok = %v; want %v", ok, tt.wantOK)
-			}
-			if diff := cmp.Diff(tt.want, got, cmp.AllowUnexported(command{})); diff != "" {
-				t.Errorf("command (-want +got):\n%s", diff)
-			}
-		})
-	}
-}
-
 func commentRequest() runner.ApprovalRequest {
 	return runner.ApprovalRequest{
 		ContractID:  "c0ffee00-0000-4000-8000-000000000001",
@@ -70,17 +29,22 @@ func TestComments(t *testing.T) {
 	tests := []struct {
 		name string
 		body string
-		// created replaces the documented comment's created_at when set.
-		created string
-		want    []runner.ApprovalClaim
+		// created and updated replace the documented comment's times
+		// when set.
+		created, updated string
+		want             []runner.ApprovalClaim
+		problem          bool
 	}{
-		{name: "an approval naming 12 digits of the digest", body: "/nova approve prod " + digest[:12], want: []runner.ApprovalClaim{approve}},
+		{name: "an approval naming 32 digits of the digest", body: "/nova approve prod " + digest[:32], want: []runner.ApprovalClaim{approve}},
 		{name: "an approval naming the whole digest", body: "/nova approve prod " + digest, want: []runner.ApprovalClaim{approve}},
-		{name: "a prefix of another plan's digest is ignored", body: "/nova approve prod 0123456789ab"},
-		{name: "a prefix shorter than 12 digits is ignored", body: "/nova approve prod " + digest[:11]},
-		{name: "an approval of another environment is ignored", body: "/nova approve qa " + digest[:12]},
-		{name: "a comment before the plan was recorded is ignored", body: "/nova approve prod " + digest[:12], created: "2024-05-02T09:29:00Z"},
-		{name: "a malformed command is ignored", body: "/nova approve prod"},
+		{name: "a prefix of another plan's digest is ignored", body: "/nova approve prod 0123456789abcdef0123456789abcdef"},
+		{name: "a prefix of 12 digits is answered, not counted", body: "/nova approve prod " + digest[:12], problem: true},
+		{name: "an approval of another environment is ignored", body: "/nova approve qa " + digest},
+		{name: "a comment before the plan was recorded is ignored", body: "/nova approve prod " + digest, created: "2024-05-02T09:29:00Z"},
+		// The attack: the author edits a reviewer's "Looking at this now"
+		// into an approval; GitHub keeps the reviewer's name and
+		// created_at, and moves updated_at.
+		{name: "an edited comment never approves", body: "/nova approve prod " + digest, updated: "2024-05-02T10:05:00Z", problem: true},
 		{name: "an ordinary comment is ignored", body: "Me too"},
 		{
 			name: "a rejection applies to the current plan",
@@ -90,6 +54,14 @@ func TestComments(t *testing.T) {
 				Reason: "not during the freeze", Source: runner.SourceGitHubComment, SourceRef: "1", At: at,
 			}},
 		},
+		{
+			name: "an edited rejection still holds the plan", body: "/nova reject Prod not during the freeze", updated: "2024-05-02T10:05:00Z",
+			want: []runner.ApprovalClaim{{
+				Approver: "alice", Environment: runner.Prod, PlanDigest: digest, Decision: runner.Reject,
+				Reason: "not during the freeze", Source: runner.SourceGitHubComment, SourceRef: "1", At: at,
+			}},
+		},
+		{name: "a rejection naming an unknown environment is answered", body: "/nova reject production no", problem: true},
 		{name: "a rejection of another environment is ignored", body: "/nova reject qa not during the freeze"},
 	}
 	for _, tt := range tests {
@@ -101,11 +73,20 @@ func TestComments(t *testing.T) {
 					if tt.created != "" {
 						c["created_at"] = tt.created
 					}
+					if tt.updated != "" {
+						c["updated_at"] = tt.updated
+					}
 				})})
 			})
 			got, err := f.client().Comments().Claims(t.Context(), commentRequest())
 			if err != nil {
 				t.Fatal(err)
+			}
+			if tt.problem {
+				if len(got) != 1 || got[0].Problem == "" {
+					t.Fatalf("claims %+v, want one answered with its problem", got)
+				}
+				return
 			}
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("claims (-want +got):\n%s", diff)
