@@ -103,8 +103,8 @@ func ParseCommand(body string) (cmd Command, ok bool) {
 type PostedComment struct {
 	// Poster is who posted it, Ref the forge's id of it.
 	Poster, Ref string
-	Body       string
-	Created    time.Time
+	Body        string
+	Created     time.Time
 	// Edited is true when the text is not what the poster posted (the
 	// forge says it was updated after it was created, or the event that
 	// delivered it was an edit): anyone who may edit comments, the

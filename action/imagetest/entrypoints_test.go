@@ -441,7 +441,7 @@ func (f *flowForge) viaGiteaUnderAct(t *testing.T, act string) trace {
 		t.Errorf("dev commit status on Gitea %q, want success", s)
 	}
 
-	f.srv.API(t, f.qa.Token, http.MethodPost, fmt.Sprintf("/repos/acme/app/issues/%d/comments", f.pull), map[string]string{"body": "/nova approve qa " + tr.digest[:12]}, nil)
+	f.srv.API(t, f.qa.Token, http.MethodPost, fmt.Sprintf("/repos/acme/app/issues/%d/comments", f.pull), map[string]string{"body": "/nova approve qa " + tr.digest}, nil)
 	// Gitea sends a pull request's comments as issue_comment, the event
 	// its Actions run too.
 	comment := f.await(t, "issue_comment", func(p map[string]any) bool {

@@ -163,14 +163,14 @@ func TestCommentsOnGitea(t *testing.T) {
 	src := f.c.Comments()
 
 	approval := f.comment(t, f.qa, "/nova approve qa "+digest[:32])
-	short := f.comment(t, f.qa, "/nova approve qa "+digest[:12])                   // too short: answered
-	f.comment(t, f.sre, "/nova approve qa 0123456789abcdef0123456789abcdef")       // another plan
+	short := f.comment(t, f.qa, "/nova approve qa "+digest[:12])                     // too short: answered
+	f.comment(t, f.sre, "/nova approve qa 0123456789abcdef0123456789abcdef")         // another plan
 	capitals := f.comment(t, f.qa, "/nova approve QA "+strings.ToUpper(digest[:32])) // the same digest, in capitals
-	prod := f.comment(t, f.qa, "/nova approve prod "+digest[:32])                  // another environment
-	f.comment(t, f.reader, "LGTM, /nova approve qa "+digest[:32])                  // not a command
-	f.comment(t, f.sre, "> /nova approve qa "+digest[:32]+"\n\nwho approved?")     // a quote
+	prod := f.comment(t, f.qa, "/nova approve prod "+digest[:32])                    // another environment
+	f.comment(t, f.reader, "LGTM, /nova approve qa "+digest[:32])                    // not a command
+	f.comment(t, f.sre, "> /nova approve qa "+digest[:32]+"\n\nwho approved?")       // a quote
 	rejection := f.comment(t, f.sre, "/nova reject qa the plan deletes the bucket\nand its backups")
-	production := f.comment(t, f.sre, "/nova reject production no") // answered, never dropped
+	production := f.comment(t, f.sre, "/nova reject production no")   // answered, never dropped
 	outsider := f.comment(t, f.outsider, "/nova approve qa "+digest)  // sources do not check membership…
 	author := f.comment(t, f.author, "/nova approve qa "+digest[:40]) // …nor authorship
 
