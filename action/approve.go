@@ -48,7 +48,11 @@ func approveCommand(ctx context.Context, cfg Config, env Env) error {
 	if err != nil {
 		return failed(env, cfg, err)
 	}
-	approvers := cfg.approvers()
+	forge, err := connectForge(ctx, cfg)
+	if err != nil {
+		return failed(env, cfg, err)
+	}
+	approvers := forge.approvers
 	if cfg.Forge != NoForge {
 		// A forge's job has no approver's machine behind it: a key made
 		// there on first use would prove only that someone ran the job.

@@ -524,9 +524,17 @@ func (cfg *Config) complete(f *rawFlags, env Env) error {
 	return nil
 }
 
-// approvers reads the approver config from the trusted base.
-func (cfg Config) approvers() local.TrustedApprovers {
-	return local.TrustedApprovers{Dir: cfg.Dir, Base: cfg.Base, Path: cfg.ApproversPath}
+// localApprovers reads the approver config from the trusted base in the
+// checkout's git history: --base, else the default branch. On a forge
+// the pull request's base is never it: a pull request may be opened
+// against a branch its author controls. (With a token, the forge's own
+// trusted base is read instead: forgeApprovers.)
+func (cfg Config) localApprovers() local.TrustedApprovers {
+	base := cfg.Base
+	if cfg.Forge != NoForge && base == cfg.ForgeAPI.BaseSHA {
+		base = ""
+	}
+	return local.TrustedApprovers{Dir: cfg.Dir, Base: base, Path: cfg.ApproversPath}
 }
 
 func (cfg *Config) checkResolve(envName string) error {

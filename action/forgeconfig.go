@@ -5,6 +5,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/nova-platform/nova/runner"
 )
@@ -28,6 +29,24 @@ type ForgeConfig struct {
 	EventName string
 	// BaseSHA and HeadSHA are the pull request's base and head commits.
 	BaseSHA, HeadSHA string
+	// Comment is the comment an issue_comment event delivered, as it was
+	// when the event was sent.
+	Comment *EventComment
+}
+
+// EventComment is the comment of an issue_comment event. The forge sends
+// the event when the comment is created, edited or deleted, with the text
+// as it stood: a rejection deleted or edited away before any run read it
+// through the API is still seen here.
+type EventComment struct {
+	// Action is created, edited or deleted.
+	Action string
+	ID     int64
+	Poster string
+	Body   string
+	// Previous is an edit's text before it.
+	Previous         string
+	Created, Updated time.Time
 }
 
 // forgeTokenVariables are where a forge token may come from, first found
@@ -83,6 +102,21 @@ type forgeEvent struct {
 		Number      int64           `json:"number"`
 		PullRequest json.RawMessage `json:"pull_request"`
 	} `json:"issue"`
+	Action  string `json:"action"`
+	Comment *struct {
+		ID   int64  `json:"id"`
+		Body string `json:"body"`
+		User struct {
+			Login string `json:"login"`
+		} `json:"user"`
+		CreatedAt time.Time `json:"created_at"`
+		UpdatedAt time.Time `json:"updated_at"`
+	} `json:"comment"`
+	Changes struct {
+		Body struct {
+			From string `json:"from"`
+		} `json:"body"`
+	} `json:"changes"`
 }
 
 // maxEventBytes bounds the event payload nova reads.
@@ -106,6 +140,10 @@ func (fc *ForgeConfig) readEvent(path string) error {
 	case ev.Issue != nil && len(ev.Issue.PullRequest) > 0 && string(ev.Issue.PullRequest) != "null":
 		// A comment on a pull request: the event names the number only.
 		fc.PullRequest = ev.Issue.Number
+		if c := ev.Comment; c != nil {
+			fc.Comment = &EventComment{Action: ev.Action, ID: c.ID, Poster: c.User.Login, Body: c.Body, Previous: ev.Changes.Body.From,
+				Created: c.CreatedAt, Updated: c.UpdatedAt}
+		}
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/nova-platform/nova/runner"
 	"github.com/nova-platform/nova/runner/gitea"
 	"github.com/nova-platform/nova/runner/github"
+	"github.com/nova-platform/nova/runner/local"
 )
 
 // forgeAdapters are the forge's implementations of runner's ports for one
@@ -15,6 +16,8 @@ import (
 // exist depends on the forge and the event; the gate and the reporting
 // use what is there.
 type forgeAdapters struct {
+	// approvers reads the approver config from the trusted base, once.
+	approvers   runner.ApproversReader
 	sources     []runner.ApprovalSource
 	membership  runner.TeamMembership
 	change      runner.ChangeReader
@@ -30,20 +33,22 @@ type forgeAdapters struct {
 func connectForge(ctx context.Context, cfg Config) (*forgeAdapters, error) {
 	fc := cfg.ForgeAPI
 	if cfg.Forge == NoForge || fc.Token == "" || fc.Owner == "" {
-		return &forgeAdapters{}, nil
+		return &forgeAdapters{approvers: cfg.localApprovers()}, nil
 	}
 	a := &forgeAdapters{}
+	var trusted runner.TrustedBase
 	switch cfg.Forge {
 	case GitHub:
 		c, err := github.New(github.Config{APIURL: fc.APIURL, Token: fc.Token, Owner: fc.Owner, Repo: fc.Repo, PullRequest: int(fc.PullRequest), RunID: fc.RunID})
 		if err != nil {
 			return nil, err
 		}
-		a.membership, a.statuses, a.deployments, a.issues = c.Teams(), c.Statuses(), c.Deployments(), c.Issues()
+		a.membership, a.statuses, a.deployments, a.issues, trusted = c.Teams(), c.Statuses(), c.Deployments(), c.Issues(), c.TrustedBase()
 		if fc.RunID != 0 {
 			a.sources = append(a.sources, c.EnvironmentApprovals())
 		}
 		if fc.PullRequest != 0 {
+			a.sources = append(a.sources, eventSource(fc, runner.SourceGitHubComment)...)
 			a.sources = append(a.sources, c.Reviews(), c.Comments())
 			a.change, a.commenter = c.PullRequest(), c.Commenter()
 		}
@@ -52,14 +57,28 @@ func connectForge(ctx context.Context, cfg Config) (*forgeAdapters, error) {
 		if err != nil {
 			return nil, err
 		}
-		a.membership, a.statuses, a.issues = c.Teams(), c.Statuses(), c.Issues()
+		a.membership, a.statuses, a.issues, trusted = c.Teams(), c.Statuses(), c.Issues(), c.TrustedBase()
 		if fc.PullRequest != 0 {
 			pr := c.PullRequest()
+			a.sources = append(a.sources, eventSource(fc, runner.SourceGiteaComment)...)
 			a.sources = append(a.sources, c.Reviews(), c.Comments())
 			a.change, a.commenter = pr, pr
 		}
 	}
+	path, err := local.RepoPath(cfg.Dir, firstNonEmpty(cfg.ApproversPath, runner.ApproversFile))
+	if err != nil {
+		return nil, runner.Errorf(runner.ApproversInvalid, "naming %s in the repository: %w", runner.ApproversFile, err)
+	}
+	a.approvers = &runner.ForgeApprovers{Base: trusted, Path: path}
 	return a, nil
+}
+
+// eventSource is the comment the event delivered, when it delivered one.
+func eventSource(fc ForgeConfig, source string) []runner.ApprovalSource {
+	if fc.Comment == nil {
+		return nil
+	}
+	return []runner.ApprovalSource{eventComment{comment: fc.Comment, source: source}}
 }
 
 // forgeReport publishes a finished run where people look: one comment per
@@ -120,8 +139,8 @@ func (r *forgeReport) finished(ctx context.Context, v runView) {
 	}
 	if r.forge.commenter != nil {
 		group := ""
-		if v.Verdict == string(runner.AwaitingApproval) {
-			if cfg, err := r.cfg.approvers().Approvers(ctx); err == nil {
+		if v.Verdict == string(runner.AwaitingApproval) && r.forge.approvers != nil {
+			if cfg, err := r.forge.approvers.Approvers(ctx); err == nil {
 				group = cfg.GroupFor(runner.Environment(v.Environment))
 			}
 		}

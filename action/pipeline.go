@@ -281,7 +281,7 @@ func (w wiring) change(reg *registry.Registry, engine *terraform.Engine) *runner
 // the evidence first, then the gate decides from the evidence alone, and
 // signs an attestation of what it authorized.
 func (w wiring) gate() []runner.Stage {
-	approvers := w.cfg.approvers()
+	approvers := w.forge.approvers
 	return []runner.Stage{
 		&runner.ImportApprovals{
 			Sources: w.forge.sources, Approvers: approvers, Membership: w.forge.membership,

@@ -3,6 +3,7 @@ package local
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 
 	"github.com/go-git/go-git/v5"
@@ -48,19 +49,10 @@ func (t TrustedApprovers) Approvers(context.Context) (*runner.ApproverConfig, er
 	if err != nil {
 		return nil, runner.Errorf(runner.ApproversInvalid, "opening the git checkout of %s: %w", t.Dir, err)
 	}
-	wt, err := repo.Worktree()
-	if err != nil {
-		return nil, runner.Errorf(runner.ApproversInvalid, "reading the worktree of %s: %w", t.Dir, err)
-	}
-	abs, err := filepath.Abs(t.Dir)
+	path, err := repoPath(repo, t.Dir, file)
 	if err != nil {
 		return nil, runner.Errorf(runner.ApproversInvalid, "%w", err)
 	}
-	rel, err := filepath.Rel(wt.Filesystem.Root(), abs)
-	if err != nil {
-		return nil, runner.Errorf(runner.ApproversInvalid, "%w", err)
-	}
-	path := filepath.ToSlash(filepath.Join(rel, file))
 	commit, name, err := t.base(repo)
 	if err != nil {
 		return nil, err
@@ -80,6 +72,32 @@ func (t TrustedApprovers) Approvers(context.Context) (*runner.ApproverConfig, er
 		return nil, runner.Errorf(runner.ApproversInvalid, "reading %s at %s: %w", path, name, err)
 	}
 	return runner.ParseApprovers([]byte(data))
+}
+
+// RepoPath is file, relative to dir, as a path from the root of the git
+// repository dir is in: how the forge names it.
+func RepoPath(dir, file string) (string, error) {
+	repo, err := git.PlainOpenWithOptions(dir, &git.PlainOpenOptions{DetectDotGit: true, EnableDotGitCommonDir: true})
+	if err != nil {
+		return "", fmt.Errorf("opening the git checkout of %s: %w", dir, err)
+	}
+	return repoPath(repo, dir, file)
+}
+
+func repoPath(repo *git.Repository, dir, file string) (string, error) {
+	wt, err := repo.Worktree()
+	if err != nil {
+		return "", fmt.Errorf("reading the worktree of %s: %w", dir, err)
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	rel, err := filepath.Rel(wt.Filesystem.Root(), abs)
+	if err != nil {
+		return "", err
+	}
+	return filepath.ToSlash(filepath.Join(rel, file)), nil
 }
 
 // base resolves the trusted base commit: Base when given, else the default
