@@ -271,6 +271,9 @@ func loadCommitKeys(files []string, s EvidenceConfig) (*signing.CommitKeyRing, e
 
 func evidenceResolve(ctx context.Context, cfg Config, env Env) error {
 	r := cfg.Resolve
+	if err := guardEvidence(ctx, cfg); err != nil {
+		return failed(env, cfg, err)
+	}
 	store, _, err := openEvidenceStore(ctx, cfg.Evidence, env)
 	if err != nil {
 		return failed(env, cfg, err)

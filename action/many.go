@@ -117,6 +117,9 @@ func executeMany(ctx context.Context, cfg Config, env Env) error {
 	verifier := &onceVerifier{inner: keysVerifier, known: map[string]runner.CommitSignature{}}
 	drainBefore(ctx, store, env)
 	forge, forgeErr := connectForge(ctx, cfg)
+	if forgeErr == nil {
+		forgeErr = guardEvidence(ctx, cfg)
+	}
 	runs := make([]*contractRun, len(sel.Contracts))
 	parallel(len(runs), cfg.Select.Parallel, func(i int) {
 		c := sel.Contracts[i].Contract

@@ -43,6 +43,9 @@ func execute(ctx context.Context, cfg Config, env Env) error {
 	drainBefore(ctx, store, env)
 	w := wiring{cfg: cfg, env: env, evidence: store, keys: keys}
 	w.forge, w.setupErr = connectForge(ctx, cfg)
+	if w.setupErr == nil {
+		w.setupErr = guardEvidence(ctx, cfg)
+	}
 	r := w.run(ctx, rep)
 	drainAfter(ctx, store, env, &r.out)
 	r.finish(ctx)

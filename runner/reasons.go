@@ -175,6 +175,7 @@ const (
 // indeterminate applies it remembers.
 const (
 	EvidencePushFailed             Reason = "EVIDENCE_PUSH_FAILED"
+	EvidenceBranchUnprotected      Reason = "EVIDENCE_BRANCH_UNPROTECTED"
 	EvidenceRepoUnavailable        Reason = "EVIDENCE_REPO_UNAVAILABLE"
 	EvidenceKeyInvalid             Reason = "EVIDENCE_KEY_INVALID"
 	EvidenceChainBroken            Reason = "EVIDENCE_CHAIN_BROKEN"
@@ -324,6 +325,7 @@ var reasonTable = []ReasonInfo{
 	{WorkflowActionUnpinned, "run", KindWarning, "A workflow job that deploys to prod or dr uses Nova's action or reusable workflow by tag, which can be moved to other code; `nova pin` replaces the tag with its commit. A warning of `nova validate`."},
 	{InternalError, "run", KindError, "A bug in Nova; please report it with the run's events."},
 
+	{EvidenceBranchUnprotected, "evidence", KindError, "On a forge, the evidence branch may be force-pushed (it is not protected, or its protection allows it) and this runner keeps no witness of the heads it pushed: rolling the branch back would erase a rejection or an open apply unseen, so Nova does not decide from it."},
 	{EvidencePushFailed, "evidence", KindError, "An event could not be pushed to the evidence repo; for `nova.apply.authorized` the run stops before apply and the outbox keeps the events for the next run."},
 	{EvidenceRepoUnavailable, "evidence", KindError, "The evidence repo cannot be opened, cloned or fetched (path, URL or credentials)."},
 	{EvidenceKeyInvalid, "evidence", KindError, "A signing or verification key is missing, cannot be decrypted, or is not ECDSA P-256 / OpenPGP."},

@@ -47,3 +47,9 @@ func (f *ForgeApprovers) Approvers(ctx context.Context) (*ApproverConfig, error)
 	})
 	return f.cfg, f.err
 }
+
+// BranchGuard tells whether the forge refuses force-pushes to a branch,
+// and when it does not, why.
+type BranchGuard interface {
+	ForcePushRefused(ctx context.Context, owner, repo, branch string) (refused bool, why string, err error)
+}
