@@ -178,7 +178,7 @@ func TestEndToEndPlanApplyChangeDestroy(t *testing.T) {
 	c.extra = []string{"--commit", "1111111111111111111111111111111111111111"}
 
 	code, v, stderr := c.nova(ctx, "run")
-	if code != ExitPass || !slices.Equal(verdicts(v), []string{"schema=pass", "policy=pass", "nfr=pass", "confidence=pass", "plan=pass", "plan-policy=pass", "plan-confidence=pass", "approvals=pass", "gate=pass", "apply=pass"}) {
+	if code != ExitPass || !slices.Equal(verdicts(v), []string{"schema=pass", "change=pass", "policy=pass", "nfr=pass", "confidence=pass", "plan=pass", "plan-policy=pass", "plan-confidence=pass", "approvals=pass", "gate=pass", "apply=pass"}) {
 		t.Fatalf("first run: exit %d, stages %v\n%s", code, verdicts(v), stderr)
 	}
 	checkChain(t, readEvents(t, v.EventsFile), slices.Concat(evaluated, planned, checked, []string{runner.EventApplyAuthorized, runner.EventAttestation, runner.EventApplyCompleted}, settled))
@@ -186,14 +186,19 @@ func TestEndToEndPlanApplyChangeDestroy(t *testing.T) {
 		t.Errorf("after first apply message__text = %q", got)
 	}
 
+	// The environment applied this very change last: the run answers
+	// with the receipt, and plans nothing.
 	code, v, _ = c.nova(ctx, "run")
-	if code != ExitPass || !strings.Contains(stage(v, "plan").Summary, "no changes") || !strings.Contains(stage(v, "apply").Summary, "nothing to apply") {
-		t.Errorf("second run should see no changes: exit %d, %+v", code, v.Stages)
+	if code != ExitPass || !slices.Equal(verdicts(v), []string{"schema=pass", "change=pass"}) || !strings.Contains(stage(v, "change").Summary, "nothing to do") {
+		t.Errorf("second run should answer with the receipt: exit %d, %+v", code, v.Stages)
+	}
+	if got := eventTypes(readEvents(t, v.EventsFile)); !slices.Equal(got, []string{runner.EventContractValidated, runner.EventChangeReceipt}) {
+		t.Errorf("second run's events %v", got)
 	}
 
 	c.writeContract(helloContract("changed", "dev"))
 	code, v, stderr = c.nova(ctx, "plan")
-	if code != ExitPass || !slices.Equal(verdicts(v), []string{"schema=pass", "policy=pass", "nfr=pass", "confidence=pass", "plan=pass", "plan-policy=pass", "plan-confidence=pass"}) {
+	if code != ExitPass || !slices.Equal(verdicts(v), []string{"schema=pass", "change=pass", "policy=pass", "nfr=pass", "confidence=pass", "plan=pass", "plan-policy=pass", "plan-confidence=pass"}) {
 		t.Fatalf("plan after change: exit %d, %v\n%s", code, verdicts(v), stderr)
 	}
 	m, err := bundle.ReadManifest(v.BundleDir)
@@ -215,7 +220,7 @@ func TestEndToEndPlanApplyChangeDestroy(t *testing.T) {
 		t.Errorf("apply with another digest: exit %d reason %s, want PLAN_BUNDLE_MISMATCH", code, v.Reason)
 	}
 	code, v, stderr = c.nova(ctx, "apply", "--bundle", planned.BundleDir, "--digest", planned.PlanDigest)
-	if code != ExitPass || !slices.Equal(verdicts(v), []string{"schema=pass", "bundle=pass", "approvals=pass", "gate=pass", "apply=pass"}) {
+	if code != ExitPass || !slices.Equal(verdicts(v), []string{"schema=pass", "bundle=pass", "change=pass", "approvals=pass", "gate=pass", "apply=pass"}) {
 		t.Fatalf("apply of bundle: exit %d, %v\n%s", code, verdicts(v), stderr)
 	}
 	if got := outputValue(t, c.state(ctx, "dev"), "message__text"); got != "Hello, changed!" {
@@ -315,7 +320,7 @@ func TestGuardedEnvironmentsStopAtTheGate(t *testing.T) {
 // The events of the evaluation stages, of planning and of the approvals
 // stage, in order.
 var (
-	evaluated = []string{runner.EventContractValidated, "nova.policy.evaluated", "nova.nfr.evaluated", "nova.confidence.computed", "nova.ai.decision.made"}
+	evaluated = []string{runner.EventContractValidated, runner.EventChangeIdentified, "nova.policy.evaluated", "nova.nfr.evaluated", "nova.confidence.computed", "nova.ai.decision.made"}
 	planned   = []string{runner.EventPlanCreated, "nova.policy.evaluated", "nova.confidence.computed", "nova.ai.decision.made"}
 	checked   = []string{runner.EventApprovalChecked}
 	// settled are what the run's end records once the apply settled the

@@ -78,6 +78,7 @@ var actionOutputDocs = []struct{ Name, Description string }{
 	{"plan-digest", "sha256 binding the plan to the contract and commit; approvals name it."},
 	{"confidence", "The last confidence score (three decimals), when one was computed."},
 	{"bundle-dir", "The plan bundle to hand to the apply job, relative to the workspace."},
+	{"receipt", "When the environment applied this change before and nothing since, the id of that apply's event: nothing was planned, and nothing needs approving or applying."},
 	{"contracts", "With select, how many contracts ran (verdict and exit-code are then the worst of them)."},
 	{"matrix", `For command matrix, the JSON matrix ({"include":[{"dir","contract","id","environment"}]}) for strategy.matrix.`},
 }

@@ -40,6 +40,7 @@ func (r *reporter) actionOutputs(v runView, st *runner.State) {
 	// later host steps do not have; a path relative to the workspace
 	// means the same thing to both.
 	gha.SetOutput("bundle-dir", r.workspacePath(v.BundleDir))
+	gha.SetOutput("receipt", v.Receipt)
 	if v.Confidence != nil {
 		gha.SetOutput("confidence", fmt.Sprintf("%.3f", v.Confidence.Score))
 	}

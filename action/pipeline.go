@@ -219,7 +219,8 @@ func (w wiring) stages(ctx context.Context) ([]runner.Stage, error) {
 			return nil, err
 		}
 		bundle := &apply.Bundle{Dir: cfg.Bundle, ExpectDigest: cfg.ExpectDigest, RunsDir: local.RunsDir(cfg.Dir), Evidence: w.evidence, Engine: engine}
-		return slices.Concat([]runner.Stage{validate, w.change(reg, engine), bundle}, w.gate(), []runner.Stage{apply.New(engine)}), nil
+		// A bundle applied before answers first, running nothing.
+		return slices.Concat([]runner.Stage{validate, bundle, w.change(reg, engine)}, w.gate(), []runner.Stage{apply.New(engine)}), nil
 	}
 	if cfg.Command == "drift" {
 		// Drift looks at what runs, not at the change: no evaluation, no

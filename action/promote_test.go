@@ -85,7 +85,7 @@ func TestPromotionDevToDR(t *testing.T) {
 	for _, e := range events {
 		types = append(types, e.Type)
 	}
-	want := []string{runner.EventContractValidated, runner.EventPlanLoaded, runner.EventApprovalChecked, runner.EventApplyAuthorized, runner.EventAttestation, runner.EventApplyCompleted, runner.EventDecisionOutcome, runner.EventDecisionOutcome}
+	want := []string{runner.EventContractValidated, runner.EventPlanLoaded, runner.EventChangeIdentified, runner.EventApprovalChecked, runner.EventApplyAuthorized, runner.EventAttestation, runner.EventApplyCompleted, runner.EventDecisionOutcome, runner.EventDecisionOutcome}
 	if strings.Join(types, " ") != strings.Join(want, " ") {
 		t.Errorf("prod apply events %v, want %v", types, want)
 	}

@@ -74,8 +74,9 @@ type runView struct {
 	Changes   *runner.ChangeSummary   `json:"changes,omitempty"`
 	Resources []runner.ResourceChange `json:"resources,omitempty"`
 	BundleDir string                  `json:"bundleDir,omitempty"`
-	// Receipt is the id of the nova.apply.completed event that applied
-	// this plan earlier, when the run was a replay of it.
+	// Receipt is the id of the event that applied this plan earlier, when
+	// the run was a replay of it, or this change, when the environment
+	// applied it last (nothing was planned).
 	Receipt    string      `json:"receipt,omitempty"`
 	EventsFile string      `json:"eventsFile,omitempty"`
 	Stages     []stageView `json:"stages"`
@@ -110,6 +111,9 @@ func (r *reporter) finish(out runner.Outcome, st *runner.State, eventsFile strin
 		v.Receipt = st.Receipt.ID
 	}
 	for _, res := range out.Results {
+		if r, ok := res.Data.(runner.ReceiptRecord); ok && res.Verdict == runner.Pass {
+			v.Receipt = r.Receipt
+		}
 		v.Stages = append(v.Stages, stageView{res.Stage, res.Verdict, res.Summary, res.Duration.Milliseconds(), res.Findings})
 	}
 	v.PCRs, v.Confidence = st.PCRs, st.Confidence

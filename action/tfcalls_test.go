@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	"github.com/nova-platform/nova/runner"
-	"github.com/nova-platform/nova/stages/apply"
 )
 
 // TestRunsStartNoMoreTerraformThanAHuman: the terraform commands each
@@ -29,10 +28,13 @@ func TestRunsStartNoMoreTerraformThanAHuman(t *testing.T) {
 		args []string
 		want []string
 	}{
-		{"first run applies", []string{"run"}, []string{"init", "plan", "show", "apply", "output"}},
-		{"no-change run", []string{"run"}, []string{"init", "plan", "show"}},
-		{"plan job", []string{"plan"}, []string{"init", "plan", "show"}},
-		{"apply job", []string{"apply"}, []string{"init", "show", "apply", "output"}},
+		// Every run asks terraform its version once: the version is part
+		// of the change (runner.IdentifyChange).
+		{"first run applies", []string{"run"}, []string{"version", "init", "plan", "show", "apply", "output"}},
+		// The environment applied this change last: the receipt answers.
+		{"no-change run", []string{"run"}, []string{"version"}},
+		{"plan job", []string{"plan"}, []string{"version", "init", "plan", "show"}},
+		{"apply job", []string{"apply"}, []string{"version", "init", "show", "apply", "output"}},
 	}
 	for _, step := range steps {
 		if step.name == "plan job" {
@@ -48,26 +50,22 @@ func TestRunsStartNoMoreTerraformThanAHuman(t *testing.T) {
 		if step.name != "no-change run" {
 			continue
 		}
-		// Nothing was applied, and the evidence says so as it always has:
-		// the apply stage's event, naming the plan, with applied false.
-		if s := stage(v, "apply"); s.Verdict != runner.Pass || !strings.Contains(s.Summary, "nothing to apply") {
-			t.Errorf("no-change run: apply %s %q", s.Verdict, s.Summary)
-		}
+		// Nothing was planned or applied, and the evidence says why: the
+		// receipt of the change's apply.
 		events := readEvents(t, v.EventsFile)
-		i := slices.IndexFunc(events, func(e runner.Event) bool { return e.Type == runner.EventApplyCompleted })
-		if i < 0 {
-			t.Fatalf("no-change run recorded no %s: %v", runner.EventApplyCompleted, eventTypes(events))
+		if got := eventTypes(events); !slices.Equal(got, []string{runner.EventContractValidated, runner.EventChangeReceipt}) {
+			t.Fatalf("no-change run recorded %v", got)
 		}
 		var d runner.StageEventData
-		var data apply.Data
-		if err := json.Unmarshal(events[i].Data, &d); err != nil {
+		var data runner.ReceiptRecord
+		if err := json.Unmarshal(events[1].Data, &d); err != nil {
 			t.Fatal(err)
 		}
 		if err := json.Unmarshal(d.Result, &data); err != nil {
 			t.Fatal(err)
 		}
-		if data.Applied || data.Digest != v.PlanDigest || data.Changes != (runner.ChangeSummary{}) || data.Outputs != nil {
-			t.Errorf("no-change run's %s: %+v, want not applied, plan %s", runner.EventApplyCompleted, data, v.PlanDigest)
+		if data.Change == "" || data.Receipt == "" || !strings.Contains(stage(v, "change").Summary, "nothing to do") {
+			t.Errorf("no-change run's receipt: %+v", data)
 		}
 	}
 }
@@ -95,15 +93,15 @@ deny contains msg if {
 	if code != ExitFail || stage(v, "policy").Verdict != runner.Fail {
 		t.Fatalf("blocked contract: exit %d, policy %s\n%s", code, stage(v, "policy").Verdict, stderr)
 	}
-	if got := commands(); len(got) > 1 || len(got) == 1 && got[0] != "init" {
-		t.Errorf("a run stopped by its pre-plan policy ran terraform %v; want at most init", got)
+	if got := commands(); len(got) > 2 || len(got) == 0 || got[0] != "version" || len(got) == 2 && got[1] != "init" {
+		t.Errorf("a run stopped by its pre-plan policy ran terraform %v; want its version asked, and at most init", got)
 	}
 	c.writeContract(helloContract("world", "dev"))
 	code, v, stderr = c.nova(ctx, "run")
 	if code != ExitPass || stage(v, "apply").Verdict != runner.Pass {
 		t.Fatalf("the next run: exit %d\n%s", code, stderr)
 	}
-	if got, want := commands(), []string{"init", "plan", "show", "apply", "output"}; !slices.Equal(got, want) {
+	if got, want := commands(), []string{"version", "init", "plan", "show", "apply", "output"}; !slices.Equal(got, want) {
 		t.Errorf("the next run: terraform %v, want %v", got, want)
 	}
 }

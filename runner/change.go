@@ -5,9 +5,9 @@ import (
 	"fmt"
 )
 
-// A change is what is promoted from dev to dr: the contract's content, what
-// the registry deploys for it (the stack's and each module's files, by
-// digest) and the engine that applies it, at its exact version. A plan is
+// A change is what is promoted from dev to dr: the contract's content, what the registry deploys for it (the stack's and
+// each module's files, by digest) and the engine that applies it, at its
+// exact version. A plan is
 // one environment's rendering of a change at one commit; many plans, in
 // many environments and at many commits (a README edit moves the commit,
 // not the change), are of one change. Promotion order and receipts are
@@ -17,8 +17,9 @@ import (
 // deploys and what identifies it.
 type ChangeRecord struct {
 	ID string `json:"id"`
-	// Contract is the sha256 of the contract file as written: the same
-	// bytes in every environment (--env does not change them).
+	// Contract digests the contract's content as written, whatever
+	// --env runs it in (State.ContractContent); layout and comments are
+	// not content.
 	Contract string `json:"contract"`
 	// Content digests the stack and the modules (registry.ContentDigests).
 	Content map[string]string `json:"content"`
@@ -45,8 +46,9 @@ type EngineVersioner interface {
 }
 
 // IdentifyChange is the stage after schema: it names the run's change and,
-// when the environment's latest apply was this very change, ends the run
-// with that receipt. A re-run (a review, a comment, a commit that does not
+// when the environment's latest apply was this very change and no drift
+// check found since that what runs differs, ends the run with that
+// receipt. A re-run (a review, a comment, a commit that does not
 // touch the contract) then neither plans again nor asks anybody for
 // anything, in dev as in dr.
 type IdentifyChange struct {
@@ -63,7 +65,7 @@ func (*IdentifyChange) Name() string { return "change" }
 
 // Run implements Stage.
 func (s *IdentifyChange) Run(ctx context.Context, st *State) (Result, error) {
-	if st.Contract == nil || st.Target == nil || st.ContractFile == "" {
+	if st.Contract == nil || st.Target == nil || st.ContractContent == "" {
 		return Result{}, Errorf(InternalError, "change reached without a validated contract")
 	}
 	content, err := s.Content.ContentDigests(st.Target)
@@ -74,7 +76,7 @@ func (s *IdentifyChange) Run(ctx context.Context, st *State) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	rec := ChangeRecord{Contract: st.ContractFile, Content: content, Engine: engine}
+	rec := ChangeRecord{Contract: st.ContractContent, Content: content, Engine: engine}
 	if rec.ID, err = Digest(struct {
 		Contract string            `json:"contract"`
 		Content  map[string]string `json:"content"`
@@ -89,7 +91,7 @@ func (s *IdentifyChange) Run(ctx context.Context, st *State) (Result, error) {
 		if err != nil {
 			return Result{}, err
 		}
-		if es := sum.Env(env); es.Open == nil && es.LastApplied != nil && es.LastApplied.Change == rec.ID {
+		if es := sum.Env(env); es.Open == nil && !es.Drifted && es.LastApplied != nil && es.LastApplied.Change == rec.ID {
 			return Result{Verdict: Pass, Done: true, Event: EventChangeReceipt,
 				Summary: fmt.Sprintf("%s applied change %s before (%s) and nothing since: nothing to do", env, ShortDigest(rec.ID), es.LastApplied.Event),
 				Data:    ReceiptRecord{Change: rec.ID, Receipt: es.LastApplied.Event}}, nil

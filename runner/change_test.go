@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"testing"
+	"time"
 )
 
 type digests map[string]string
@@ -22,7 +23,7 @@ func TestIdentifyChange(t *testing.T) {
 		return &IdentifyChange{Content: content, Engine: engineVersion(engine), Evidence: w}
 	}
 	state := func(env Environment, file string) *State {
-		return &State{Contract: &Contract{ID: contractID, Environment: env}, Target: &TargetStack{}, ContractFile: file}
+		return &State{Contract: &Contract{ID: contractID, Environment: env}, Target: &TargetStack{}, ContractContent: file}
 	}
 	base := digests{"module:hello@1.0.0": "aa"}
 	run := func(s *IdentifyChange, st *State) Result {
@@ -64,6 +65,21 @@ func TestIdentifyChange(t *testing.T) {
 	}
 	if r := got.Data.(ReceiptRecord); r.Change != id || r.Receipt == "" {
 		t.Errorf("receipt %+v", r)
+	}
+	// A drift check found what runs no longer matches: the change is
+	// applied again, until the next apply or a clear check.
+	em := NewEmitter(w.rec, "urn:test", "drift-check", func() time.Time { return w.now })
+	if _, err := em.Emit(t.Context(), EventDriftDetected, contractID, QA, DriftRecord{Drifted: true}); err != nil {
+		t.Fatal(err)
+	}
+	if got := run(stage(base, "terraform 1.11.4"), state(QA, "f1")); got.Done {
+		t.Errorf("after drift was detected in qa: %+v, want a plan", got)
+	}
+	if _, err := em.Emit(t.Context(), EventDriftClear, contractID, QA, DriftRecord{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := run(stage(base, "terraform 1.11.4"), state(QA, "f1")); !got.Done {
+		t.Errorf("after a clear drift check: %+v, want the receipt", got)
 	}
 	// Another change applied since: the environment no longer runs this
 	// one, so it is planned again.

@@ -71,6 +71,10 @@ type Contract struct {
 	NaturalLanguageIntent  string   `json:"naturalLanguageIntent,omitempty"`
 	ConfidenceAtSubmission *float64 `json:"confidenceAtSubmission,omitempty"`
 	AgentTrace             string   `json:"agentTrace,omitempty"`
+
+	// Declared is the environment the contract names itself, before
+	// --env: the first environment its changes may enter.
+	Declared Environment `json:"-"`
 }
 
 // ProfileAgentic marks a contract written by an agent; it unlocks the agentic

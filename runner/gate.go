@@ -70,7 +70,7 @@ func (g Gate) Run(ctx context.Context, st *State) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	if res, blocked := promotionOrder(sum, env, st.Change); blocked {
+	if res, blocked := promotionOrder(sum, env, st.Contract.Declared, st.Change); blocked {
 		return res, nil
 	}
 	now := time.Now
@@ -103,14 +103,17 @@ func (g Gate) Run(ctx context.Context, st *State) (Result, error) {
 }
 
 // promotionOrder holds a change in env until the environment before it
-// applied the same change: qa after dev, prod after qa, dr after prod.
-// The workflow's job order is a convenience; this is the rule, so running
+// applied the same change: qa after dev, prod after qa, dr after prod. The
+// workflow's job order is a convenience; this is the rule, so running
 // `nova run --env prod` first reaches nothing, and separation of duties
-// always has a qa approval to separate from. An unidentified change is
-// held too: there is no telling what the environment before applied.
-func promotionOrder(sum *GateSummary, env Environment, change *ChangeRecord) (Result, bool) {
+// has a qa approval to separate from. A change enters at the environment
+// its contract declares (--env may only raise it): a contract that
+// declares qa is never applied in dev, so qa is its first. An
+// unidentified change is held: there is no telling what the environment
+// before applied.
+func promotionOrder(sum *GateSummary, env, declared Environment, change *ChangeRecord) (Result, bool) {
 	prev := env.Previous()
-	if prev == "" {
+	if prev == "" || prev.Guard() < declared.Guard() {
 		return Result{}, false
 	}
 	var msg string

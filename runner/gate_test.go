@@ -557,3 +557,25 @@ func TestGateSupersedesOnlyAFrozenRequest(t *testing.T) {
 		t.Errorf("the frozen request, superseded: %s %s, want a new request", out.Verdict, out.Reason)
 	}
 }
+
+// TestGateLetsAChangeEnterWhereItsContractSays: a contract that declares
+// qa cannot run in dev (--env may only raise it), so qa is where its
+// changes enter; prod still follows qa.
+func TestGateLetsAChangeEnterWhereItsContractSays(t *testing.T) {
+	w := newWorld(t)
+	w.change = "declared-qa"
+	st := &State{RunID: "r1", Contract: &Contract{ID: contractID, Environment: QA, Declared: QA}, Plan: &Plan{Digest: digestA}, Change: &ChangeRecord{ID: w.change}}
+	sum := SummarizeGate(w.rec.events)
+	if res, blocked := promotionOrder(sum, QA, QA, st.Change); blocked {
+		t.Errorf("qa, declared qa: %+v", res)
+	}
+	if res, blocked := promotionOrder(sum, Prod, QA, st.Change); !blocked || res.Findings[0].Reason != PromotionOrderViolation {
+		t.Errorf("prod, declared qa, qa never applied it: %+v", res)
+	}
+	if _, blocked := promotionOrder(sum, Prod, Prod, st.Change); blocked {
+		t.Error("prod, declared prod: held")
+	}
+	if _, blocked := promotionOrder(sum, QA, Dev, st.Change); !blocked {
+		t.Error("qa, declared dev, dev never applied it: not held")
+	}
+}

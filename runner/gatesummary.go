@@ -105,6 +105,10 @@ type EnvGateSummary struct {
 	AuthorizedChange string            `json:",omitempty"`
 	Applied          map[string]string `json:",omitempty"`
 	LastApplied      *AppliedChange    `json:",omitempty"`
+	// Drifted is true when a drift check found, since the last apply,
+	// that what runs no longer matches it: the change must be applied
+	// again, so no receipt answers for it.
+	Drifted bool `json:",omitempty"`
 	// Request is the pending approval request (pendingRequest).
 	Request   *EventRef
 	Escalated bool
@@ -210,6 +214,11 @@ func (s *GateSummary) Fold(e Event) {
 			es.LastApplied = &AppliedChange{Change: c, Event: e.ID}
 			es.AuthorizedChange = ""
 		}
+		es.Drifted = false
+	case EventDriftDetected:
+		s.env(Environment(e.Environment)).Drifted = true
+	case EventDriftClear:
+		s.env(Environment(e.Environment)).Drifted = false
 	case EventRunFailed:
 		es := s.env(Environment(e.Environment))
 		if es.Open != nil && es.Open.Type == EventApplyAuthorized && e.RunID == es.AuthorizedBy && !failedUnknown(e) {

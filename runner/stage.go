@@ -106,11 +106,12 @@ type State struct {
 
 	Contract       *Contract
 	ContractDigest string
-	// ContractFile is the sha256 of the contract file's bytes: unlike
-	// ContractDigest (of the contract as read for this environment), the
-	// same in every environment.
-	ContractFile string
-	Target       *TargetStack
+	// ContractContent digests the contract as written, environment
+	// included: unlike ContractDigest (of the contract as read for this
+	// run's environment), the same in every environment it is promoted
+	// to.
+	ContractContent string
+	Target          *TargetStack
 	// Change is the change the run deploys (IdentifyChange).
 	Change *ChangeRecord
 	// Completed names the stages that have passed so far, in order; later

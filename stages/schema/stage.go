@@ -7,8 +7,6 @@ package schema
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -87,8 +85,15 @@ func (s *Stage) Run(_ context.Context, st *runner.State) (runner.Result, error) 
 	if err != nil {
 		return runner.Result{}, runner.Errorf(runner.InternalError, "hashing target stack: %w", err)
 	}
-	sum := sha256.Sum256(data)
-	st.ContractDigest, st.ContractFile, st.Target = digest, hex.EncodeToString(sum[:]), target
+	// The contract's content as written, whichever environment --env
+	// runs it in: the same contract promoted from dev to dr.
+	written := *c
+	written.Environment = c.Declared
+	content, err := runner.Digest(written)
+	if err != nil {
+		return runner.Result{}, runner.Errorf(runner.InternalError, "hashing contract: %w", err)
+	}
+	st.ContractDigest, st.ContractContent, st.Target = digest, content, target
 	return runner.Result{
 		Verdict: runner.Pass,
 		Summary: fmt.Sprintf("contract %s valid for %s: stack %s@%s, %d module instance(s)", c.ID, c.Environment, target.Stack, target.StackVersion, len(target.Instances)),
@@ -115,6 +120,10 @@ func parse(data []byte, file string, envOverride runner.Environment) (*runner.Co
 		return nil, nil, failed(file, le).Findings
 	}
 	root, isMap := doc.value.(map[string]any)
+	declared := ""
+	if isMap {
+		declared, _ = root["environment"].(string)
+	}
 	if isMap && envOverride != "" {
 		// --env may make a run stricter, never looser: run as dev, a prod
 		// contract would skip its approval and plan against its state.
@@ -147,6 +156,7 @@ func parse(data []byte, file string, envOverride runner.Environment) (*runner.Co
 		// The schema and the Go type disagree: a Nova bug, not the author's.
 		return nil, nil, []runner.Finding{{Reason: runner.InternalError, Message: fmt.Sprintf("decoding validated contract: %v", err)}}
 	}
+	c.Declared = runner.Environment(declared)
 	return &c, doc, nil
 }
 
