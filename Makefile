@@ -96,12 +96,6 @@ docs:
 	$(GO) test ./runner/audit -run TestExportSchemasAreCurrent -update
 	$(GO) test ./action -run TestReportSample -update
 
-## rules: regenerate the compiled form of the platform rules
-## (stages/policy/rego/platform.ast) after changing a rule or OPA.
-.PHONY: rules
-rules:
-	$(GO) test ./stages/policy/rego -run TestCompiledRulesAreCurrent -update
-
 ## workflows: render workflows-src/deploy.yml from templates/workflows, then
 ## copy workflows-src/ to .github/workflows and .gitea/workflows.
 workflows:
