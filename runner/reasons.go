@@ -237,7 +237,7 @@ var reasonTable = []ReasonInfo{
 	{RegistryModuleMismatch, "registry", KindError, "A module's module.yaml disagrees with its terraform/ variables or outputs."},
 	{RegistryVersionInvalid, "registry", KindError, "A registry version is not a semantic version (MAJOR.MINOR.PATCH)."},
 	{RegistryDuplicate, "registry", KindError, "Two registry entries share a name."},
-	{RegistryTerraformBroken, "registry", KindError, "A module's terraform/ directory cannot be parsed as HCL, or holds a file Nova does not read (.tf.json, an override file, a Stacks file) or a variable or output declared twice."},
+	{RegistryTerraformBroken, "registry", KindError, "A module's terraform/ directory cannot be read as Terraform reads it: a file that does not parse, a variable or output declared twice or overridden without a base declaration, or a Stacks file."},
 
 	{StackUnknown, "resolve", KindVerdict, "The contract's `stack` names no L2 stack or L1 module in the registry."},
 	{ModuleUnknown, "resolve", KindVerdict, "A stack instance refers to an L1 module the registry does not hold."},
