@@ -13,7 +13,7 @@ import (
 )
 
 // scripted writes a terraform stand-in: it answers the version probe
-// Nova makes when a command fails, and does what body says for the
+// before a workspace's first command, and does what body says for the
 // command under test. The real binary is exercised end to end in
 // action/; this pins down how each way terraform can end is classified.
 func scripted(t *testing.T, body string) string {
@@ -174,8 +174,8 @@ func TestTimeoutInterruptsAHangingTerraform(t *testing.T) {
 	}
 }
 
-// TestShowRefusesAPlanTooLargeToRead: the plan JSON is read up to a bound
-// and refused past it, without holding the rest in memory.
+// TestShowRefusesAPlanTooLargeToRead: a plan whose JSON is past the bound
+// is refused, whatever terraform-exec managed to decode of it.
 func TestShowRefusesAPlanTooLargeToRead(t *testing.T) {
 	// 64 KiB of plan JSON, read with a bound of 4 KiB.
 	body := `printf '{"format_version":"1.2","terraform_version":"1.11.4","resource_changes":['
