@@ -174,6 +174,43 @@ func TestTimeoutInterruptsAHangingTerraform(t *testing.T) {
 	}
 }
 
+// TestCancellationInterruptsAndWaits: cancelling a command sends terraform
+// SIGINT and waits for it to finish what it does on an interrupt — release
+// its state lock — rather than killing it; the command is then
+// interrupted, never failed.
+func TestCancellationInterruptsAndWaits(t *testing.T) {
+	dir := t.TempDir()
+	started, released := filepath.Join(dir, "started"), filepath.Join(dir, "released")
+	if err := syscall.Mkfifo(started, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	body := `trap 'echo released > ` + released + `; kill $pid; exit 1' INT
+sleep 600 >/dev/null 2>&1 &
+pid=$!
+echo started > ` + started + `
+wait $pid
+`
+	ws, err := New(t.TempDir(), Options{ExecPath: scripted(t, body), Env: map[string]string{"PATH": os.Getenv("PATH")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	go func() {
+		// Opening the fifo waits for terraform to be running.
+		if b, err := os.ReadFile(started); err == nil && len(b) > 0 {
+			cancel()
+		}
+	}()
+	err = ws.Apply(ctx, "tfplan")
+	if runner.ReasonOf(err) != runner.TerraformInterrupted {
+		t.Errorf("apply: %v (%s), want %s", err, runner.ReasonOf(err), runner.TerraformInterrupted)
+	}
+	if b, err := os.ReadFile(released); err != nil || string(b) != "released\n" {
+		t.Errorf("terraform did not finish its interrupt: %q, %v", b, err)
+	}
+}
+
 // TestShowRefusesAPlanTooLargeToRead: a plan whose JSON is past the bound
 // is refused, whatever terraform-exec managed to decode of it.
 func TestShowRefusesAPlanTooLargeToRead(t *testing.T) {
