@@ -305,13 +305,26 @@ func wrap(ctx context.Context, reason runner.Reason, what string, err error) err
 		return runner.Errorf(runner.TerraformTimeout, "%s %s (--terraform-timeout) and was interrupted so it could release its state lock", what, t)
 	}
 	if ctx.Err() != nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return runner.Errorf(runner.TerraformInterrupted, "%s interrupted: %s", what, tail(err.Error(), 20))
+		return runner.Errorf(runner.TerraformInterrupted, "%s interrupted: %s", what, tail(errorText(err), 20))
 	}
 	var exit *exec.ExitError
 	if errors.As(err, &exit) && !exit.Exited() {
-		return runner.Errorf(runner.TerraformInterrupted, "%s ended without a verdict (%s): %s", what, exit.ProcessState, tail(err.Error(), 20))
+		return runner.Errorf(runner.TerraformInterrupted, "%s ended without a verdict (%s): %s", what, exit.ProcessState, tail(errorText(err), 20))
 	}
-	return runner.Errorf(reason, "%s: %s", what, tail(err.Error(), 20))
+	return runner.Errorf(reason, "%s: %s", what, tail(errorText(err), 20))
+}
+
+// errorText is err's message. terraform-exec's error for a command whose
+// context ended just as it started, or as it exited cleanly, wraps a nil
+// error, and its Error method panics on it; the command was interrupted
+// all the same, and says so without the message.
+func errorText(err error) (text string) {
+	defer func() {
+		if recover() != nil {
+			text = "terraform said nothing"
+		}
+	}()
+	return err.Error()
 }
 
 // tail keeps the last n lines of terraform's error output: the diagnostic

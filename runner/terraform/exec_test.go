@@ -211,6 +211,25 @@ wait $pid
 	}
 }
 
+// panicky is an error whose Error method panics, as terraform-exec's does
+// for a command whose context ended as it started.
+type panicky struct{}
+
+func (panicky) Error() string        { var e error; return e.Error() }
+func (panicky) Is(target error) bool { return target == context.Canceled }
+func (panicky) Unwrap() error        { return nil }
+
+// TestWrapSurvivesAnErrorThatCannotSayWhat: such an error is an
+// interruption, reported as one, not a crash of nova.
+func TestWrapSurvivesAnErrorThatCannotSayWhat(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	err := wrap(ctx, runner.TerraformApplyFailed, "terraform apply", panicky{})
+	if runner.ReasonOf(err) != runner.TerraformInterrupted || !strings.Contains(err.Error(), "terraform apply interrupted") {
+		t.Errorf("wrap: %v (%s), want %s", err, runner.ReasonOf(err), runner.TerraformInterrupted)
+	}
+}
+
 // TestShowRefusesAPlanTooLargeToRead: a plan whose JSON is past the bound
 // is refused, whatever terraform-exec managed to decode of it.
 func TestShowRefusesAPlanTooLargeToRead(t *testing.T) {

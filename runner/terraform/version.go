@@ -26,7 +26,7 @@ func (w *Workspace) supported(ctx context.Context, reason runner.Reason, what st
 		// Said in words only: a probe that failed is never an
 		// interruption of the command it precedes, and an apply that
 		// never started must not be taken for one of unknown outcome.
-		return runner.Errorf(reason, "%s: asking %s its version: %s", what, w.opts.ExecPath, tail(err.Error(), 20))
+		return runner.Errorf(reason, "%s: asking %s its version: %s", what, w.opts.ExecPath, tail(errorText(err), 20))
 	case v.LessThan(minVersion):
 		return runner.Errorf(reason, "%s: %s is terraform %s; Nova needs %s or later", what, w.opts.ExecPath, v, minVersion)
 	}
