@@ -15,8 +15,8 @@ import (
 
 // TestRunsStartNoMoreTerraformThanAHuman: the terraform commands each
 // command starts, with the real binary behind a wrapper that names them.
-// No version probe while terraform's commands succeed (it accepted Nova's
-// flags, and the plan names its version), one init and one show per run;
+// One version probe per run (terraform-exec asks before the first command
+// of a workspace, and Nova's run is one workspace), one init and one show;
 // a plan without changes is not applied, and its apply stage still records
 // that nothing was applied; an apply job reads the bundle's plan once,
 // before authorizing it, and applies it by the hash of the file it read.
@@ -29,10 +29,10 @@ func TestRunsStartNoMoreTerraformThanAHuman(t *testing.T) {
 		args []string
 		want []string
 	}{
-		{"first run applies", []string{"run"}, []string{"init", "plan", "show", "apply", "output"}},
-		{"no-change run", []string{"run"}, []string{"init", "plan", "show"}},
-		{"plan job", []string{"plan"}, []string{"init", "plan", "show"}},
-		{"apply job", []string{"apply"}, []string{"init", "show", "apply", "output"}},
+		{"first run applies", []string{"run"}, []string{"version", "init", "plan", "show", "apply", "output"}},
+		{"no-change run", []string{"run"}, []string{"version", "init", "plan", "show"}},
+		{"plan job", []string{"plan"}, []string{"version", "init", "plan", "show"}},
+		{"apply job", []string{"apply"}, []string{"version", "init", "show", "apply", "output"}},
 	}
 	for _, step := range steps {
 		if step.name == "plan job" {
@@ -75,8 +75,9 @@ func TestRunsStartNoMoreTerraformThanAHuman(t *testing.T) {
 // TestAPrePlanFailurePlansNothing: terraform init starts as soon as the
 // contract is resolved, beside the pre-plan stages, but nothing reads the
 // state or plans until they pass: a run that its own contract policy
-// stops has run no terraform but init, and has let go of the contract's
-// run lock, so the next run (its contract fixed) plans and applies.
+// stops has run no terraform but version and init, and has let go of the
+// contract's run lock, so the next run (its contract fixed) plans and
+// applies.
 func TestAPrePlanFailurePlansNothing(t *testing.T) {
 	ctx := t.Context()
 	c := newConsumer(t, helloContract("blocked", "dev"))
@@ -95,15 +96,15 @@ deny contains msg if {
 	if code != ExitFail || stage(v, "policy").Verdict != runner.Fail {
 		t.Fatalf("blocked contract: exit %d, policy %s\n%s", code, stage(v, "policy").Verdict, stderr)
 	}
-	if got := commands(); len(got) > 1 || len(got) == 1 && got[0] != "init" {
-		t.Errorf("a run stopped by its pre-plan policy ran terraform %v; want at most init", got)
+	if got := commands(); len(got) > 2 || !slices.Equal(got, []string{"version", "init"}[:len(got)]) {
+		t.Errorf("a run stopped by its pre-plan policy ran terraform %v; want at most version and init", got)
 	}
 	c.writeContract(helloContract("world", "dev"))
 	code, v, stderr = c.nova(ctx, "run")
 	if code != ExitPass || stage(v, "apply").Verdict != runner.Pass {
 		t.Fatalf("the next run: exit %d\n%s", code, stderr)
 	}
-	if got, want := commands(), []string{"init", "plan", "show", "apply", "output"}; !slices.Equal(got, want) {
+	if got, want := commands(), []string{"version", "init", "plan", "show", "apply", "output"}; !slices.Equal(got, want) {
 		t.Errorf("the next run: terraform %v, want %v", got, want)
 	}
 }

@@ -3,10 +3,8 @@ package terraform
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math/rand/v2"
-	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
@@ -282,44 +280,6 @@ func TestNumbersMatchHCLWrite(t *testing.T) {
 		}
 		if got, want := indentLines(lines, 1), string(hclwrite.TokensForValue(v).Bytes()); got != want {
 			t.Errorf("%s is written %s, hclwrite writes %s", n, got, want)
-		}
-	}
-}
-
-// TestNovaDoesNotLinkHCLWrite: the nova binary links neither hclwrite nor
-// go-cmp, whose init compiles regular expressions on every start of nova,
-// `nova version` included; hcltext.go exists so that RenderRoot need not
-// import hclwrite, and registry/tfvars.go so that the registry need not
-// import terraform-config-inspect's tfconfig, which reached both through
-// hcl/v2/gohcl (and linked the HCL v1 parser besides). None of those
-// packages may be in the action's dependencies, by any route.
-func TestNovaDoesNotLinkHCLWrite(t *testing.T) {
-	forbidden := []string{
-		"github.com/hashicorp/hcl/v2/hclwrite",
-		"github.com/hashicorp/hcl/v2/gohcl",
-		"github.com/google/go-cmp/cmp",
-		"github.com/hashicorp/terraform-config-inspect/tfconfig",
-		"github.com/hashicorp/hcl", // HCL v1, tfconfig's fallback parser
-	}
-	out, err := exec.CommandContext(t.Context(), "go", "list", "-deps", "github.com/nova-platform/nova/action").Output()
-	if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
-		t.Fatalf("go list: %v\n%s", err, ee.Stderr)
-	} else if err != nil {
-		t.Fatalf("go list: %v", err)
-	}
-	deps := map[string]bool{}
-	for line := range strings.Lines(string(out)) {
-		deps[strings.TrimSpace(line)] = true
-	}
-	// A listing without the renderer and the registry is not the binary's.
-	for _, pkg := range []string{"github.com/nova-platform/nova/runner/terraform", "github.com/nova-platform/nova/registry"} {
-		if !deps[pkg] {
-			t.Fatalf("go list -deps of the action does not list %s:\n%s", pkg, out)
-		}
-	}
-	for _, pkg := range forbidden {
-		if deps[pkg] {
-			t.Errorf("the nova binary links %s", pkg)
 		}
 	}
 }

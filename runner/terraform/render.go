@@ -1,7 +1,5 @@
 // Package terraform is Nova's Terraform adapter: it renders a target stack
-// into a root module and runs terraform over it, starting each command
-// itself (the flags, environment and interrupt handling terraform-exec
-// would use; its version is asked only to explain a failure).
+// into a root module and runs terraform over it through terraform-exec.
 package terraform
 
 import (
