@@ -1,8 +1,10 @@
 // Package templates embeds the templates Nova renders: the Terraform root
 // module, the pull request comment, the audit report, and the workflows
 // consumers run. Templates only lay out structure; every value placed into
-// them is escaped, by the adapter that renders it or by the quoting
-// functions the workflow templates call.
+// them is escaped for where it lands: Markdown text by EscapeMarkdown
+// (which every other Markdown Nova writes uses too), the report by
+// html/template, workflow values by the q function the templates call,
+// HCL values by the Terraform adapter through hclwrite.
 package templates
 
 import (
