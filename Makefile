@@ -33,18 +33,14 @@ RACE_PKGS := ./runner ./runner/evidence/... ./stages/plan ./action
 ## seconds' worth on a 2-core machine), not for a time: with -fuzztime
 ## <duration>, Go 1.26's fuzz coordinator can report its own deadline as
 ## the target's failure on a loaded machine (go.dev/issue/75804, fixed in
-## Go 1.27). FUZZTIME overrides all seven.
+## Go 1.27). FUZZTIME overrides them all.
 FUZZ_PARSE ?= 15000x
-FUZZ_SCHEMA_PARITY ?= 6000x
-FUZZ_PARITY ?= 60000x
 FUZZ_MANIFEST ?= 8000x
 FUZZ_EVENT_NAME ?= 30000x
 FUZZ_COMMIT_SIG ?= 80000x
 FUZZ_PACK ?= 20000x
 ifdef FUZZTIME
 FUZZ_PARSE := $(FUZZTIME)
-FUZZ_SCHEMA_PARITY := $(FUZZTIME)
-FUZZ_PARITY := $(FUZZTIME)
 FUZZ_MANIFEST := $(FUZZTIME)
 FUZZ_EVENT_NAME := $(FUZZTIME)
 FUZZ_COMMIT_SIG := $(FUZZTIME)
@@ -55,8 +51,6 @@ test: tools check
 	$(GO) test -count=1 -timeout 30m ./...
 	$(GO) test -count=1 -race -timeout 30m $(RACE_PKGS)
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZ_PARSE) ./stages/schema
-	$(GO) test -run '^$$' -fuzz '^FuzzSchemaParity$$' -fuzztime $(FUZZ_SCHEMA_PARITY) ./stages/schema
-	$(GO) test -run '^$$' -fuzz '^FuzzParity$$' -fuzztime $(FUZZ_PARITY) ./runner/jsonschema
 	$(GO) test -run '^$$' -fuzz '^FuzzReadManifest$$' -fuzztime $(FUZZ_MANIFEST) ./runner/bundle
 	$(GO) test -run '^$$' -fuzz '^FuzzEventFileName$$' -fuzztime $(FUZZ_EVENT_NAME) ./runner/evidence
 	$(GO) test -run '^$$' -fuzz '^FuzzCheckFast$$' -fuzztime $(FUZZ_COMMIT_SIG) ./runner/evidence/signing
@@ -101,12 +95,6 @@ docs:
 	$(GO) test ./runner -run TestReasonCodesDocIsCurrent -update
 	$(GO) test ./runner/audit -run TestExportSchemasAreCurrent -update
 	$(GO) test ./action -run TestReportSample -update
-
-## rules: regenerate the compiled form of the platform rules
-## (stages/policy/rego/platform.ast) after changing a rule or OPA.
-.PHONY: rules
-rules:
-	$(GO) test ./stages/policy/rego -run TestCompiledRulesAreCurrent -update
 
 ## workflows: render workflows-src/deploy.yml from templates/workflows, then
 ## copy workflows-src/ to .github/workflows and .gitea/workflows.

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"net/url"
 	"strings"
 	"unicode/utf8"
 
@@ -18,11 +19,17 @@ const maxComment = 65536 - 512
 // commentMarker finds nova's comment for one contract and environment on a
 // pull request again, so each run updates it instead of adding another.
 func commentMarker(contractID string, env string) string {
-	return fmt.Sprintf("<!-- nova:comment contract=%s env=%s -->", contractID, env)
+	return fmt.Sprintf("<!-- nova:comment contract=%s env=%s -->", markerValue(contractID), markerValue(env))
 }
 
-// commentData is what the PR comment template lays out. Every value is
-// escaped for Markdown here; the template adds structure only.
+// markerValue keeps a value inside the HTML comment of a marker:
+// percent-encoding leaves no > to end it early, and leaves an id or an
+// environment name as it is.
+func markerValue(s string) string { return url.PathEscape(s) }
+
+// commentData is what the PR comment template lays out. Every value from
+// the change is escaped for Markdown here (templates.EscapeMarkdown); the
+// template adds structure only.
 type commentData struct {
 	Marker, Icon, Command, ContractID, Environment, Verdict string
 	Reason, ReasonText                                      string
@@ -37,7 +44,9 @@ type commentData struct {
 	SummaryURL                                              string
 }
 
-type approveHint struct{ Group, Prefix string }
+// approveHint says how to approve: Env is a valid environment, shown in a
+// code block as it is.
+type approveHint struct{ Group, Env, Prefix string }
 
 type commentStage struct{ Stage, Verdict, Summary string }
 
@@ -50,33 +59,34 @@ type commentPCR struct{ Severity, RuleID, Where, Message string }
 // planned changes goes, then the findings beyond the first fifty, each time
 // saying so and pointing at the job summary, which has everything.
 func renderComment(v runView, group, summaryURL string) (string, error) {
+	esc := templates.EscapeMarkdown
 	d := commentData{
 		Marker: commentMarker(v.ContractID, v.Environment), Icon: verdictIcon(v.Verdict), Command: v.Command,
-		ContractID: mdText(v.ContractID), Environment: mdText(v.Environment), Verdict: strings.ReplaceAll(v.Verdict, "_", " "),
+		ContractID: esc(v.ContractID), Environment: esc(v.Environment), Verdict: strings.ReplaceAll(v.Verdict, "_", " "),
 		Reason: v.Reason, PlanDigest: v.PlanDigest, SummaryURL: summaryURL,
 	}
 	for _, s := range v.Stages {
-		d.Stages = append(d.Stages, commentStage{s.Stage, string(s.Verdict), mdCell(oneLine(s.Summary))})
+		d.Stages = append(d.Stages, commentStage{s.Stage, string(s.Verdict), esc(oneLine(s.Summary))})
 		if s.Verdict != runner.Pass && len(s.Findings) > 0 && d.ReasonText == "" {
-			d.ReasonText = mdText(oneLine(s.Findings[0].Message))
+			d.ReasonText = esc(oneLine(s.Findings[0].Message))
 		}
 	}
-	if v.Verdict == string(runner.AwaitingApproval) && len(v.PlanDigest) >= runner.MinDigestPrefix && group != "" {
+	if v.Verdict == string(runner.AwaitingApproval) && len(v.PlanDigest) >= runner.MinDigestPrefix && group != "" && runner.Environment(v.Environment).Valid() {
 		// The whole digest: a prefix short enough to type is short enough
 		// to grind a second plan for.
-		d.Approve = &approveHint{Group: mdText(group), Prefix: v.PlanDigest}
+		d.Approve = &approveHint{Group: esc(group), Env: v.Environment, Prefix: v.PlanDigest}
 	}
 	if v.Changes != nil {
 		d.Changes = v.Changes
 	}
 	for _, r := range v.Resources {
-		d.Resources = append(d.Resources, commentResource{mdCell(r.Address), mdCell(strings.Join(r.Actions, ", "))})
+		d.Resources = append(d.Resources, commentResource{esc(r.Address), esc(strings.Join(r.Actions, ", "))})
 	}
 	for _, p := range v.PCRs {
 		if p.Result != runner.PCRFail && p.Result != runner.PCRError {
 			continue
 		}
-		d.Failing = append(d.Failing, commentPCR{string(p.Severity), mdCell(p.RuleID), mdCell(p.ResourceRef), mdCell(oneLine(p.Message))})
+		d.Failing = append(d.Failing, commentPCR{esc(string(p.Severity)), esc(p.RuleID), esc(p.ResourceRef), esc(oneLine(p.Message))})
 	}
 	if v.Confidence != nil {
 		d.Confidence = confidence.Markdown(*v.Confidence)
@@ -120,10 +130,4 @@ func verdictIcon(v string) string {
 		return "❌"
 	}
 	return "⚠️"
-}
-
-// mdText keeps a value from being read as Markdown structure or HTML.
-func mdText(s string) string {
-	r := strings.NewReplacer("<", "&lt;", ">", "&gt;", "`", "'", "\n", " ")
-	return r.Replace(s)
 }

@@ -6,12 +6,13 @@ import (
 	"strings"
 
 	"github.com/nova-platform/nova/runner"
+	"github.com/nova-platform/nova/templates"
 )
 
 // driftMarker finds a contract's drift issue again: one per contract and
 // environment, whatever its title became.
 func driftMarker(contractID, env string) string {
-	return fmt.Sprintf("<!-- nova:drift:%s:%s -->", contractID, env)
+	return fmt.Sprintf("<!-- nova:drift:%s:%s -->", markerValue(contractID), markerValue(env))
 }
 
 // drift keeps the forge's drift issue of the contract in step with the
@@ -39,11 +40,13 @@ func (r *forgeReport) drift(ctx context.Context, st *runner.State, v runView) {
 }
 
 // driftIssueBody renders a drift for people: what drifted, how, and what
-// to do about it. It holds no attribute values, as the event does not.
+// to do about it. It holds no attribute values, as the event does not;
+// the names it holds come from the change and are escaped.
 func driftIssueBody(marker string, rec runner.DriftRecord, v runView, runURL string) string {
+	esc := templates.EscapeMarkdown
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s\n### Drift in `%s`\n\n", marker, v.Environment)
-	fmt.Fprintf(&b, "Contract `%s`: run `%s` found %d resource(s) that no longer match what was applied.", v.ContractID, v.RunID, len(rec.Resources))
+	fmt.Fprintf(&b, "%s\n### Drift in <code>%s</code>\n\n", marker, esc(v.Environment))
+	fmt.Fprintf(&b, "Contract <code>%s</code>: run `%s` found %d resource(s) that no longer match what was applied.", esc(v.ContractID), v.RunID, len(rec.Resources))
 	if runURL != "" {
 		fmt.Fprintf(&b, " [Workflow run](%s).", runURL)
 	}
@@ -53,10 +56,10 @@ func driftIssueBody(marker string, rec runner.DriftRecord, v runView, runURL str
 		if d.Kind == runner.DriftConfiguration {
 			how = "differs from the applied configuration"
 		}
-		fmt.Fprintf(&b, "| `%s` | %s (%s) | %s |\n", mdCell(d.Address), how, strings.Join(d.Actions, ", "), mdCell(strings.Join(d.Attributes, ", ")))
+		fmt.Fprintf(&b, "| <code>%s</code> | %s (%s) | %s |\n", esc(d.Address), how, esc(strings.Join(d.Actions, ", ")), esc(strings.Join(d.Attributes, ", ")))
 	}
 	if rec.Note != "" {
-		fmt.Fprintf(&b, "\n%s.\n", rec.Note)
+		fmt.Fprintf(&b, "\n%s.\n", esc(rec.Note))
 	}
 	b.WriteString("\nRe-apply the contract (`nova run`) to put back what was approved, or change the contract to adopt what is there. This issue closes when a drift check finds none.\n")
 	return b.String()

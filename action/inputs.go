@@ -228,13 +228,21 @@ func actionMarkdown() string {
 		if in.Secret {
 			secret = "yes"
 		}
-		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s |\n", in.Name, def, secret, becomes, mdCell(in.Description))
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s |\n", in.Name, def, secret, becomes, docCell(in.Description))
 	}
 	b.WriteString("\n## Outputs\n\n| output | description |\n|---|---|\n")
 	for _, out := range actionOutputDocs {
-		fmt.Fprintf(&b, "| `%s` | %s |\n", out.Name, mdCell(out.Description))
+		fmt.Fprintf(&b, "| `%s` | %s |\n", out.Name, docCell(out.Description))
 	}
 	b.WriteString("\n## Exit codes\n\n0 pass, 1 verdict fail, 2 tool or configuration error, 3 awaiting approval: the step fails on anything but 0, ")
 	b.WriteString("so a job that may wait for approval (`run` in qa, prod or dr without one) sets `continue-on-error` and reads the `verdict` output.\n")
 	return b.String()
+}
+
+// docCell keeps one of the descriptions above, which are Nova's own
+// Markdown, inside a table cell of docs/action.md. Text from a change goes
+// through templates.EscapeMarkdown instead.
+func docCell(s string) string {
+	s = strings.ReplaceAll(s, "|", `\|`)
+	return strings.ReplaceAll(s, "\n", " ")
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/nova-platform/nova/runner"
 	"github.com/nova-platform/nova/runner/monorepo"
+	"github.com/nova-platform/nova/templates"
 )
 
 // commit makes m.root a git repository, if it is not one yet, and commits
@@ -152,7 +153,8 @@ func TestChangedOnAPullRequest(t *testing.T) {
 		}
 	}
 	summary, _ := os.ReadFile(summaryFile)
-	for _, want := range []string{"`svc/a/.nova/contract.yml`", "`svc/b/.nova/contract.yml`", "**Deleted**", string(runner.InputUnknown)} {
+	for _, want := range []string{"<code>" + templates.EscapeMarkdown("svc/a/.nova/contract.yml") + "</code>",
+		"<code>" + templates.EscapeMarkdown("svc/b/.nova/contract.yml") + "</code>", "**Deleted**", string(runner.InputUnknown)} {
 		if !strings.Contains(string(summary), want) {
 			t.Errorf("job summary lacks %q:\n%s", want, summary)
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/nova-platform/nova/runner/checkout"
 	"github.com/nova-platform/nova/runner/monorepo"
 	"github.com/nova-platform/nova/stages/policy/report"
+	"github.com/nova-platform/nova/templates"
 )
 
 // maxSummaryBytes keeps a job summary under what GitHub accepts for one
@@ -68,16 +69,17 @@ const maxAnnotatedContract = 1 << 20
 // the deleted contracts, then each contract that did not pass in full
 // while the summary has room.
 func manySummaryMarkdown(mv manyView) string {
+	esc := templates.EscapeMarkdown
 	var b strings.Builder
 	fmt.Fprintf(&b, "### nova %s: %s — %d contract(s), %s\n\n", mv.Command, mv.Verdict, len(mv.Contracts), mv.Selection)
 	b.WriteString("| contract | id | environment | verdict | exit | reason |\n|---|---|---|---|---|---|\n")
 	for _, c := range mv.Contracts {
-		fmt.Fprintf(&b, "| `%s` | `%s` | %s | %s | %d | %s |\n", mdCell(path.Join(c.Dir, c.Contract)), mdCell(c.ContractID), mdCell(c.Environment), c.Verdict, c.ExitCode, mdCell(c.Reason))
+		fmt.Fprintf(&b, "| <code>%s</code> | <code>%s</code> | %s | %s | %d | %s |\n", esc(path.Join(c.Dir, c.Contract)), esc(c.ContractID), esc(c.Environment), c.Verdict, c.ExitCode, esc(c.Reason))
 	}
 	if len(mv.Deleted) > 0 {
 		b.WriteString("\n**Deleted** (reported only; nothing is destroyed):\n\n")
 		for _, d := range mv.Deleted {
-			fmt.Fprintf(&b, "- `%s` %s\n", d.Reason, mdCell(d.Message))
+			fmt.Fprintf(&b, "- `%s` %s\n", d.Reason, esc(d.Message))
 		}
 	}
 	left := 0
@@ -85,7 +87,7 @@ func manySummaryMarkdown(mv manyView) string {
 		if c.Verdict == string(runner.Pass) {
 			continue
 		}
-		section := fmt.Sprintf("\n#### `%s`\n\n%s", mdCell(path.Join(c.Dir, c.Contract)), summaryMarkdown(c.runView))
+		section := fmt.Sprintf("\n#### <code>%s</code>\n\n%s", esc(path.Join(c.Dir, c.Contract)), summaryMarkdown(c.runView))
 		if b.Len()+len(section) > maxSummaryBytes {
 			left++
 			continue
@@ -110,12 +112,17 @@ func reportDeleted(ctx context.Context, cfg Config, forge *forgeAdapters, delete
 			continue
 		}
 		marker := commentMarker(d.ID, d.Environment)
-		body := fmt.Sprintf("%s\n### ⚠️ nova: contract `%s` (%s) was deleted\n\n`%s` is gone in this change and no contract declares its id any more. Nova destroys nothing for a deleted contract: what it deployed, and its state, stay until someone removes them. (`%s`)\n",
-			marker, mdText(d.ID), mdText(d.Environment), mdText(d.Path()), runner.ContractDeleted)
-		if err := forge.commenter.UpsertComment(context.WithoutCancel(ctx), marker, body); err != nil {
+		if err := forge.commenter.UpsertComment(context.WithoutCancel(ctx), marker, deletedComment(d)); err != nil {
 			fmt.Fprintf(warn, "nova: could not report the deleted contract %s on the pull request: %v\n", d.ID, err)
 		}
 	}
+}
+
+// deletedComment is the pull request comment about a deleted contract.
+func deletedComment(d monorepo.Contract) string {
+	esc := templates.EscapeMarkdown
+	return fmt.Sprintf("%s\n### ⚠️ nova: contract <code>%s</code> (%s) was deleted\n\n<code>%s</code> is gone in this change and no contract declares its id any more. Nova destroys nothing for a deleted contract: what it deployed, and its state, stay until someone removes them. (`%s`)\n",
+		commentMarker(d.ID, d.Environment), esc(d.ID), esc(d.Environment), esc(d.Path()), runner.ContractDeleted)
 }
 
 // manyAbort reports an error that stopped the command before any contract

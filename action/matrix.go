@@ -10,6 +10,7 @@ import (
 	"github.com/sethvargo/go-githubactions"
 
 	"github.com/nova-platform/nova/runner"
+	"github.com/nova-platform/nova/templates"
 )
 
 // matrixEntry is one contract in a workflow's strategy.matrix: a job runs
@@ -87,10 +88,15 @@ func matrixOutputs(cfg Config, env Env, doc string, deleted []deletedView) {
 	gha := githubactions.New(githubactions.WithGetenv(func(k string) string { return files[k] }), githubactions.WithWriter(env.Stderr))
 	gha.SetOutput("matrix", doc)
 	if cfg.SummaryFile != "" && len(deleted) > 0 {
-		s := "### nova matrix: deleted contracts (reported only; nothing is destroyed)\n\n"
-		for _, d := range deleted {
-			s += fmt.Sprintf("- `%s` %s\n", d.Reason, mdCell(d.Message))
-		}
-		gha.AddStepSummary(s)
+		gha.AddStepSummary(matrixSummary(deleted))
 	}
+}
+
+// matrixSummary is the job summary of the contracts a change deleted.
+func matrixSummary(deleted []deletedView) string {
+	s := "### nova matrix: deleted contracts (reported only; nothing is destroyed)\n\n"
+	for _, d := range deleted {
+		s += fmt.Sprintf("- `%s` %s\n", d.Reason, templates.EscapeMarkdown(d.Message))
+	}
+	return s
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/nova-platform/nova/runner"
 	"github.com/nova-platform/nova/stages/confidence"
 	"github.com/nova-platform/nova/stages/policy/report"
+	"github.com/nova-platform/nova/templates"
 )
 
 // actionOutputs publishes the verdict as step outputs and a job summary when
@@ -121,11 +122,14 @@ func (r *reporter) workspacePath(p string) string {
 	return filepath.ToSlash(rel)
 }
 
+// summaryMarkdown is the job summary of a run. Every value from the change
+// is escaped (templates.EscapeMarkdown).
 func summaryMarkdown(v runView) string {
+	esc := templates.EscapeMarkdown
 	var b strings.Builder
 	fmt.Fprintf(&b, "### nova %s: %s\n\n", v.Command, v.Verdict)
 	if v.ContractID != "" {
-		fmt.Fprintf(&b, "Contract `%s` · environment `%s`", v.ContractID, v.Environment)
+		fmt.Fprintf(&b, "Contract <code>%s</code> · environment <code>%s</code>", esc(v.ContractID), esc(v.Environment))
 		if v.PlanDigest != "" {
 			fmt.Fprintf(&b, " · plan digest `%s`", v.PlanDigest)
 		}
@@ -133,11 +137,11 @@ func summaryMarkdown(v runView) string {
 	}
 	b.WriteString("| stage | verdict | duration | summary |\n|---|---|---|---|\n")
 	for _, s := range v.Stages {
-		fmt.Fprintf(&b, "| %s | %s | %dms | %s |\n", s.Stage, s.Verdict, s.DurationMs, mdCell(s.Summary))
+		fmt.Fprintf(&b, "| %s | %s | %dms | %s |\n", s.Stage, s.Verdict, s.DurationMs, esc(s.Summary))
 	}
 	for _, s := range v.Stages {
 		for _, f := range s.Findings {
-			fmt.Fprintf(&b, "\n- `%s` %s %s", f.Reason, mdCell(f.Location), mdCell(f.Message))
+			fmt.Fprintf(&b, "\n- `%s` %s %s", f.Reason, esc(f.Location), esc(f.Message))
 		}
 	}
 	b.WriteString("\n")
@@ -145,10 +149,4 @@ func summaryMarkdown(v runView) string {
 		b.WriteString("\n" + confidence.Markdown(*v.Confidence))
 	}
 	return b.String()
-}
-
-// mdCell keeps a value inside one Markdown table cell.
-func mdCell(s string) string {
-	s = strings.ReplaceAll(s, "|", `\|`)
-	return strings.ReplaceAll(s, "\n", " ")
 }

@@ -270,7 +270,8 @@ func buildRusageWrapper(tb testing.TB, realTF, record, out string) string {
 }
 
 // terraformEnviron is the environment Nova gives terraform, for the bare
-// side: the same configuration file, no update check, in automation.
+// side: the same configuration file, no update check, in automation (as
+// terraform-exec adds).
 func terraformEnviron() []string {
 	env := map[string]string{}
 	for _, kv := range os.Environ() {
@@ -279,6 +280,7 @@ func terraformEnviron() []string {
 		}
 	}
 	env = terraform.Environment(env)
+	env["TF_IN_AUTOMATION"] = "1"
 	out := make([]string, 0, len(env))
 	for _, k := range slices.Sorted(maps.Keys(env)) {
 		out = append(out, k+"="+env[k])

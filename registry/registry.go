@@ -6,7 +6,7 @@
 // point --registry at their own directory of the same layout:
 //
 //	modules/<name>/module.yaml     the module's typed interface
-//	modules/<name>/terraform/*.tf  the real Terraform module
+//	modules/<name>/terraform/      the real Terraform module
 //	stacks/<name>.yaml             an L2 stack
 package registry
 

@@ -1,82 +1,46 @@
 package registry
 
 import (
-	"fmt"
 	"io/fs"
-	"reflect"
-	"slices"
 	"strings"
 	"testing"
 	"testing/fstest"
 
-	"github.com/hashicorp/terraform-config-inspect/tfconfig"
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/nova-platform/nova/runner"
 )
 
-// The reader in tfvars.go replaced tfconfig in checkTerraform. These tests
-// hold it to tfconfig, the reader module.yaml files were written against:
-// the same variables, types, required flags, defaults and sensitivity, the
-// same outputs, and the same pass or fail, on the shipped modules and on a
-// corpus of declarations. tfconfig is a test dependency only.
+// tfView is what checkTerraform reads of a module's terraform/ directory.
+type tfView struct {
+	Variables map[string]tfVarView
+	Outputs   map[string]bool // sensitive
+}
 
-// compareWithTFConfig reads dir both ways and reports every difference.
-func compareWithTFConfig(t *testing.T, fsys fs.FS, dir string) {
+type tfVarView struct {
+	Type      string
+	Required  bool
+	Default   any
+	Sensitive bool
+}
+
+func readView(t *testing.T, fsys fs.FS, dir string) (tfView, error) {
 	t.Helper()
-	want, diags := tfconfig.LoadModuleFromFilesystem(tfconfig.WrapFS(fsys), dir)
-	got, err := readTerraformInterface(fsys, dir)
-	if diags.HasErrors() || err != nil {
-		if !diags.HasErrors() {
-			t.Errorf("tfconfig reads %s, nova refuses it: %v", dir, err)
-		} else if err == nil {
-			t.Errorf("tfconfig refuses %s (%v), nova reads it", dir, diags.Err())
-		}
-		return
+	mod, err := readTerraformInterface(fsys, dir)
+	if err != nil {
+		return tfView{}, err
 	}
-	if w, g := slices.Sorted(mapKeys(want.Variables)), slices.Sorted(mapKeys(got.Variables)); !slices.Equal(w, g) {
-		t.Errorf("variables: tfconfig %v, nova %v", w, g)
+	v := tfView{Variables: map[string]tfVarView{}, Outputs: map[string]bool{}}
+	for name, tv := range mod.Variables {
+		v.Variables[name] = tfVarView{tv.Type, tv.Required, tv.Default, tv.Sensitive}
 	}
-	for name, wv := range want.Variables {
-		gv := got.Variables[name]
-		if gv == nil {
-			continue
-		}
-		if gv.Type != wv.Type {
-			t.Errorf("variable %s: type %q, tfconfig %q", name, gv.Type, wv.Type)
-		}
-		if gv.Required != wv.Required {
-			t.Errorf("variable %s: required %t, tfconfig %t", name, gv.Required, wv.Required)
-		}
-		// The same Go value, not only the same JSON: checkTerraform's
-		// sameJSON must see what it saw with tfconfig.
-		if !reflect.DeepEqual(gv.Default, wv.Default) || !sameJSON(gv.Default, wv.Default) {
-			t.Errorf("variable %s: default %#v, tfconfig %#v", name, gv.Default, wv.Default)
-		}
-		if gv.Sensitive != wv.Sensitive {
-			t.Errorf("variable %s: sensitive %t, tfconfig %t", name, gv.Sensitive, wv.Sensitive)
-		}
+	for name, o := range mod.Outputs {
+		v.Outputs[name] = o.Sensitive
 	}
-	if w, g := slices.Sorted(mapKeys(want.Outputs)), slices.Sorted(mapKeys(got.Outputs)); !slices.Equal(w, g) {
-		t.Errorf("outputs: tfconfig %v, nova %v", w, g)
-	}
-	for name, wo := range want.Outputs {
-		if gv := got.Outputs[name]; gv != nil && gv.Sensitive != wo.Sensitive {
-			t.Errorf("output %s: sensitive %t, tfconfig %t", name, gv.Sensitive, wo.Sensitive)
-		}
-	}
+	return v, nil
 }
 
-func mapKeys[V any](m map[string]V) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
-}
-
-func TestTerraformInterfaceMatchesTFConfigOnShippedModules(t *testing.T) {
+func TestTerraformInterfaceReadsShippedModules(t *testing.T) {
 	fsys := Embedded()
 	entries, err := fs.ReadDir(fsys, "modules")
 	if err != nil {
@@ -88,13 +52,10 @@ func TestTerraformInterfaceMatchesTFConfigOnShippedModules(t *testing.T) {
 	for _, e := range entries {
 		dir := "modules/" + e.Name() + "/terraform"
 		t.Run(e.Name(), func(t *testing.T) {
-			compareWithTFConfig(t, fsys, dir)
-			got, err := readTerraformInterface(fsys, dir)
+			got, err := readView(t, fsys, dir)
 			if err != nil {
 				t.Fatal(err)
 			}
-			// A module with no variables would compare equal however
-			// badly variables were read.
 			if len(got.Variables)+len(got.Outputs) == 0 {
 				t.Errorf("%s declares nothing", dir)
 			}
@@ -102,209 +63,181 @@ func TestTerraformInterfaceMatchesTFConfigOnShippedModules(t *testing.T) {
 	}
 }
 
-// typeForms are type constraints in every form Terraform accepts.
-var typeForms = []string{
-	"string", "number", "bool", "any",
-	`"string"`, `"list"`, `"map"`,
-	"list(string)", "set(number)", "map(bool)", "list(list(map(string)))",
-	"map( string )", "list(\n    string\n  )",
-	"object({ a = string, b = optional(number, 3) })",
-	"object({\n    name = string\n    tags = optional(map(string), {})\n    nested = optional(object({ x = list(any) }))\n  })",
-	"tuple([string, number, bool])",
-	"(string)", `"list(string)"`, "list( # a comment\n    string\n  )", "map(string) # trailing comment",
+// The module is read as Terraform assembles it: .tf and .tf.json files
+// alike, then override files in lexical order, each changing only the
+// attributes it sets.
+func TestTerraformInterfaceReadsModules(t *testing.T) {
+	cases := []struct {
+		name  string
+		files map[string]string
+		want  tfView
+	}{{
+		name: "HCL",
+		files: map[string]string{"main.tf": `
+variable "name" {
+  type        = string
+  description = "The name."
+  validation {
+    condition     = length(var.name) > 0
+    error_message = "name must not be empty."
+  }
 }
-
-// defaultForms are defaults of every JSON kind and several spellings.
-var defaultForms = []string{
-	"null", `""`, `"text"`, `"quote \" and \\ backslash"`, `"${"interp"}olated"`, `"%{if true}yes%{endif}"`,
-	"0", "1", "-1", "1.5", "1e3", "12345678901234567890", "0.1", "3.141592653589793238",
-	"true", "false",
-	"[]", "[1, 2, 3]", `["a", null, true]`, "[[1], [2, [3]]]",
-	"{}", `{ a = 1, "b-c" = "x" }`, "{ a = { b = { c = [1, { d = null }] } } }",
-	"<<EOT\nline one\nline two\nEOT", "<<-EOT\n    indented\n      more\n    EOT",
-	"1 + 2", "!false", "true ? [1] : [2]", `{ for k in ["a", "b"] : k => "${k}!" }`,
+variable "tags" {
+  type    = map(string)
+  default = { a = "x", "b-c" = "${"y"}" }
 }
-
-func TestTerraformInterfaceMatchesTFConfigOnCorpus(t *testing.T) {
-	var types, defaults strings.Builder
-	for i, ty := range typeForms {
-		fmt.Fprintf(&types, "variable \"t%d\" {\n  type = %s\n}\n\n", i, ty)
-	}
-	for i, def := range defaultForms {
-		fmt.Fprintf(&defaults, "variable \"d%d\" {\n  default = %s\n}\n\n", i, def)
-	}
-	cases := map[string]map[string]string{
-		"types":    {"variables.tf": types.String()},
-		"defaults": {"variables.tf": defaults.String()},
-		"sensitivity": {"main.tf": `
-variable "plain" {}
 variable "secret" {
-  type      = string
+  default   = null
   sensitive = true
 }
-variable "open" {
-  sensitive = false
+variable "legacy" {
+  type = "list"
 }
-variable "quoted" {
-  sensitive = "true"
-}
-output "plain" {
-  value = 1
+output "name" {
+  value = var.name
 }
 output "secret" {
   value     = var.secret
   sensitive = true
 }
-output "open" {
-  value     = var.open
-  sensitive = false
-}
 `},
-		"full declarations": {"variables.tf": `
-variable "name" {
-  type        = string
-  description = "The name."
-  nullable    = false
-  ephemeral   = false
-  deprecated  = "Use label."
-
-  validation {
-    condition     = length(var.name) > 0
-    error_message = "name must not be empty."
+		want: tfView{
+			Variables: map[string]tfVarView{
+				"name":   {Type: "string", Required: true},
+				"tags":   {Type: "map(string)", Default: map[string]any{"a": "x", "b-c": "y"}},
+				"secret": {Sensitive: true},
+				"legacy": {Type: "list", Required: true},
+			},
+			Outputs: map[string]bool{"name": false, "secret": true},
+		},
+	}, {
+		name: "JSON",
+		files: map[string]string{"main.tf.json": `{
+  "variable": {
+    "name": {"type": "string"},
+    "items": {"type": "list(number)", "default": [1, 2]},
+    "secret": {"type": "string", "default": "", "sensitive": true}
+  },
+  "output": {
+    "name": {"value": "${var.name}"},
+    "secret": {"value": "${var.secret}", "sensitive": true}
   }
-  validation {
-    condition     = can(regex("^[a-z]+$", var.name))
-    error_message = "lower case only."
-  }
+}`},
+		want: tfView{
+			Variables: map[string]tfVarView{
+				"name":   {Type: "string", Required: true},
+				"items":  {Type: "list(number)", Default: []any{1.0, 2.0}},
+				"secret": {Type: "string", Default: "", Sensitive: true},
+			},
+			Outputs: map[string]bool{"name": false, "secret": true},
+		},
+	}, {
+		name: "HCL and JSON together",
+		files: map[string]string{
+			"a.tf":      "variable \"a\" {}\n",
+			"b.tf.json": `{"variable": {"b": {"default": 1}}, "output": {"c": {"value": 1}}}`,
+		},
+		want: tfView{
+			Variables: map[string]tfVarView{"a": {Required: true}, "b": {Default: 1.0}},
+			Outputs:   map[string]bool{"c": false},
+		},
+	}, {
+		name: "override files merge, in lexical order",
+		files: map[string]string{
+			"main.tf": `
+variable "a" {
+  type      = string
+  default   = "base"
+  sensitive = true
 }
-
-variable "count_of" {
-  type     = number
-  default  = 3
-  nullable = true
+variable "b" {
+  type = number
 }
-`, "outputs.tf": `
-output "name" {
-  description = "The name, again."
-  value       = var.name
-  depends_on  = [terraform_data.this]
-  precondition {
-    condition     = var.name != ""
-    error_message = "empty"
-  }
+variable "c" {
+  type    = list(string)
+  default = []
 }
-
-output "sum" {
-  value     = var.count_of + 1
-  sensitive = false
+output "o" {
+  value     = var.a
+  sensitive = true
 }
-`, "main.tf": `
-terraform {
-  required_version = ">= 1.5.0"
-  required_providers {
-    aws = {
-      source  = "hashicorp/aws"
-      version = "~> 5.0"
-    }
-  }
+output "p" {
+  value = 1
 }
-
-locals {
-  x = var.name
-}
-
-resource "terraform_data" "this" {
-  input = local.x
-}
-
-data "aws_caller_identity" "me" {
-  provider = aws.east
-}
-
-module "child" {
-  source = "./child"
-}
-
-moved {
-  from = terraform_data.old
-  to   = terraform_data.this
-}
-`},
-		"empty":      {"main.tf": ""},
-		"no tf":      {"README.md": "variable \"x\" {}\n", "notes.txt": "hi"},
-		"ignored":    {".hidden.tf": "variable \"a\" {", "main.tf~": "variable \"b\" {", "#main.tf#": "{", "main.tf": "variable \"c\" {}\n"},
-		"many files": {"a.tf": "variable \"a\" {}\n", "b.tf": "variable \"b\" {\n  default = 1\n}\n", "c.tf": "output \"c\" {\n  value = 1\n}\n", "sub/d.tf": "variable \"d\" {}\n"},
-		// Terraform refuses this; tfconfig and nova both read it as a
-		// variable without a default.
-		"default as a block": {"main.tf": "variable \"a\" {\n  default {\n  }\n}\n"},
-		"windows line ends":  {"main.tf": "variable \"a\" {\r\n  type    = list(string)\r\n  default = [\"x\"]\r\n}\r\n"},
-	}
-	broken := map[string]string{
-		"unclosed block":           "variable \"a\" {\n",
-		"bad expression":           "output \"a\" {\n  value = 1 +\n}\n",
-		"variable with two labels": "variable \"a\" \"b\" {\n}\n",
-		"resource with one label":  "resource \"x\" {\n}\n",
-		"default uses a function":  "variable \"a\" {\n  default = upper(\"a\")\n}\n",
-		"default uses a variable":  "variable \"a\" {\n  default = var.b\n}\n",
-		"sensitive null":           "variable \"a\" {\n  sensitive = null\n}\n",
-		"sensitive a number":       "output \"a\" {\n  value     = 1\n  sensitive = 1\n}\n",
-		"output sensitive var":     "output \"a\" {\n  value     = 1\n  sensitive = var.s\n}\n",
-		"description a list":       "variable \"a\" {\n  description = [\"x\"]\n}\n",
-		"description null":         "output \"a\" {\n  value       = 1\n  description = null\n}\n",
-		"attribute twice":          "variable \"a\" {\n  type = string\n  type = number\n}\n",
-		"unterminated heredoc":     "variable \"a\" {\n  default = <<EOT\nx\n}\n",
-		"stray character":          "variable \"a\" {\n  default = 1\n}\n@\n",
-		"default calls tolist":     "variable \"a\" {\n  default = tolist([])\n}\n",
-		"default names a local":    "variable \"a\" {\n  default = local.x\n}\n",
-		"unterminated string":      "variable \"a\" {\n  default = \"x\n}\n",
-	}
-	for name, src := range broken {
-		cases["broken: "+name] = map[string]string{"ok.tf": "variable \"fine\" {}\n", "z.tf": src}
-	}
-	for name, files := range cases {
-		t.Run(name, func(t *testing.T) {
+`,
+			// Only default: type and sensitive stay the base's.
+			"a_override.tf": "variable \"a\" {\n  default = \"first\"\n}\n",
+			// Sorted after a_override.tf, so its default wins.
+			"override.tf": "variable \"a\" {\n  default = \"last\"\n}\n\nvariable \"b\" {\n  default = 2\n}\n",
+			"x_override.tf.json": `{
+  "variable": {"c": {"type": "set(string)", "sensitive": true}},
+  "output": {"o": {"description": "sensitive stays"}, "p": {"sensitive": true}}
+}`,
+		},
+		want: tfView{
+			Variables: map[string]tfVarView{
+				"a": {Type: "string", Default: "last", Sensitive: true},
+				"b": {Type: "number", Default: 2.0},
+				"c": {Type: "set(string)", Default: []any{}, Sensitive: true},
+			},
+			Outputs: map[string]bool{"o": true, "p": true},
+		},
+	}, {
+		name: "skips what Terraform skips",
+		files: map[string]string{
+			".hidden.tf": "variable \"a\" {", "main.tf~": "variable \"b\" {", "#main.tf#": "{",
+			"README.md": "variable \"x\" {}\n", "sub/d.tf": "variable \"d\" {}\n",
+			"main.tf": "variable \"c\" {}\n",
+		},
+		want: tfView{Variables: map[string]tfVarView{"c": {Required: true}}, Outputs: map[string]bool{}},
+	}, {
+		name:  "windows line ends",
+		files: map[string]string{"main.tf": "variable \"a\" {\r\n  type    = list(string)\r\n  default = [\"x\"]\r\n}\r\n"},
+		want:  tfView{Variables: map[string]tfVarView{"a": {Type: "list(string)", Default: []any{"x"}}}, Outputs: map[string]bool{}},
+	}}
+	for _, tt := range cases {
+		t.Run(tt.name, func(t *testing.T) {
 			fsys := fstest.MapFS{}
-			for f, src := range files {
+			for f, src := range tt.files {
 				fsys["m/"+f] = &fstest.MapFile{Data: []byte(src)}
 			}
-			compareWithTFConfig(t, fsys, "m")
-			_, err := readTerraformInterface(fsys, "m")
-			if strings.HasPrefix(name, "broken: ") {
-				// The message must lead the author to the file and line.
-				if err == nil || !strings.Contains(err.Error(), "m/z.tf:") {
-					t.Errorf("error %v does not name m/z.tf and a line", err)
-				}
-			} else if err != nil {
-				t.Errorf("reading: %v", err)
+			got, err := readView(t, fsys, "m")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("interface (-want +got):\n%s", diff)
 			}
 		})
 	}
 }
 
-// Where tfconfig accepts a directory that Terraform would refuse or read
-// differently, nova refuses it and says which file and why. Each case
-// confirms tfconfig's behaviour too, so the list stays a list of real
-// differences.
-func TestTerraformInterfaceRefusesWhatTFConfigMisreads(t *testing.T) {
+// A directory Terraform would refuse is refused, and the error leads the
+// author to the file and line.
+func TestTerraformInterfaceRefuses(t *testing.T) {
 	cases := []struct {
 		name, file, src, want string
 	}{
-		{"override file", "main_override.tf", "variable \"a\" {\n  default = 2\n}\n", "override files are not supported"},
-		{"plain override file", "override.tf", "variable \"a\" {\n  default = 2\n}\n", "override files are not supported"},
-		{"JSON file", "extra.tf.json", `{"variable": {"b": {"type": "string"}}}`, "JSON files are not supported"},
-		{"stack file", "x.tfstack.hcl", "variable \"b\" {}\n", "Stacks files"},
-		{"component file", "x.tfcomponent.hcl", "variable \"b\" {}\n", "Stacks files"},
+		{"unclosed block", "z.tf", "variable \"a\" {\n", "Unclosed configuration block"},
+		{"bad expression", "z.tf", "output \"a\" {\n  value = 1 +\n}\n", "Invalid expression"},
+		{"broken JSON", "z.tf.json", `{"variable": {"b": }}`, "Missing JSON value"},
+		{"variable with two labels", "z.tf", "variable \"a\" \"b\" {\n}\n", "Extraneous label for variable"},
+		{"variable without label", "z.tf", "variable {\n}\n", "Missing name for variable"},
+		{"resource with one label", "z.tf", "resource \"x\" {\n}\n", "Missing name for resource"},
+		{"default uses a function", "z.tf", "variable \"a\" {\n  default = upper(\"a\")\n}\n", "Function calls not allowed"},
+		{"default uses a variable", "z.tf", "variable \"b\" {\n  default = var.a\n}\n", "Variables not allowed"},
+		{"interpolated default", "z.tf", "variable \"b\" {\n  default = \"${var.a}\"\n}\n", "Variables not allowed"},
+		{"sensitive not a bool", "z.tf", "variable \"b\" {\n  sensitive = \"maybe\"\n}\n", "a bool is required"},
+		{"output sensitive a variable", "z.tf", "output \"p\" {\n  value     = 1\n  sensitive = var.s\n}\n", "Variables not allowed"},
+		{"description a list", "z.tf", "variable \"b\" {\n  description = [\"x\"]\n}\n", "string required"},
 		{"variable declared twice", "z.tf", "variable \"a\" {\n  default = 2\n}\n", "Duplicate variable declaration"},
 		{"output declared twice", "z.tf", "output \"o\" {\n  value = 2\n}\n", "Duplicate output declaration"},
-		// tfconfig falls back on the HCL v1 parser for these, which skips
-		// blocks without labels and reads neither deprecated nor a
-		// variable's sensitive attribute.
-		{"variable without label", "z.tf", "variable {\n}\n", "Missing name for variable"},
-		{"output without label", "z.tf", "output {\n  value = 1\n}\n", "Missing name for output"},
-		{"module without label", "z.tf", "module {\n}\n", "Missing name for module"},
-		{"deprecated a map", "z.tf", "variable \"b\" {\n  deprecated = {}\n}\n", "string required"},
-		{"sensitive not a bool", "z.tf", "variable \"b\" {\n  sensitive = \"maybe\"\n}\n", "a bool is required"},
-		{"HCL v1 only: interpolated default", "z.tf", "variable \"b\" {\n  default = \"${var.a}\"\n}\n", "Variables not allowed"},
+		{"declared twice in one file", "z.tf", "variable \"b\" {}\nvariable \"b\" {}\n", "Duplicate variable declaration"},
+		{"override of nothing", "z_override.tf", "variable \"b\" {\n  default = 2\n}\n", "Missing base variable declaration"},
+		{"override of no output", "override.tf.json", `{"output": {"p": {"sensitive": true}}}`, "Missing base output declaration"},
+		{"broken override", "z_override.tf", "variable \"a\" {\n  sensitive = 3\n}\n", "bool required"},
+		{"stack file", "x.tfstack.hcl", "variable \"b\" {}\n", "Stacks files"},
+		{"component file", "x.tfcomponent.hcl", "variable \"b\" {}\n", "Stacks files"},
 	}
 	for _, tt := range cases {
 		t.Run(tt.name, func(t *testing.T) {
@@ -312,12 +245,9 @@ func TestTerraformInterfaceRefusesWhatTFConfigMisreads(t *testing.T) {
 				"m/main.tf":    {Data: []byte("variable \"a\" {\n  default = 1\n}\n\noutput \"o\" {\n  value = 1\n}\n")},
 				"m/" + tt.file: {Data: []byte(tt.src)},
 			}
-			if _, diags := tfconfig.LoadModuleFromFilesystem(tfconfig.WrapFS(fsys), "m"); diags.HasErrors() {
-				t.Fatalf("tfconfig refuses this too (%v); the case belongs in the corpus test", diags.Err())
-			}
 			_, err := readTerraformInterface(fsys, "m")
 			if err == nil {
-				t.Fatal("nova reads it")
+				t.Fatal("read without error")
 			}
 			if !strings.Contains(err.Error(), "m/"+tt.file+":") || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("error %q does not name m/%s and say %q", err, tt.file, tt.want)
@@ -326,48 +256,87 @@ func TestTerraformInterfaceRefusesWhatTFConfigMisreads(t *testing.T) {
 	}
 }
 
-// The reader checks the labels of terraform, provider, resource, data and
-// module blocks but not their attributes, which tfconfig partly checks:
-// they are no part of a module's interface, and terraform init and plan
-// refuse them with Terraform's own messages. These cases confirm that the
-// difference is what tfvars.go says it is, and no wider.
-func TestTerraformInterfaceLeavesOtherBlocksToTerraform(t *testing.T) {
-	cases := map[string]string{
-		"required_version a list":        "terraform {\n  required_version = [\"1\"]\n}\n",
-		"required_providers a list":      "terraform {\n  required_providers {\n    aws = [1]\n  }\n}\n",
-		"provider version a variable":    "provider \"aws\" {\n  version = var.v\n}\n",
-		"resource provider not a name":   "resource \"a\" \"b\" {\n  provider = 1 + 1\n}\n",
-		"module source calls a function": "module \"m\" {\n  source = upper(\"x\")\n}\n",
+// A registry module may be written in JSON, or adjusted by an override
+// file: Load checks module.yaml against what Terraform would read.
+func TestLoadReadsJSONAndOverrideModules(t *testing.T) {
+	const nodeJSON = `{
+  "variable": {
+    "text": {"type": "string"},
+    "size": {"type": "number", "default": 1},
+    "items": {"type": "list(string)", "default": []},
+    "labels": {"type": "map(string)", "default": {}},
+    "data": {"type": "any", "default": null},
+    "secret": {"type": "string", "default": "", "sensitive": true}
+  },
+  "resource": {"terraform_data": {"this": {"input": "${var.text}"}}},
+  "output": {
+    "text": {"value": "${terraform_data.this.output}"},
+    "size": {"value": "${var.size}"},
+    "token": {"value": "${sha256(var.secret)}", "sensitive": true}
+  }
+}`
+	const tfMain = "modules/node/terraform/main.tf"
+	cases := []struct {
+		name  string
+		files map[string]string
+		want  runner.Reason // "" when Load accepts the module
+	}{
+		{"JSON module", map[string]string{tfMain: removedFile, tfMain + ".json": nodeJSON}, ""},
+		{"override that keeps the interface", map[string]string{
+			"modules/node/terraform/main_override.tf": "variable \"size\" {\n  description = \"Overridden.\"\n}\n\noutput \"token\" {\n  description = \"Still sensitive.\"\n}\n",
+		}, ""},
+		{"override that changes a type", map[string]string{
+			"modules/node/terraform/override.tf": "variable \"size\" {\n  type = string\n}\n",
+		}, runner.RegistryModuleMismatch},
+		{"override that changes a default", map[string]string{
+			"modules/node/terraform/main_override.tf.json": `{"variable": {"size": {"default": 5}}}`,
+		}, runner.RegistryModuleMismatch},
+		{"override that makes an output public", map[string]string{
+			"modules/node/terraform/main_override.tf": "output \"token\" {\n  sensitive = false\n}\n",
+		}, runner.RegistryModuleMismatch},
 	}
-	for name, src := range cases {
-		t.Run(name, func(t *testing.T) {
-			fsys := fstest.MapFS{"m/main.tf": {Data: []byte("variable \"a\" {}\n" + src)}}
-			if _, diags := tfconfig.LoadModuleFromFilesystem(tfconfig.WrapFS(fsys), "m"); !diags.HasErrors() {
-				t.Errorf("tfconfig reads it; the case belongs in the corpus test")
+	for _, tt := range cases {
+		t.Run(tt.name, func(t *testing.T) {
+			files := withNode(tt.files)
+			for name, src := range files {
+				if src == removedFile {
+					delete(files, name)
+				}
 			}
-			got, err := readTerraformInterface(fsys, "m")
-			if err != nil {
-				t.Fatalf("nova refuses it: %v", err)
+			_, err := Load(writeRegistry(t, files))
+			if tt.want == "" {
+				if err != nil {
+					t.Fatalf("Load: %v", err)
+				}
+				return
 			}
-			if got.Variables["a"] == nil {
-				t.Errorf("variable a not read: %+v", got)
+			if got := runner.ReasonOf(err); got != tt.want {
+				t.Fatalf("reason = %q, want %q (error: %v)", got, tt.want, err)
 			}
 		})
 	}
 }
 
+// removedFile marks a file of nodeModule a case deletes.
+const removedFile = "\x00removed"
+
 // Load refuses a module the reader refuses with REGISTRY_TERRAFORM_INVALID,
 // naming the module and the file.
 func TestLoadRefusesUnreadableTerraformFiles(t *testing.T) {
-	for _, file := range []string{"main_override.tf", "vars.tf.json", "broken.tf"} {
-		t.Run(file, func(t *testing.T) {
+	for _, tt := range []struct{ file, src string }{
+		{"broken.tf", "variable \"extra\" {\n"},
+		{"broken.tf.json", `{"variable": `},
+		{"twice.tf", "variable \"text\" {}\n"},
+		{"main_override.tf", "variable \"extra\" {}\n"},
+	} {
+		t.Run(tt.file, func(t *testing.T) {
 			_, err := Load(writeRegistry(t, withNode(map[string]string{
-				"modules/node/terraform/" + file: "variable \"extra\" {\n",
+				"modules/node/terraform/" + tt.file: tt.src,
 			})))
 			if got := runner.ReasonOf(err); got != runner.RegistryTerraformBroken {
 				t.Fatalf("reason = %s, want %s (error: %v)", got, runner.RegistryTerraformBroken, err)
 			}
-			if msg := err.Error(); !strings.Contains(msg, "module node") || !strings.Contains(msg, "modules/node/terraform/"+file+":1,") {
+			if msg := err.Error(); !strings.Contains(msg, "module node") || !strings.Contains(msg, "modules/node/terraform/"+tt.file+":1,") {
 				t.Errorf("error %q does not name the module and the file's line", msg)
 			}
 		})

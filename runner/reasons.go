@@ -242,7 +242,7 @@ var reasonTable = []ReasonInfo{
 	{RegistryModuleMismatch, "registry", KindError, "A module's module.yaml disagrees with its terraform/ variables or outputs."},
 	{RegistryVersionInvalid, "registry", KindError, "A registry version is not a semantic version (MAJOR.MINOR.PATCH)."},
 	{RegistryDuplicate, "registry", KindError, "Two registry entries share a name."},
-	{RegistryTerraformBroken, "registry", KindError, "A module's terraform/ directory cannot be parsed as HCL, or holds a file Nova does not read (.tf.json, an override file, a Stacks file) or a variable or output declared twice."},
+	{RegistryTerraformBroken, "registry", KindError, "A module's terraform/ directory cannot be read as Terraform reads it: a file that does not parse, a variable or output declared twice or overridden without a base declaration, or a Stacks file."},
 
 	{StackUnknown, "resolve", KindVerdict, "The contract's `stack` names no L2 stack or L1 module in the registry."},
 	{ModuleUnknown, "resolve", KindVerdict, "A stack instance refers to an L1 module the registry does not hold."},
@@ -277,7 +277,7 @@ var reasonTable = []ReasonInfo{
 	{PlanChangedSinceApproval, "apply", KindVerdict, "A re-plan differs from the plan that was approved."},
 	{StateLockFailed, "plan", KindError, "The run lock of this contract and environment could not be taken or checked: the lock file under --state-dir cannot be opened, or the pg backend's database cannot be reached for its advisory lock."},
 	{TerraformTimeout, "plan", KindError, "A terraform command ran longer than --terraform-timeout and was interrupted (SIGINT, so it could release its state lock). An apply that timed out is recorded as `APPLY_INDETERMINATE`, never as a failure."},
-	{PlanTooLarge, "plan", KindError, "`terraform show -json` of the saved plan is larger than Nova reads (256 MiB); it was stopped rather than held in memory. Split the contract."},
+	{PlanTooLarge, "plan", KindError, "`terraform show -json` of the saved plan is larger than Nova accepts (256 MiB); the plan is refused rather than carried into the bundle and the evidence. Split the contract."},
 	{PlanNotCleared, "apply", KindVerdict, "The evidence holds no passing plan-level policy and confidence for this plan digest: the plan failed (or never finished) its evaluation and cannot be applied."},
 
 	{ConfidenceInputMissing, "confidence", KindVerdict, "A confidence input could not be computed (its stage did not run or errored, or a required test suite is missing or unreadable); the run halts rather than score without it."},

@@ -1,8 +1,10 @@
 // Package templates embeds the templates Nova renders: the Terraform root
 // module, the pull request comment, the audit report, and the workflows
 // consumers run. Templates only lay out structure; every value placed into
-// them is escaped, by the adapter that renders it or by the quoting
-// functions the workflow templates call.
+// them is escaped for where it lands: Markdown text by EscapeMarkdown
+// (which every other Markdown Nova writes uses too), the report by
+// html/template, workflow values by the q function the templates call,
+// HCL values by the Terraform adapter through hclwrite.
 package templates
 
 import (
@@ -10,13 +12,13 @@ import (
 	"embed"
 	"encoding/json"
 	"fmt"
-	"io/fs"
-	"path"
+	htmltemplate "html/template"
 	"slices"
 	"sync"
+	"text/template"
 )
 
-//go:embed terraform/*.tmpl comment/*.tmpl workflows/*.tmpl init/*.tmpl
+//go:embed terraform/*.tmpl comment/*.tmpl workflows/*.tmpl init/*.tmpl report/*.tmpl
 var files embed.FS
 
 // Each template is parsed on first use, not at package init: every
@@ -25,44 +27,30 @@ var files embed.FS
 
 // TerraformRoot is the template of the root module the Terraform adapter
 // renders for a target stack.
-var TerraformRoot = sync.OnceValue(func() *Template {
+var TerraformRoot = sync.OnceValue(func() *template.Template {
 	return mustParse("root.tf.tmpl", "{{", "}}", nil, "terraform/root.tf.tmpl")
 })
 
 // PRComment is the template of the comment Nova keeps on a pull request,
 // one per contract and environment.
-var PRComment = sync.OnceValue(func() *Template {
+var PRComment = sync.OnceValue(func() *template.Template {
 	return mustParse("pr.md.tmpl", "{{", "}}", nil, "comment/pr.md.tmpl")
 })
 
 // Scaffold holds the files `nova init` writes besides the workflow:
 // contract.yml.tmpl and approvers.yml.tmpl. Values are placed YAML-quoted
 // by the caller.
-var Scaffold = sync.OnceValue(func() *Template {
+var Scaffold = sync.OnceValue(func() *template.Template {
 	return mustParse("init", "[[", "]]", nil, "init/*.tmpl")
 })
 
 // mustParse parses the embedded files matching pattern into a set, each
-// named by its base name. The files are fixed at build time and the
-// tests parse them all, so an error is a bug in this package.
-func mustParse(name, left, right string, funcs map[string]Func, pattern string) *Template {
-	paths, err := fs.Glob(files, pattern)
-	if err != nil || len(paths) == 0 {
-		panic(fmt.Sprintf("templates: no file matches %s", pattern))
-	}
-	srcs := make([]source, len(paths))
-	for i, p := range paths {
-		b, err := files.ReadFile(p)
-		if err != nil {
-			panic(err)
-		}
-		srcs[i] = source{path.Base(p), string(b)}
-	}
-	t, err := parse(name, left, right, funcs, false, srcs...)
-	if err != nil {
-		panic(err)
-	}
-	return t
+// named by its base name. A missing map key is an error rather than
+// text/template's "<no value>", so a renamed key cannot slip into a
+// rendered file. The files are fixed at build time and the tests parse
+// them all, so an error is a bug in this package.
+func mustParse(name, left, right string, funcs template.FuncMap, pattern string) *template.Template {
+	return template.Must(template.New(name).Delims(left, right).Funcs(funcs).Option("missingkey=error").ParseFS(files, pattern))
 }
 
 // Workflow is what a workflow is rendered from. Key, Dir, Contract and
@@ -124,47 +112,14 @@ func Guarded(env string) bool { return env != "dev" }
 
 // Workflow templates use [[ ]] so that GitHub's ${{ }} expressions pass
 // through as text.
-var workflows = sync.OnceValue(func() *Template {
-	return mustParse("workflows", "[[", "]]", workflowFuncs(), "workflows/*.tmpl")
+var workflows = sync.OnceValue(func() *template.Template {
+	return mustParse("workflows", "[[", "]]", template.FuncMap{
+		"q":       quote,
+		"guarded": Guarded,
+		"uses":    func(w *Workflow, env string) string { return w.Action.Uses(env) },
+		"job":     newJob,
+	}, "workflows/*.tmpl")
 })
-
-func workflowFuncs() map[string]Func {
-	return map[string]Func{
-		"q": func(a []any) (any, error) {
-			s, err := arg[string]("q", a, 0, 1)
-			return quote(s), err
-		},
-		"guarded": func(a []any) (any, error) {
-			env, err := arg[string]("guarded", a, 0, 1)
-			return Guarded(env), err
-		},
-		"uses": func(a []any) (any, error) {
-			w, err := arg[*Workflow]("uses", a, 0, 2)
-			if err != nil {
-				return nil, err
-			}
-			env, err := arg[string]("uses", a, 1, 2)
-			if err != nil {
-				return nil, err
-			}
-			return w.Action.Uses(env), nil
-		},
-		"job": func(a []any) (any, error) {
-			w, err := arg[*Workflow]("job", a, 0, 2)
-			if err != nil {
-				return nil, err
-			}
-			i, err := arg[int]("job", a, 1, 2)
-			if err != nil {
-				return nil, err
-			}
-			if i < 0 || i >= len(w.Environments) {
-				return nil, fmt.Errorf("job: environment %d of %d", i, len(w.Environments))
-			}
-			return newJob(w, i), nil
-		},
-	}
-}
 
 // job is what the plan and apply job templates are rendered from.
 type job struct {
@@ -176,7 +131,11 @@ type job struct {
 	If string
 }
 
-func newJob(w *Workflow, i int) job {
+// newJob is the job of w's i-th environment.
+func newJob(w *Workflow, i int) (job, error) {
+	if i < 0 || i >= len(w.Environments) {
+		return job{}, fmt.Errorf("job: environment %d of %d", i, len(w.Environments))
+	}
 	j := job{W: w, Env: w.Environments[i], Guarded: Guarded(w.Environments[i])}
 	if i > 0 {
 		j.Prev = w.Environments[i-1]
@@ -185,7 +144,7 @@ func newJob(w *Workflow, i int) job {
 		reach, _ := json.Marshal(w.Environments[i:])
 		j.If = fmt.Sprintf("contains(fromJSON('%s'), %s) && ", reach, w.PromoteTo)
 	}
-	return j
+	return j, nil
 }
 
 // quote writes s as a YAML double-quoted scalar (JSON's string syntax is a
@@ -232,15 +191,9 @@ func RenderWorkflow(kind string, w Workflow) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// ReportHTML is the source of the audit report page, in html/template's
-// syntax; Report parses it.
-//
-//go:embed report/report.html.tmpl
-var ReportHTML string
-
 // Report is the audit report page, parsed on first use (commands that
-// never render it do not pay for parsing it). It is executed in HTML
-// mode: every value is escaped for where it lands, as html/template would.
-var Report = sync.OnceValues(func() (*Template, error) {
-	return parse("report", "{{", "}}", nil, true, source{"report", ReportHTML})
+// never render it do not pay for parsing it). html/template escapes every
+// value for where it lands: text, attribute, URL or SVG title.
+var Report = sync.OnceValues(func() (*htmltemplate.Template, error) {
+	return htmltemplate.New("report.html.tmpl").Option("missingkey=error").ParseFS(files, "report/report.html.tmpl")
 })

@@ -2,10 +2,15 @@ package templates
 
 import (
 	"bytes"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"go.yaml.in/yaml/v3"
 )
 
 // TestWorkflowsMatchTheirSource keeps the GitHub and Gitea copies of Nova's
@@ -124,5 +129,69 @@ func TestRenderWorkflowRefusesUnknownEnvironments(t *testing.T) {
 	w.Environments = []string{"dev", "staging"}
 	if _, err := RenderWorkflow(GitHubWorkflow, w); err == nil {
 		t.Error("rendered a workflow for environment staging")
+	}
+}
+
+// TestQuotedValuesStayScalars renders workflows whose directory, contract
+// path and release URL hold YAML's and Markdown's active characters: each
+// must come back from a YAML parser as the one string it was, and the
+// workflows must keep their jobs.
+func TestQuotedValuesStayScalars(t *testing.T) {
+	hostile := "dir: x\n  evil: \"y\" # z\n- [a, {b: c}] & *ref !!str '%s' |\\"
+	type step struct {
+		Uses string            `yaml:"uses"`
+		With map[string]string `yaml:"with"`
+		Env  map[string]string `yaml:"env"`
+	}
+	type workflow struct {
+		Jobs map[string]struct {
+			Steps []step `yaml:"steps"`
+		} `yaml:"jobs"`
+	}
+	for _, kind := range []string{GitHubWorkflow, GiteaWorkflow} {
+		plain, err := RenderWorkflow(kind, sample())
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := sample()
+		w.Dir, w.Contract, w.Nova.ReleaseURL = hostile, hostile+".yml", "https://example.com/"+hostile
+		out, err := RenderWorkflow(kind, w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want, got workflow
+		if err := yaml.Unmarshal(plain, &want); err != nil {
+			t.Fatal(err)
+		}
+		if err := yaml.Unmarshal(out, &got); err != nil {
+			t.Fatalf("%s: %v\n%s", kind, err, out)
+		}
+		if diff := cmp.Diff(slices.Sorted(maps.Keys(want.Jobs)), slices.Sorted(maps.Keys(got.Jobs))); diff != "" {
+			t.Errorf("%s: jobs (-want +got):\n%s", kind, diff)
+		}
+		checked := 0
+		for name, j := range got.Jobs {
+			if len(j.Steps) != len(want.Jobs[name].Steps) {
+				t.Errorf("%s job %s: %d steps, want %d", kind, name, len(j.Steps), len(want.Jobs[name].Steps))
+			}
+			for _, s := range j.Steps {
+				for _, v := range []struct{ name, got, want string }{
+					{"with.dir", s.With["dir"], w.Dir}, {"with.contract", s.With["contract"], w.Contract},
+					{"env.NOVA_DIR", s.Env["NOVA_DIR"], w.Dir}, {"env.NOVA_CONTRACT", s.Env["NOVA_CONTRACT"], w.Contract},
+					{"env.NOVA_URL", s.Env["NOVA_URL"], w.Nova.ReleaseURL},
+				} {
+					if v.got == "" {
+						continue
+					}
+					checked++
+					if v.got != v.want {
+						t.Errorf("%s job %s: %s is %q, want %q", kind, name, v.name, v.got, v.want)
+					}
+				}
+			}
+		}
+		if checked == 0 {
+			t.Errorf("%s: no quoted value found", kind)
+		}
 	}
 }

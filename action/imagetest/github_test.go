@@ -17,6 +17,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/nova-platform/nova/runner/bundle"
+	"github.com/nova-platform/nova/templates"
 )
 
 // helloID is examples/hello's contract id.
@@ -56,7 +57,7 @@ func TestActionAsGitHubRunsIt(t *testing.T) {
 		}
 		r.checkRunRecorded(o["run-id"])
 		r.checkBundle(o["bundle-dir"])
-		checkSummary(t, res.summary, "### nova run: pass", "Contract `"+helloID+"` · environment `dev`", "| apply | pass |")
+		checkSummary(t, res.summary, "### nova run: pass", "Contract <code>"+templates.EscapeMarkdown(helloID)+"</code> · environment <code>dev</code>", "| apply | pass |")
 		if errs := annotationsOf(res, "error"); len(errs) > 0 {
 			t.Errorf("a pass annotates errors: %+v", errs)
 		}
@@ -132,7 +133,7 @@ func TestActionAsGitHubRunsIt(t *testing.T) {
 		}
 		r.checkRunRecorded(o["run-id"])
 		r.checkBundle(o["bundle-dir"])
-		checkSummary(t, res.summary, "### nova run: awaiting_approval", "environment `prod`", "| gate | awaiting_approval |", o["plan-digest"])
+		checkSummary(t, res.summary, "### nova run: awaiting_approval", "environment <code>prod</code>", "| gate | awaiting_approval |", o["plan-digest"])
 		if errs := annotationsOf(res, "error"); len(errs) > 0 {
 			t.Errorf("waiting for approval is not an error, yet: %+v", errs)
 		}

@@ -63,7 +63,8 @@ func (t Table) WriteJSONL(w io.Writer) error {
 }
 
 // WriteCSV writes a header of column names and one record per row; times
-// are RFC 3339 in UTC, a missing value is an empty field.
+// are RFC 3339 in UTC, a missing value is an empty field, and a text cell
+// that a spreadsheet would run as a formula starts with ' (csvText).
 func (t Table) WriteCSV(w io.Writer) error {
 	rows := reflect.ValueOf(t.Rows)
 	cols := columns(rows.Type().Elem())
@@ -96,7 +97,7 @@ func csvValue(v reflect.Value) string {
 	case time.Time:
 		return x.UTC().Format(time.RFC3339Nano)
 	case string:
-		return x
+		return csvText(x)
 	case bool:
 		return strconv.FormatBool(x)
 	case int64:

@@ -103,8 +103,8 @@ type csvWriter struct{ cw *csv.Writer }
 
 func (csvWriter) WantsData() bool { return false }
 func (c csvWriter) Write(r EventRow) error {
-	return c.cw.Write([]string{r.Time.Format(time.RFC3339Nano), r.ContractID, r.Environment, r.Type, strconv.FormatInt(r.Seq, 10), r.RunID,
-		strings.Join(r.Approvers, ";"), strings.Join(r.Reasons, ";"), r.EventID, r.EvidenceCommit, r.Path})
+	return c.cw.Write([]string{r.Time.Format(time.RFC3339Nano), csvText(r.ContractID), csvText(r.Environment), csvText(r.Type), strconv.FormatInt(r.Seq, 10), csvText(r.RunID),
+		csvText(strings.Join(r.Approvers, ";")), csvText(strings.Join(r.Reasons, ";")), csvText(r.EventID), csvText(r.EvidenceCommit), csvText(r.Path)})
 }
 func (c csvWriter) Close() error {
 	c.cw.Flush()

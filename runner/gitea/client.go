@@ -11,6 +11,7 @@ import (
 	sdk "code.gitea.io/sdk/gitea"
 
 	"github.com/nova-platform/nova/runner"
+	"github.com/nova-platform/nova/runner/forgehttp"
 )
 
 // Config names the Gitea, the repository and the pull request a Client
@@ -32,7 +33,7 @@ type Config struct {
 	// means a new http.Client. It is copied, never changed.
 	HTTPClient *http.Client
 	// Retry bounds retries and waits; zero fields take its defaults.
-	Retry RetryPolicy
+	Retry forgehttp.Policy
 }
 
 // Client is a connection to one repository on one Gitea. Its views
@@ -63,7 +64,7 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 		copied := *cfg.HTTPClient
 		hc = &copied
 	}
-	hc.Transport = newRetryTransport(hc.Transport, cfg.Retry)
+	hc.Transport = forgehttp.New(hc.Transport, cfg.Retry)
 	c := &Client{
 		url:      base,
 		token:    cfg.Token,

@@ -17,6 +17,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/nova-platform/nova/runner"
+	"github.com/nova-platform/nova/runner/forgehttp"
 )
 
 const secret = "5e3c1d7a9b0f4e2d8c6a1b3f5e7d9c0a2b4d6f81"
@@ -41,7 +42,7 @@ func fakeGitea(t *testing.T, handler http.HandlerFunc) *httptest.Server {
 }
 
 func testConfig(url string) Config {
-	return Config{URL: url, Token: secret, Owner: "platform", Repo: "infra", PullRequest: 1, Retry: RetryPolicy{Sleep: noWait}}
+	return Config{URL: url, Token: secret, Owner: "platform", Repo: "infra", PullRequest: 1, Retry: forgehttp.Policy{Sleep: noWait}}
 }
 
 func newTestClient(t *testing.T, url string) *Client {
@@ -132,7 +133,7 @@ func TestNewFailsClearly(t *testing.T) {
 		url  string
 		says []string
 	}{
-		{"nothing listens", refused, []string{"connecting to gitea at " + refused, "giving up after 5 attempts", "connection refused"}},
+		{"nothing listens", refused, []string{"connecting to gitea at " + refused, "gave up after 5 attempts", "connection refused"}},
 		{"the token is refused", unauthorized.URL, []string{"connecting to gitea at", "invalid or lacks a scope", "401 Unauthorized", "[REDACTED]"}},
 		{"not gitea", notGitea.URL, []string{"names no version"}},
 		{"not an API", html.URL, []string{"connecting to gitea at " + html.URL}},
@@ -162,7 +163,7 @@ func TestTokenNeverInErrors(t *testing.T) {
 		{"401", echo(http.StatusUnauthorized), []string{"invalid or lacks a scope"}},
 		{"403", echo(http.StatusForbidden), []string{"lacks a scope or its user lacks a permission"}},
 		{"422", echo(http.StatusUnprocessableEntity), []string{"422 Unprocessable Entity", "you sent token [REDACTED]"}},
-		{"500 until the retries run out", echo(http.StatusInternalServerError), []string{"giving up after 5 attempts"}},
+		{"500 until the retries run out", echo(http.StatusInternalServerError), []string{"gave up after 5 attempts"}},
 		{"not JSON", func(w http.ResponseWriter, r *http.Request) {
 			w.WriteHeader(http.StatusBadRequest)
 			fmt.Fprintf(w, "<html>\n<p>bad request from %s</p>\n</html>", r.Header.Get("Authorization"))
@@ -192,9 +193,12 @@ func TestCancelledIsNotAForgeFailure(t *testing.T) {
 	ts := fakeGitea(t, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusBadGateway) })
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	sl := &sleeper{then: cancel}
 	cfg := testConfig(ts.URL)
-	cfg.Retry.Sleep = sl.sleep
+	// The run is cancelled while the transport waits to retry.
+	cfg.Retry.Sleep = func(ctx context.Context, _ time.Duration) error {
+		cancel()
+		return ctx.Err()
+	}
 	c, err := New(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -7,11 +7,11 @@
 // may approve is for the gate's import stage (runner), which also keeps
 // authors from approving their own change.
 //
-// Every request goes through one retrying transport (retry.go): 5xx
-// answers, 429 and lost connections are retried with capped exponential
-// backoff, honouring Retry-After, within a bounded number of attempts and a
-// bounded total wait; each attempt has its own timeout; waits end with the
-// context. Every list is read page by page. Failures carry
+// Every request goes through the retrying transport both forge adapters
+// share (runner/forgehttp): 5xx answers, 429 and lost connections are
+// retried with capped exponential backoff, honouring Retry-After, within a
+// bounded number of attempts and a bounded total wait; each attempt has its
+// own timeout; waits end with the context. Every list is read page by page. Failures carry
 // runner.ForgeAPIFailed (runner.RunCancelled when the context ended), and
 // the token never appears in an error.
 //

@@ -14,6 +14,7 @@ import (
 
 	sdk "code.gitea.io/sdk/gitea"
 
+	"github.com/nova-platform/nova/runner/forgehttp"
 	"github.com/nova-platform/nova/runner/gitea/giteatest"
 )
 
@@ -81,7 +82,7 @@ func (f *forge) client(t *testing.T, token string) *Client {
 	t.Helper()
 	c, err := New(t.Context(), Config{
 		URL: f.s.URL, Token: token, Owner: org, Repo: repo, PullRequest: f.pr,
-		Retry: RetryPolicy{Sleep: noWait},
+		Retry: forgehttp.Policy{Sleep: noWait},
 	})
 	if err != nil {
 		t.Fatalf("New: %v", err)

@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/nova-platform/nova/runner"
+	"github.com/nova-platform/nova/runner/forgehttp"
 )
 
 // These tests run against a real Gitea (giteatest.Start): reviews,
@@ -455,7 +456,7 @@ func testTokenErrors(t *testing.T, f *forge) {
 	ctx := t.Context()
 
 	unknown := "0123456789abcdef0123456789abcdef01234567"
-	_, err := New(ctx, Config{URL: f.s.URL, Token: unknown, Owner: org, Repo: repo, PullRequest: f.pr, Retry: RetryPolicy{Sleep: noWait}})
+	_, err := New(ctx, Config{URL: f.s.URL, Token: unknown, Owner: org, Repo: repo, PullRequest: f.pr, Retry: forgehttp.Policy{Sleep: noWait}})
 	wantReason(t, err, runner.ForgeAPIFailed, "connecting to gitea at "+f.s.URL, "invalid or lacks a scope", "401")
 	if strings.Contains(err.Error(), unknown) {
 		t.Errorf("error holds the token: %v", err)

@@ -8,6 +8,7 @@ import (
 	sdk "code.gitea.io/sdk/gitea"
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/nova-platform/nova/runner/forgehttp"
 	"github.com/nova-platform/nova/runner/gitea/giteatest"
 )
 
@@ -31,7 +32,7 @@ func TestDriftIssueOnGitea(t *testing.T) {
 	var planted sdk.Issue
 	s.API(t, mallory.Token, http.MethodPost, issuesPath, map[string]string{"title": "planted", "body": "close me " + marker}, &planted)
 
-	c, err := New(t.Context(), Config{URL: s.URL, Token: bot.Token, Owner: org, Repo: repo, Retry: RetryPolicy{Sleep: noWait}})
+	c, err := New(t.Context(), Config{URL: s.URL, Token: bot.Token, Owner: org, Repo: repo, Retry: forgehttp.Policy{Sleep: noWait}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/nova-platform/nova/runner"
+	"github.com/nova-platform/nova/runner/forgehttp"
 )
 
 // TestTrustedBaseOnGitea: on the real server, the approver config is read
@@ -34,7 +35,7 @@ func TestTrustedBaseOnGitea(t *testing.T) {
 	} {
 		t.Run("pull request against "+tt.base, func(t *testing.T) {
 			pr := int64(s.CreatePullRequest(t, org, repo, "change", tt.base, "change against "+tt.base, f.author))
-			c, err := New(t.Context(), Config{URL: s.URL, Token: f.bot.Token, Owner: org, Repo: repo, PullRequest: pr, Retry: RetryPolicy{Sleep: noWait}})
+			c, err := New(t.Context(), Config{URL: s.URL, Token: f.bot.Token, Owner: org, Repo: repo, PullRequest: pr, Retry: forgehttp.Policy{Sleep: noWait}})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -10,6 +10,7 @@ import (
 	gh "github.com/google/go-github/v66/github"
 
 	"github.com/nova-platform/nova/runner"
+	"github.com/nova-platform/nova/runner/forgehttp"
 )
 
 // DefaultAPIURL is github.com's REST API. GitHub Enterprise Server serves it
@@ -34,8 +35,8 @@ type Config struct {
 	// HTTPClient is copied, never modified; its Transport (default
 	// http.DefaultTransport) carries the requests.
 	HTTPClient *http.Client
-	// Retry bounds retries and waits; the zero value means the defaults.
-	Retry Retry
+	// Retry bounds retries and waits; zero fields take the defaults.
+	Retry forgehttp.Policy
 }
 
 // String keeps the token out of anything that prints a Config.
@@ -91,16 +92,11 @@ func New(cfg Config) (*Client, error) {
 		c := *cfg.HTTPClient
 		hc = &c
 	}
-	next := hc.Transport
-	if next == nil {
-		next = http.DefaultTransport
-	}
 	hc.Transport = &transport{
-		next:   next,
+		next:   forgehttp.New(hc.Transport, cfg.Retry),
 		token:  secret(cfg.Token),
 		scheme: base.Scheme,
 		host:   base.Host,
-		retry:  cfg.Retry.withDefaults(),
 	}
 
 	client := gh.NewClient(hc)

@@ -12,6 +12,7 @@ import (
 	gh "github.com/google/go-github/v66/github"
 
 	"github.com/nova-platform/nova/runner"
+	"github.com/nova-platform/nova/runner/forgehttp"
 )
 
 // The permission each call needs, named as a GitHub App or the workflow's
@@ -66,7 +67,7 @@ func (c *Client) fail(ctx context.Context, err error, perm, format string, args 
 }
 
 func (c *Client) scrub(err error, perm string) error {
-	var gu *giveUpError
+	var gu *forgehttp.GiveUpError
 	if errors.As(err, &gu) {
 		return plainError(c.redact(gu.Error()))
 	}

@@ -15,6 +15,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/nova-platform/nova/runner/forgehttp"
 )
 
 // testToken looks like an installation token, so a leak would look like
@@ -126,7 +128,7 @@ func (f *fakeGitHub) config() Config {
 		Repo:        "infra",
 		PullRequest: 7,
 		RunID:       testRunID,
-		Retry:       Retry{Sleep: f.clock.Sleep, Now: f.clock.Now},
+		Retry:       forgehttp.Policy{Sleep: f.clock.Sleep, Now: f.clock.Now},
 	}
 }
 

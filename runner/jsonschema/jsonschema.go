@@ -1,20 +1,23 @@
-// Package jsonschema validates values against the JSON Schemas Nova embeds
-// (draft 2020-12, formats asserted), and PolicyCheckResults against the
-// published PCR schema, the one check every engine's output passes before
-// it becomes part of a run.
-//
-// It implements only the keywords those schemas use and refuses to compile
-// any other. A general validator would do, but every linked package's init
-// runs on every start: the one Nova used compiled five drafts' meta-schemas
-// at start-up, a fifth of what `nova version` cost.
+// Package jsonschema is how Nova uses santhosh-tekuri/jsonschema: it
+// compiles the schemas Nova embeds (draft 2020-12, formats asserted),
+// flattens a validation error into the violations a user can act on, and
+// validates PolicyCheckResults against the published PCR schema, the one
+// check every engine's output passes before it becomes part of a run.
 package jsonschema
 
 import (
 	"bytes"
 	_ "embed"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"strings"
 	"sync"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/santhosh-tekuri/jsonschema/v6/kind"
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
 
 	"github.com/nova-platform/nova/runner"
 )
@@ -30,7 +33,52 @@ const PCRSchemaURL = "https://github.com/nova-platform/nova/blob/main/docs/pcr.s
 
 // Compiling is deferred to the first validation: commands that never
 // validate anything (nova version) must not pay for it.
-var pcrSchema = sync.OnceValues(func() (*Schema, error) { return Compile(PCRSchemaURL, PCRSchema) })
+var pcrSchema = sync.OnceValues(func() (*jsonschema.Schema, error) { return Compile(PCRSchemaURL, PCRSchema) })
+
+// Printer renders validation errors in English, whatever the locale.
+var Printer = message.NewPrinter(language.English)
+
+// Compile compiles an embedded draft 2020-12 schema published at url, with
+// formats asserted (a "uuid" that is not one must fail).
+func Compile(url string, data []byte) (*jsonschema.Schema, error) {
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
+	if err != nil {
+		return nil, fmt.Errorf("reading schema %s: %w", url, err)
+	}
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	c.AssertFormat()
+	if err := c.AddResource(url, doc); err != nil {
+		return nil, err
+	}
+	return c.Compile(url)
+}
+
+// Leaves flattens a validation error into its most specific causes, which
+// name the offending value rather than "doesn't validate". A propertyNames
+// error is a leaf of its own: its causes describe the name as if it were a
+// value at the object's location, and the error itself says it better.
+func Leaves(e *jsonschema.ValidationError) []*jsonschema.ValidationError {
+	if _, isNames := e.ErrorKind.(*kind.PropertyNames); isNames || len(e.Causes) == 0 {
+		return []*jsonschema.ValidationError{e}
+	}
+	var out []*jsonschema.ValidationError
+	for _, c := range e.Causes {
+		out = append(out, Leaves(c)...)
+	}
+	return out
+}
+
+// Pointer renders an instance location as an RFC 6901 JSON pointer ("" for
+// the document itself).
+func Pointer(tokens []string) string {
+	var b strings.Builder
+	for _, t := range tokens {
+		b.WriteString("/")
+		b.WriteString(strings.ReplaceAll(strings.ReplaceAll(t, "~", "~0"), "/", "~1"))
+	}
+	return b.String()
+}
 
 // ValidatePCR checks one record against the published schema.
 func ValidatePCR(p runner.PCR) error {
@@ -44,11 +92,22 @@ func ValidatePCR(p runner.PCR) error {
 	}
 	// The record is validated as JSON, as it is published, not as the Go
 	// struct: omitted fields and raw evidence must look as they will.
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var doc any
-	if err := dec.Decode(&doc); err != nil {
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
 		return fmt.Errorf("decoding the record: %w", err)
 	}
-	return sch.Validate(doc)
+	err = sch.Validate(doc)
+	var verr *jsonschema.ValidationError
+	if !errors.As(err, &verr) {
+		return err
+	}
+	var msgs []string
+	for _, l := range Leaves(verr) {
+		loc := Pointer(l.InstanceLocation)
+		if loc == "" {
+			loc = "/"
+		}
+		msgs = append(msgs, fmt.Sprintf("%s: %s", loc, l.ErrorKind.LocalizedString(Printer)))
+	}
+	return errors.New(strings.Join(msgs, "; "))
 }

@@ -1,38 +1,41 @@
 package terraform
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"os/exec"
+	"os"
+	"sync"
 
-	tfjson "github.com/hashicorp/terraform-json"
+	"github.com/hashicorp/go-version"
 
 	"github.com/nova-platform/nova/runner"
 )
 
 var _ runner.EngineVersioner = (*Engine)(nil)
 
+// known holds the version each terraform binary reported, for the
+// process: the binary does not change under a running Nova, so a run that
+// named its change (EngineVersion) does not ask again when its workspace
+// starts (Workspace.supported).
+var known sync.Map // exec path → *version.Version
+
 // EngineVersion implements runner.EngineVersioner: "terraform <version>",
-// as the binary reports it. The version is part of what a change is, so
-// a plan applied by one Terraform is never taken as applied by another.
+// as the binary reports it. The version is part of what a change is, so a
+// change applied by one Terraform is never taken as applied by another.
 func (e *Engine) EngineVersion(ctx context.Context) (string, error) {
-	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, e.Terraform.ExecPath, "version", "-json")
-	cmd.Env = environ(e.Terraform.Env)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		return "", runner.Errorf(runner.TerraformNotFound, "asking %s its version: %v\n%s", e.Terraform.ExecPath, err, stderr.String())
+	if v, ok := known.Load(e.Terraform.ExecPath); ok {
+		return "terraform " + v.(*version.Version).String(), nil
 	}
-	var out tfjson.VersionOutput
-	if err := json.Unmarshal(stdout.Bytes(), &out); err != nil || out.Version == "" {
-		return "", runner.Errorf(runner.TerraformNotFound, "%s does not report its version as JSON", e.Terraform.ExecPath)
+	w, err := New(os.TempDir(), e.Terraform)
+	if err != nil {
+		return "", err
 	}
-	if err := versionProblem(e.Terraform.ExecPath, out.Version); err != nil {
-		return "", runner.Errorf(runner.TerraformNotFound, "%w", err)
+	if err := w.supported(ctx, runner.TerraformNotFound, "naming the change"); err != nil {
+		return "", err
 	}
-	return fmt.Sprintf("terraform %s", out.Version), nil
+	v, ok := known.Load(e.Terraform.ExecPath)
+	if !ok {
+		return "", runner.Errorf(runner.InternalError, "%s reported no version", e.Terraform.ExecPath)
+	}
+	return fmt.Sprintf("terraform %s", v.(*version.Version)), nil
 }

@@ -1,33 +1,35 @@
 package terraform
 
 import (
+	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"maps"
 	"os"
 	"os/exec"
-	"slices"
 	"strings"
+	"sync"
 	"time"
 
+	"github.com/hashicorp/terraform-exec/tfexec"
 	tfjson "github.com/hashicorp/terraform-json"
 
 	"github.com/nova-platform/nova/runner"
 )
 
-// Workspace runs terraform in one root module directory. It starts the
-// terraform processes itself: terraform-exec, which it used to go through,
-// asks `terraform version` before the first command of every workspace
-// and has no way to share the answer, so a process running many contracts
-// paid one probe per contract (see version.go).
+// Workspace runs terraform in one root module directory, through one
+// terraform-exec Terraform: its version is asked once, by the first
+// command, and kept for the rest.
+//
+// A Workspace runs one command at a time: terraform-exec's Terraform
+// holds where a command's output goes, and each command sets it.
 type Workspace struct {
-	dir string
-	// log receives terraform's output; never nil.
-	log  io.Writer
-	env  []string
+	mu   sync.Mutex
+	tf   *tfexec.Terraform
+	dir  string
+	log  io.Writer // terraform's output; never nil
 	opts Options
 }
 
@@ -37,7 +39,8 @@ type Options struct {
 	// ExecPath is the terraform binary.
 	ExecPath string
 	// Env is the environment terraform runs with (nil: none beyond what
-	// Nova sets). action/ reads it once from the process environment.
+	// Nova and terraform-exec set). action/ reads it once from the process
+	// environment.
 	Env map[string]string
 	// Log receives terraform's stdout and stderr.
 	Log io.Writer
@@ -51,20 +54,22 @@ type Options struct {
 	Timeout time.Duration
 	// MaxPlanJSON bounds `terraform show -json` of a saved plan, in bytes
 	// (0: DefaultMaxPlanJSON). A larger plan fails with PLAN_TOO_LARGE
-	// rather than be held in memory.
+	// rather than go into the bundle and the evidence.
 	MaxPlanJSON int64
 	// Backend is the backend type, which decides what terraform's lock
 	// errors can say about the lock's holder.
 	Backend string
 }
 
-// DefaultMaxPlanJSON is the largest plan JSON Nova reads: far beyond any
-// plan a contract should make (a thousand resources make a few MiB), and
-// small enough that reading it cannot exhaust a CI runner.
+// DefaultMaxPlanJSON is the largest plan JSON Nova accepts: far beyond any
+// plan a contract should make (a thousand resources make a few MiB).
 const DefaultMaxPlanJSON = 256 << 20
 
 // interruptGrace is how long terraform may take to release its lock and
-// exit after SIGINT before it is killed.
+// exit after SIGINT before it is killed. terraform-exec sends the SIGINT
+// when a command's context ends (exec.Cmd's Cancel) and kills after this
+// delay (its WaitDelay); it also starts terraform in its own process
+// group, killed if Nova dies.
 const interruptGrace = 60 * time.Second
 
 // New returns a workspace for dir.
@@ -78,35 +83,36 @@ func New(dir string, opts Options) (*Workspace, error) {
 	if opts.MaxPlanJSON <= 0 {
 		opts.MaxPlanJSON = DefaultMaxPlanJSON
 	}
+	tf, err := tfexec.NewTerraform(dir, opts.ExecPath)
+	if err != nil {
+		return nil, runner.Errorf(runner.TerraformNotFound, "preparing terraform in %s: %w", dir, err)
+	}
+	if err := tf.SetEnv(Environment(opts.Env)); err != nil {
+		return nil, runner.Errorf(runner.InternalError, "terraform's environment: %w", err)
+	}
+	if err := tf.SetWaitDelay(interruptGrace); err != nil {
+		return nil, runner.Errorf(runner.InternalError, "terraform's interrupt grace: %w", err)
+	}
 	var log io.Writer = io.Discard
 	if opts.Log != nil {
+		// terraform-exec copies stdout and stderr in two goroutines.
 		log = &syncWriter{w: opts.Log}
 	}
-	return &Workspace{dir: dir, log: log, env: environ(Environment(opts.Env)), opts: opts}, nil
+	tf.SetStderr(log)
+	return &Workspace{tf: tf, dir: dir, log: log, opts: opts}, nil
 }
 
-// managedEnv are the variables that would change what a command does
-// behind the flags Nova passes it: extra arguments, prompts, another
-// workspace, logging into Nova's output, providers Nova did not start or
-// verify. TF_VAR_ and TF_CLI_ARGS_ prefixes are dropped as well.
-var managedEnv = []string{
-	"TF_CLI_ARGS", "TF_INPUT", "TF_IN_AUTOMATION", "TF_LOG", "TF_LOG_CORE", "TF_LOG_PATH", "TF_LOG_PROVIDER",
-	"TF_REATTACH_PROVIDERS", "TF_APPEND_USER_AGENT", "TF_WORKSPACE", "TF_DISABLE_PLUGIN_TLS", "TF_SKIP_PROVIDER_VERIFY",
-}
-
-// Environment derives terraform's environment from the caller's. Variables
-// that would change a command behind Nova's flags, and TF_VAR_* (which
-// would let the runner's environment change the plan behind the contract's
-// back), are dropped. A TF_CLI_CONFIG_FILE that points at a missing file
-// is replaced by an empty config, since terraform would otherwise warn on
-// every command.
+// Environment derives terraform's environment from the caller's. What
+// terraform-exec refuses to be given (variables that would change a
+// command behind the flags Nova passes, and TF_VAR_*, which would let the
+// runner's environment change the plan behind the contract's back) is
+// dropped; terraform-exec sets its own TF_IN_AUTOMATION and logging. A
+// TF_CLI_CONFIG_FILE that points at a missing file is replaced by an
+// empty config, since terraform would otherwise warn on every command.
 func Environment(env map[string]string) map[string]string {
-	out := make(map[string]string, len(env)+2)
-	for k, v := range env {
-		if slices.Contains(managedEnv, k) || strings.HasPrefix(k, "TF_VAR_") || strings.HasPrefix(k, "TF_CLI_ARGS_") {
-			continue
-		}
-		out[k] = v
+	out := tfexec.CleanEnv(maps.Clone(env))
+	if out == nil {
+		out = map[string]string{}
 	}
 	if p, ok := out["TF_CLI_CONFIG_FILE"]; ok {
 		if _, err := os.Stat(p); err != nil {
@@ -116,98 +122,147 @@ func Environment(env map[string]string) map[string]string {
 	// Terraform's update check calls out to the internet; Nova's runs must
 	// not depend on it.
 	out["CHECKPOINT_DISABLE"] = "1"
-	// Terraform's output then stops suggesting commands to type next: no
-	// one types them here.
-	out["TF_IN_AUTOMATION"] = "1"
-	return out
-}
-
-// environ is env as exec.Cmd takes it, in a stable order.
-func environ(env map[string]string) []string {
-	out := make([]string, 0, len(env))
-	for _, k := range slices.Sorted(maps.Keys(env)) {
-		out = append(out, k+"="+env[k])
-	}
 	return out
 }
 
 // Dir is the root module directory.
 func (w *Workspace) Dir() string { return w.dir }
 
-// Init runs terraform init with the given -backend-config entries.
-func (w *Workspace) Init(ctx context.Context, backendConfig []string) error {
-	args := []string{"init", "-no-color", "-input=false", "-backend=true", "-get=true", "-upgrade=false"}
-	for _, bc := range backendConfig {
-		args = append(args, "-backend-config="+bc)
-	}
+// command runs one terraform command: bounded by Options.Timeout, its
+// stdout to stdout (nil: dropped), once the binary is known to be one Nova
+// runs. run's error is terraform-exec's, for wrap to classify.
+func (w *Workspace) command(ctx context.Context, reason runner.Reason, what string, stdout io.Writer, run func(context.Context) error) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	ctx, cancel := w.limit(ctx)
 	defer cancel()
-	if err := w.run(ctx, w.log, args...); err != nil {
-		return w.fail(ctx, runner.TerraformInitFailed, "terraform init", err)
+	if err := w.supported(ctx, reason, what); err != nil {
+		return err
+	}
+	w.tf.SetStdout(stdout)
+	// terraform-exec keeps the stdout of a -json command for the next.
+	defer w.tf.SetStdout(nil)
+	// Ending its context is how terraform is interrupted, so a command
+	// that returns after its context ended never gave a verdict.
+	err := run(ctx)
+	if err == nil && ctx.Err() != nil {
+		err = ctx.Err()
+	}
+	if err != nil {
+		return wrap(ctx, reason, what, err)
 	}
 	return nil
 }
 
+// Init runs terraform init with the given -backend-config entries.
+func (w *Workspace) Init(ctx context.Context, backendConfig []string) error {
+	opts := []tfexec.InitOption{tfexec.Backend(true), tfexec.Get(true), tfexec.Upgrade(false)}
+	for _, bc := range backendConfig {
+		opts = append(opts, tfexec.BackendConfig(bc))
+	}
+	return w.command(ctx, runner.TerraformInitFailed, "terraform init", w.log, func(ctx context.Context) error {
+		return w.tf.Init(ctx, opts...)
+	})
+}
+
 // Plan writes a plan to planFile and reports whether it changes anything.
 func (w *Workspace) Plan(ctx context.Context, planFile string) (bool, error) {
-	return w.plan(ctx, "terraform plan", "-out="+planFile)
+	return w.plan(ctx, "terraform plan", tfexec.Out(planFile))
 }
 
 // RefreshPlan writes a refresh-only plan to planFile: what terraform finds
 // changed outside it, proposing nothing. It reports whether the refresh
 // changed anything (terraform's -detailed-exitcode).
 func (w *Workspace) RefreshPlan(ctx context.Context, planFile string) (bool, error) {
-	return w.plan(ctx, "terraform plan -refresh-only", "-out="+planFile, "-refresh-only")
+	return w.plan(ctx, "terraform plan -refresh-only", tfexec.Out(planFile), tfexec.RefreshOnly(true))
 }
 
-func (w *Workspace) plan(ctx context.Context, what string, extra ...string) (bool, error) {
-	args := append([]string{"plan", "-no-color", "-input=false", "-detailed-exitcode", "-lock-timeout=" + w.opts.LockTimeout.String()}, extra...)
-	args = append(args, "-json")
-	ctx, cancel := w.limit(ctx)
-	defer cancel()
+func (w *Workspace) plan(ctx context.Context, what string, opts ...tfexec.PlanOption) (bool, error) {
+	opts = append(opts, tfexec.LockTimeout(w.opts.LockTimeout.String()))
 	u := newUI(w.log)
-	err := w.run(ctx, u, args...)
-	// -detailed-exitcode: 2 is a plan that changes something, not a failure.
-	var exit *exec.ExitError
-	if errors.As(err, &exit) && exit.ExitCode() == 2 && ctx.Err() == nil {
-		return true, nil
-	}
+	var changed bool
+	err := w.command(ctx, runner.TerraformPlanFailed, what, nil, func(ctx context.Context) (err error) {
+		// -detailed-exitcode: terraform-exec reads exit status 2 as a
+		// plan that changes something, not as a failure.
+		changed, err = w.tf.PlanJSON(ctx, u, opts...)
+		return err
+	})
 	if err != nil {
-		return false, w.failUI(ctx, runner.TerraformPlanFailed, what, err, u)
+		return false, w.explain(err, runner.TerraformPlanFailed, what, u)
 	}
-	return false, nil
+	return changed, nil
 }
 
 // ShowPlan reads a saved plan as JSON, refusing one larger than
 // Options.MaxPlanJSON.
 func (w *Workspace) ShowPlan(ctx context.Context, planFile string) (*tfjson.Plan, error) {
-	ctx, cancel := w.limit(ctx)
-	defer cancel()
-	var p tfjson.Plan
-	p.UseJSONNumber(true)
 	const what = "terraform show -json"
-	if err := w.readJSON(ctx, &p, "show", "-json", "-no-color", planFile); err != nil {
-		if errors.Is(err, errTooLarge) {
-			return nil, runner.Errorf(runner.PlanTooLarge, "%s: the plan's JSON is larger than %d MiB; Nova stopped reading it. A plan that large needs splitting into several contracts", what, w.opts.MaxPlanJSON>>20)
-		}
-		return nil, w.fail(ctx, runner.TerraformShowFailed, what, err)
+	size := &countingWriter{}
+	var p *tfjson.Plan
+	err := w.command(ctx, runner.TerraformShowFailed, what, size, func(ctx context.Context) (err error) {
+		p, err = w.tf.ShowPlanFile(ctx, planFile, tfexec.JSONNumber(true))
+		return err
+	})
+	if size.n > w.opts.MaxPlanJSON {
+		return nil, runner.Errorf(runner.PlanTooLarge, "%s: the plan's JSON is larger than %d MiB. A plan that large needs splitting into several contracts", what, w.opts.MaxPlanJSON>>20)
 	}
-	if err := w.checkPlanVersion(ctx, p.TerraformVersion); err != nil {
-		return nil, runner.Errorf(runner.TerraformShowFailed, "%s: %w", what, err)
+	if err != nil {
+		return nil, err
 	}
-	return &p, nil
+	return p, nil
 }
 
 // Apply applies exactly the saved plan in planFile.
 func (w *Workspace) Apply(ctx context.Context, planFile string) error {
-	ctx, cancel := w.limit(ctx)
-	defer cancel()
+	const what = "terraform apply"
 	u := newUI(w.log)
-	err := w.run(ctx, u, "apply", "-no-color", "-auto-approve", "-input=false", "-lock-timeout="+w.opts.LockTimeout.String(), "-json", planFile)
+	err := w.command(ctx, runner.TerraformApplyFailed, what, nil, func(ctx context.Context) error {
+		return w.tf.ApplyJSON(ctx, u, tfexec.DirOrPlan(planFile), tfexec.LockTimeout(w.opts.LockTimeout.String()))
+	})
 	if err != nil {
-		return w.failUI(ctx, runner.TerraformApplyFailed, "terraform apply", err, u)
+		return w.explain(err, runner.TerraformApplyFailed, what, u)
 	}
 	return nil
+}
+
+// Destroy destroys everything in the workspace's state.
+func (w *Workspace) Destroy(ctx context.Context) error {
+	return w.command(ctx, runner.TerraformApplyFailed, "terraform destroy", w.log, func(ctx context.Context) error {
+		return w.tf.Destroy(ctx, tfexec.LockTimeout(w.opts.LockTimeout.String()))
+	})
+}
+
+// ShowState reads a state file as JSON.
+func (w *Workspace) ShowState(ctx context.Context, statePath string) (*tfjson.State, error) {
+	var st *tfjson.State
+	err := w.command(ctx, runner.TerraformShowFailed, "terraform show -json state", nil, func(ctx context.Context) (err error) {
+		st, err = w.tf.ShowStateFile(ctx, statePath, tfexec.JSONNumber(true))
+		return err
+	})
+	return st, err
+}
+
+// Outputs returns the root module's outputs after an apply. Their values
+// are read into Nova's memory only, never into the log, where they would
+// only repeat the state and may be credentials a module returns.
+func (w *Workspace) Outputs(ctx context.Context) (map[string]runner.OutputValue, error) {
+	var out map[string]tfexec.OutputMeta
+	err := w.command(ctx, runner.TerraformShowFailed, "terraform output", nil, func(ctx context.Context) (err error) {
+		out, err = w.tf.Output(ctx)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	values := make(map[string]runner.OutputValue, len(out))
+	for name, o := range out {
+		var v any
+		if err := jsonNumberDecode(o.Value, &v); err != nil {
+			return nil, runner.Errorf(runner.TerraformShowFailed, "reading output %s: %w", name, err)
+		}
+		values[name] = runner.OutputValue{Value: v, Sensitive: o.Sensitive}
+	}
+	return values, nil
 }
 
 // timedOut is the cause of a command's context when Options.Timeout ended
@@ -224,102 +279,52 @@ func (w *Workspace) limit(ctx context.Context) (context.Context, context.CancelF
 	return context.WithTimeoutCause(ctx, w.opts.Timeout, &timedOut{w.opts.Timeout})
 }
 
-// fail is wrap for a command of this workspace. When terraform's verdict
-// is a failure, the binary is asked its version: a terraform too old for
-// the flags Nova passes fails on them, and the error then says so first,
-// with what terraform said after it.
-func (w *Workspace) fail(ctx context.Context, reason runner.Reason, what string, err error) error {
-	return w.failUI(ctx, reason, what, err, nil)
-}
-
-// failUI is fail with terraform's own diagnostic, when u holds it: its
-// summary and detail explain a failure, and classify it when Nova knows
-// the kind.
-func (w *Workspace) failUI(ctx context.Context, reason runner.Reason, what string, err error, u *ui) error {
-	wrapped := wrap(ctx, reason, what, err)
-	if runner.ReasonOf(wrapped) != reason {
-		return wrapped // interrupted: no verdict, whatever was printed
-	}
-	if verr := w.unsupported(ctx); verr != nil {
-		return runner.Errorf(reason, "%s: %v\n%s", what, verr, tail(err.Error(), 20))
-	}
-	if u == nil {
-		return wrapped
+// explain replaces a failure's message with terraform's own diagnostic,
+// when u holds one: its summary and detail explain a failure, and
+// classify it when Nova knows the kind. An interruption keeps its reason
+// whatever was printed: it is no verdict.
+func (w *Workspace) explain(err error, reason runner.Reason, what string, u *ui) error {
+	if runner.ReasonOf(err) != reason {
+		return err
 	}
 	specific, msg, ok := u.classified(w.opts.Backend)
 	if !ok {
-		return wrapped
+		return err
 	}
-	if specific != "" {
-		reason = specific
-	}
-	return runner.Errorf(reason, "%s: %s", what, msg)
-}
-
-// Destroy destroys everything in the workspace's state.
-func (w *Workspace) Destroy(ctx context.Context) error {
-	ctx, cancel := w.limit(ctx)
-	defer cancel()
-	if err := w.run(ctx, w.log, "destroy", "-no-color", "-auto-approve", "-input=false", "-lock-timeout="+w.opts.LockTimeout.String()); err != nil {
-		return w.fail(ctx, runner.TerraformApplyFailed, "terraform destroy", err)
-	}
-	return nil
-}
-
-// ShowState reads a state file as JSON.
-func (w *Workspace) ShowState(ctx context.Context, statePath string) (*tfjson.State, error) {
-	ctx, cancel := w.limit(ctx)
-	defer cancel()
-	var st tfjson.State
-	st.UseJSONNumber(true)
-	if err := w.readJSON(ctx, &st, "show", "-json", "-no-color", statePath); err != nil {
-		return nil, w.fail(ctx, runner.TerraformShowFailed, "terraform show -json state", err)
-	}
-	return &st, nil
-}
-
-// Outputs returns the root module's outputs after an apply. Their values
-// are read into Nova's memory only, never into the log, where they would
-// only repeat the state and may be credentials a module returns.
-func (w *Workspace) Outputs(ctx context.Context) (map[string]runner.OutputValue, error) {
-	ctx, cancel := w.limit(ctx)
-	defer cancel()
-	var out map[string]struct {
-		Sensitive bool            `json:"sensitive"`
-		Value     json.RawMessage `json:"value"`
-	}
-	if err := w.readJSON(ctx, &out, "output", "-no-color", "-json"); err != nil {
-		return nil, w.fail(ctx, runner.TerraformShowFailed, "terraform output", err)
-	}
-	values := make(map[string]runner.OutputValue, len(out))
-	for name, o := range out {
-		var v any
-		if err := jsonNumberDecode(o.Value, &v); err != nil {
-			return nil, runner.Errorf(runner.TerraformShowFailed, "reading output %s: %w", name, err)
-		}
-		values[name] = runner.OutputValue{Value: v, Sensitive: o.Sensitive}
-	}
-	return values, nil
+	return runner.Errorf(cmp.Or(specific, reason), "%s: %s", what, msg)
 }
 
 // wrap attaches a reason code, telling an interruption apart from a
 // failure so nobody mistakes a cancelled apply for a broken configuration.
 // Only terraform exiting with a status is its verdict; terraform killed by
 // a signal (an OOM kill, an operator's kill -9) never reported one, whatever
-// it managed to do first.
+// it managed to do first, and neither did one whose context ended.
 func wrap(ctx context.Context, reason runner.Reason, what string, err error) error {
 	var t *timedOut
 	if ctx.Err() != nil && errors.As(context.Cause(ctx), &t) {
 		return runner.Errorf(runner.TerraformTimeout, "%s %s (--terraform-timeout) and was interrupted so it could release its state lock", what, t)
 	}
 	if ctx.Err() != nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return runner.Errorf(runner.TerraformInterrupted, "%s interrupted: %w", what, err)
+		return runner.Errorf(runner.TerraformInterrupted, "%s interrupted: %s", what, tail(errorText(err), 20))
 	}
 	var exit *exec.ExitError
 	if errors.As(err, &exit) && !exit.Exited() {
-		return runner.Errorf(runner.TerraformInterrupted, "%s ended without a verdict (%s): %s", what, exit.ProcessState, tail(err.Error(), 20))
+		return runner.Errorf(runner.TerraformInterrupted, "%s ended without a verdict (%s): %s", what, exit.ProcessState, tail(errorText(err), 20))
 	}
-	return runner.Errorf(reason, "%s: %s", what, tail(err.Error(), 20))
+	return runner.Errorf(reason, "%s: %s", what, tail(errorText(err), 20))
+}
+
+// errorText is err's message. terraform-exec's error for a command whose
+// context ended just as it started, or as it exited cleanly, wraps a nil
+// error, and its Error method panics on it; the command was interrupted
+// all the same, and says so without the message.
+func errorText(err error) (text string) {
+	defer func() {
+		if recover() != nil {
+			text = "terraform said nothing"
+		}
+	}()
+	return err.Error()
 }
 
 // tail keeps the last n lines of terraform's error output: the diagnostic
@@ -330,4 +335,25 @@ func tail(s string, n int) string {
 		lines = append([]string{fmt.Sprintf("… %d lines omitted", len(lines)-n)}, lines[len(lines)-n:]...)
 	}
 	return strings.Join(lines, "\n")
+}
+
+// countingWriter counts what is written to it, and keeps none of it.
+type countingWriter struct{ n int64 }
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	c.n += int64(len(p))
+	return len(p), nil
+}
+
+// syncWriter serialises writes to the log: terraform's stdout and stderr
+// are copied to it by two goroutines at once.
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
 }

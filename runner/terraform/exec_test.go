@@ -13,7 +13,7 @@ import (
 )
 
 // scripted writes a terraform stand-in: it answers the version probe
-// Nova makes when a command fails, and does what body says for the
+// before a workspace's first command, and does what body says for the
 // command under test. The real binary is exercised end to end in
 // action/; this pins down how each way terraform can end is classified.
 func scripted(t *testing.T, body string) string {
@@ -174,8 +174,64 @@ func TestTimeoutInterruptsAHangingTerraform(t *testing.T) {
 	}
 }
 
-// TestShowRefusesAPlanTooLargeToRead: the plan JSON is read up to a bound
-// and refused past it, without holding the rest in memory.
+// TestCancellationInterruptsAndWaits: cancelling a command sends terraform
+// SIGINT and waits for it to finish what it does on an interrupt — release
+// its state lock — rather than killing it; the command is then
+// interrupted, never failed.
+func TestCancellationInterruptsAndWaits(t *testing.T) {
+	dir := t.TempDir()
+	started, released := filepath.Join(dir, "started"), filepath.Join(dir, "released")
+	if err := syscall.Mkfifo(started, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	body := `trap 'echo released > ` + released + `; kill $pid; exit 1' INT
+sleep 600 >/dev/null 2>&1 &
+pid=$!
+echo started > ` + started + `
+wait $pid
+`
+	ws, err := New(t.TempDir(), Options{ExecPath: scripted(t, body), Env: map[string]string{"PATH": os.Getenv("PATH")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	go func() {
+		// Opening the fifo waits for terraform to be running.
+		if b, err := os.ReadFile(started); err == nil && len(b) > 0 {
+			cancel()
+		}
+	}()
+	err = ws.Apply(ctx, "tfplan")
+	if runner.ReasonOf(err) != runner.TerraformInterrupted {
+		t.Errorf("apply: %v (%s), want %s", err, runner.ReasonOf(err), runner.TerraformInterrupted)
+	}
+	if b, err := os.ReadFile(released); err != nil || string(b) != "released\n" {
+		t.Errorf("terraform did not finish its interrupt: %q, %v", b, err)
+	}
+}
+
+// panicky is an error whose Error method panics, as terraform-exec's does
+// for a command whose context ended as it started.
+type panicky struct{}
+
+func (panicky) Error() string        { var e error; return e.Error() }
+func (panicky) Is(target error) bool { return target == context.Canceled }
+func (panicky) Unwrap() error        { return nil }
+
+// TestWrapSurvivesAnErrorThatCannotSayWhat: such an error is an
+// interruption, reported as one, not a crash of nova.
+func TestWrapSurvivesAnErrorThatCannotSayWhat(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	err := wrap(ctx, runner.TerraformApplyFailed, "terraform apply", panicky{})
+	if runner.ReasonOf(err) != runner.TerraformInterrupted || !strings.Contains(err.Error(), "terraform apply interrupted") {
+		t.Errorf("wrap: %v (%s), want %s", err, runner.ReasonOf(err), runner.TerraformInterrupted)
+	}
+}
+
+// TestShowRefusesAPlanTooLargeToRead: a plan whose JSON is past the bound
+// is refused, whatever terraform-exec managed to decode of it.
 func TestShowRefusesAPlanTooLargeToRead(t *testing.T) {
 	// 64 KiB of plan JSON, read with a bound of 4 KiB.
 	body := `printf '{"format_version":"1.2","terraform_version":"1.11.4","resource_changes":['

@@ -1,7 +1,5 @@
 // Package terraform is Nova's Terraform adapter: it renders a target stack
-// into a root module and runs terraform over it, starting each command
-// itself (the flags, environment and interrupt handling terraform-exec
-// would use; its version is asked only to explain a failure).
+// into a root module and runs terraform over it through terraform-exec.
 package terraform
 
 import (
@@ -13,11 +11,11 @@ import (
 	"regexp"
 	"slices"
 	"sort"
-	"strings"
 	"sync"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/hashicorp/hcl/v2/hclwrite"
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/nova-platform/nova/registry"
@@ -40,31 +38,26 @@ type rootData struct {
 	Outputs             []outputData
 }
 
-// The Pad fields are the spaces hclwrite.Format would put between an
-// attribute's name and its = to line it up with its neighbours: the
-// template writes the file already formatted.
 type moduleData struct {
-	Label     string
-	Source    string
-	SourcePad string
-	Args      []argData
+	Label  string
+	Source string
+	Args   []argData
 }
 
-type argData struct{ Name, Pad, Expr string }
+type argData struct{ Name, Expr string }
 
 type outputData struct {
 	Label     string
-	Pad       string
 	Expr      string
 	Sensitive bool
 }
 
 // RenderRoot renders the root module of a target stack. Every value is
-// emitted as an HCL literal that escapes quotes, newlines, ${ and %{ as
-// hclwrite would, and laid out as hclwrite.Format would (hcltext.go);
-// names must be identifiers. No contract string can therefore add a
-// block, an attribute or an interpolation to the output. backendType may
-// be empty for Terraform's implicit local backend.
+// emitted as an HCL literal by hclwrite, which escapes quotes, newlines,
+// ${ and %{, and the file is laid out by hclwrite.Format; names must be
+// identifiers. No contract string can therefore add a block, an attribute
+// or an interpolation to the output. backendType may be empty for
+// Terraform's implicit local backend.
 func RenderRoot(t *runner.TargetStack, backendType string) ([]byte, error) {
 	d := rootData{Stack: t.Stack, StackVersion: t.StackVersion}
 	if !identifier().MatchString(t.Stack) || !identifier().MatchString(sanitizeVersion(t.StackVersion)) {
@@ -74,18 +67,15 @@ func RenderRoot(t *runner.TargetStack, backendType string) ([]byte, error) {
 		if !identifier().MatchString(backendType) {
 			return nil, runner.Errorf(runner.BackendConfigInvalid, "backend type %q is not a name", backendType)
 		}
-		d.Backend = quoteHCL(backendType)
+		d.Backend = stringLiteral(backendType)
 	}
 	for _, inst := range t.Instances {
 		if !identifier().MatchString(inst.Name) {
 			return nil, runner.Errorf(runner.RenderFailed, "instance name %q is not an identifier", inst.Name)
 		}
 		m := moduleData{
-			Label: quoteHCL(inst.Name),
-			// cty.StringVal normalises to NFC, as the path always was
-			// when it went through cty to hclwrite: the bytes stay the
-			// same.
-			Source: quoteHCL(cty.StringVal("./" + ModuleDir(inst.Module, inst.Version)).AsString()),
+			Label:  stringLiteral(inst.Name),
+			Source: stringLiteral("./" + ModuleDir(inst.Module, inst.Version)),
 		}
 		for _, name := range slices.Sorted(maps.Keys(inst.Inputs)) {
 			if !identifier().MatchString(name) || registry.IsReservedInput(name) {
@@ -95,11 +85,11 @@ func RenderRoot(t *runner.TargetStack, backendType string) ([]byte, error) {
 			if err != nil {
 				return nil, runner.Errorf(runner.RenderFailed, "instance %s input %s: %w", inst.Name, name, err)
 			}
-			lines, err := exprLines(v)
+			expr, err := literal(v)
 			if err != nil {
 				return nil, runner.Errorf(runner.RenderFailed, "instance %s input %s: %w", inst.Name, name, err)
 			}
-			m.Args = append(m.Args, argData{Name: name, Expr: indentLines(lines, 1)})
+			m.Args = append(m.Args, argData{Name: name, Expr: expr})
 		}
 		for _, name := range slices.Sorted(maps.Keys(inst.Wires)) {
 			ref := inst.Wires[name]
@@ -109,38 +99,23 @@ func RenderRoot(t *runner.TargetStack, backendType string) ([]byte, error) {
 			m.Args = append(m.Args, argData{Name: name, Expr: moduleRef(ref.Instance, ref.Output)})
 		}
 		sort.Slice(m.Args, func(i, j int) bool { return m.Args[i].Name < m.Args[j].Name })
-		// source is the first attribute of the block, and aligned with
-		// the arguments that follow it.
-		widths := []int{len("source")}
-		for _, a := range m.Args {
-			widths = append(widths, len(a.Name))
-		}
-		pads := alignment(widths, func(i int) bool { return i > 0 && strings.Contains(m.Args[i-1].Expr, "\n") })
-		m.SourcePad = pads[0]
-		for i := range m.Args {
-			m.Args[i].Pad = pads[i+1]
-		}
 		d.Modules = append(d.Modules, m)
 		for _, out := range inst.Outputs {
 			if !identifier().MatchString(out) {
 				return nil, runner.Errorf(runner.RenderFailed, "output name %q of %s is not an identifier", out, inst.Name)
 			}
-			o := outputData{
-				Label:     quoteHCL(OutputName(inst.Name, out)),
+			d.Outputs = append(d.Outputs, outputData{
+				Label:     stringLiteral(OutputName(inst.Name, out)),
 				Expr:      moduleRef(inst.Name, out),
 				Sensitive: slices.Contains(inst.SensitiveOutputs, out),
-			}
-			if o.Sensitive {
-				o.Pad = alignment([]int{len("value"), len("sensitive")}, func(int) bool { return false })[0]
-			}
-			d.Outputs = append(d.Outputs, o)
+			})
 		}
 	}
 	var buf bytes.Buffer
 	if err := templates.TerraformRoot().Execute(&buf, d); err != nil {
 		return nil, runner.Errorf(runner.RenderFailed, "rendering root module: %w", err)
 	}
-	out := buf.Bytes()
+	out := hclwrite.Format(buf.Bytes())
 	// Defence in depth: the rendered file must parse, or Terraform would
 	// fail later with a message about a file the user never wrote.
 	if _, diags := hclsyntax.ParseConfig(out, "main.tf", hcl.InitialPos); diags.HasErrors() {
@@ -205,4 +180,26 @@ func sanitizeVersion(v string) string {
 		}
 	}
 	return string(b)
+}
+
+// literal writes v, a value made by ctyValue, as an HCL literal.
+// hclwrite panics on a value it cannot write (an unknown one); ctyValue
+// makes none, and if that ever changes it is an error, not a crash.
+func literal(v cty.Value) (string, error) {
+	if !v.IsWhollyKnown() {
+		return "", fmt.Errorf("no HCL literal for an unknown value")
+	}
+	return string(hclwrite.TokensForValue(v).Bytes()), nil
+}
+
+// stringLiteral writes s as a quoted HCL string.
+func stringLiteral(s string) string {
+	return string(hclwrite.TokensForValue(cty.StringVal(s)).Bytes())
+}
+
+// moduleRef is the reference to an output of a module call.
+func moduleRef(instance, output string) string {
+	return string(hclwrite.TokensForTraversal(hcl.Traversal{
+		hcl.TraverseRoot{Name: "module"}, hcl.TraverseAttr{Name: instance}, hcl.TraverseAttr{Name: output},
+	}).Bytes())
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/nova-platform/nova/runner"
+	"github.com/nova-platform/nova/templates"
 )
 
 // Table renders the signal as a plain-text table for terminals and logs.
@@ -21,6 +22,8 @@ func Table(c runner.Confidence) string {
 
 // Markdown renders the signal for PR comments and job summaries: the same
 // table, plus one horizontal bar per input so the weak input stands out.
+// An explanation can name a file or quote a test report from the change,
+// so it is escaped.
 func Markdown(c runner.Confidence) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "**Confidence %.3f** · threshold %.3f · %s\n\n", c.Score, c.Threshold, verdictLine(c))
@@ -28,7 +31,7 @@ func Markdown(c runner.Confidence) string {
 	for _, name := range Inputs {
 		in := c.PerInput[name]
 		fmt.Fprintf(&b, "| %s | %.3f | %.2f | %.3f | %s%s |\n", name, in.Value, in.Weight, in.Contribution,
-			strings.ReplaceAll(in.Explanation, "|", `\|`), reasonSuffix(in.Reasons))
+			templates.EscapeMarkdown(in.Explanation), reasonSuffix(in.Reasons))
 	}
 	b.WriteString("\n```\n")
 	for _, name := range Inputs {

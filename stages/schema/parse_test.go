@@ -378,6 +378,12 @@ func parseCases(tb testing.TB) []parseCase {
 			name: "input names outside the pattern", data: []byte(devContract + "inputs:\n  Bad-Name: 1\n  ok: 2\n  9lives: 3\n"),
 			wantWhere: []where{{format, "/inputs/Bad-Name", "c.yml:6:3"}, {format, "/inputs/9lives", "c.yml:8:3"}},
 		},
+		{
+			// The library (v6.0.3) keeps a propertyNames error's location in
+			// a slice that a later error can overwrite.
+			name: "input name outside the pattern beside a later violation", data: []byte(devContract + "inputs:\n  Bad-Name: 1\nnfr:\n  availability: high\n"),
+			wantWhere: []where{{format, "/inputs/Bad-Name", "c.yml:6:3"}, {fieldType, "/nfr/availability", "c.yml:8:17"}},
+		},
 		{name: "runbook is not a URI", data: []byte(strings.Replace(prodContract, "runbook: https://runbooks.example.com/hello", "runbook: see the wiki", 1)), wantWhere: []where{{format, "/runbook", "c.yml:22:10"}}},
 		{name: "supersedes is not a uuid", data: []byte(devContract + "supersedes: last-week\n"), want: []runner.Reason{format}},
 		{name: "backend type with capitals", data: []byte(devContract + "backend:\n  type: S3\n"), want: []runner.Reason{format}},

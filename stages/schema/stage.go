@@ -16,7 +16,6 @@ import (
 	"github.com/nova-platform/nova/registry"
 	"github.com/nova-platform/nova/runner"
 	"github.com/nova-platform/nova/runner/checkout"
-	"github.com/nova-platform/nova/runner/jsonschema"
 )
 
 // DefaultContractPath is where a consumer repository keeps its contract.
@@ -165,7 +164,7 @@ func parse(data []byte, file string, envOverride runner.Environment) (*runner.Co
 func identity(root map[string]any) *runner.Contract {
 	id, _ := root["id"].(string)
 	env, _ := root["environment"].(string)
-	if id == "" || !runner.Environment(env).Valid() || jsonschema.CheckUUID(id) != nil {
+	if id == "" || !runner.Environment(env).Valid() || !validID(id) {
 		return nil
 	}
 	return &runner.Contract{ID: id, Environment: runner.Environment(env)}

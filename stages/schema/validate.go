@@ -8,8 +8,11 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/santhosh-tekuri/jsonschema/v6/kind"
+
 	"github.com/nova-platform/nova/runner"
-	"github.com/nova-platform/nova/runner/jsonschema"
+	novaschema "github.com/nova-platform/nova/runner/jsonschema"
 )
 
 // SchemaJSON is the published JSON Schema (draft 2020-12) of a contract.
@@ -19,7 +22,9 @@ var SchemaJSON []byte
 
 const schemaURL = "https://nova-platform.dev/schemas/contract/v1.json"
 
-var compiled = sync.OnceValues(func() (*jsonschema.Schema, error) { return jsonschema.Compile(schemaURL, SchemaJSON) })
+// The schema compiles on first use: commands that read no contract do not
+// pay for it.
+var compiled = sync.OnceValues(func() (*jsonschema.Schema, error) { return novaschema.Compile(schemaURL, SchemaJSON) })
 
 // validateSchema checks a document against the embedded schema and returns
 // one finding per violated rule, ordered by position in the file.
@@ -37,10 +42,21 @@ func validateSchema(doc *document, file string) ([]runner.Finding, error) {
 		return nil, runner.Errorf(runner.InternalError, "validating contract: %w", err)
 	}
 	var out []located
-	for _, v := range verr.Violations {
-		out = append(out, findingsFor(doc, file, v)...)
+	for _, leaf := range novaschema.Leaves(verr) {
+		out = append(out, findingsFor(doc, file, leaf)...)
 	}
 	return sortFindings(out), nil
+}
+
+// validID reports whether id is a contract id by the schema's own rule for
+// one, so that the two cannot drift apart.
+func validID(id string) bool {
+	sch, err := compiled()
+	if err != nil {
+		return false
+	}
+	prop, ok := sch.Properties["id"]
+	return ok && prop.Validate(id) == nil
 }
 
 // located pairs a finding with its position for ordering.
@@ -49,16 +65,17 @@ type located struct {
 	pos position
 }
 
-func findingsFor(doc *document, file string, v jsonschema.Violation) []located {
-	ptr := pointer(v.Location)
+func findingsFor(doc *document, file string, e *jsonschema.ValidationError) []located {
+	ptr := novaschema.Pointer(e.InstanceLocation)
 	field := ptr
 	if field == "" {
 		field = "/"
 	}
-	switch v.Kind {
-	case jsonschema.Required:
+	msg := e.ErrorKind.LocalizedString(novaschema.Printer)
+	switch k := e.ErrorKind.(type) {
+	case *kind.Required:
 		var out []located
-		for _, name := range v.Names {
+		for _, name := range k.Missing {
 			child := ptr + "/" + escapePointer(name)
 			out = append(out, doc.at(file, ptr, runner.Finding{
 				Reason: runner.ContractFieldMissing, Field: child,
@@ -66,9 +83,9 @@ func findingsFor(doc *document, file string, v jsonschema.Violation) []located {
 			}))
 		}
 		return out
-	case jsonschema.AdditionalProperties:
+	case *kind.AdditionalProperties:
 		var out []located
-		for _, name := range v.Names {
+		for _, name := range k.Properties {
 			child := ptr + "/" + escapePointer(name)
 			l := doc.at(file, ptr, runner.Finding{
 				Reason: runner.ContractUnknownField, Field: child,
@@ -80,28 +97,47 @@ func findingsFor(doc *document, file string, v jsonschema.Violation) []located {
 			out = append(out, l)
 		}
 		return out
-	case jsonschema.Type:
-		return []located{doc.at(file, ptr, runner.Finding{Reason: runner.ContractFieldType, Field: field, Message: fmt.Sprintf("%s: %s", field, v.Message)})}
-	case jsonschema.Const:
+	case *kind.Type:
+		return []located{doc.at(file, ptr, runner.Finding{Reason: runner.ContractFieldType, Field: field, Message: fmt.Sprintf("%s: %s", field, msg)})}
+	case *kind.Const:
 		reason := runner.ContractFieldValue
 		if ptr == "/apiVersion" {
 			reason = runner.ContractAPIVersion
 		}
-		return []located{doc.at(file, ptr, runner.Finding{Reason: reason, Field: field, Message: fmt.Sprintf("%s: %s", field, v.Message)})}
-	case jsonschema.Format, jsonschema.Pattern:
-		return []located{doc.at(file, ptr, runner.Finding{Reason: runner.ContractFieldFormat, Field: field, Message: fmt.Sprintf("%s: %s", field, v.Message)})}
-	case jsonschema.PropertyNames:
-		child := ptr + "/" + escapePointer(v.Names[0])
+		return []located{doc.at(file, ptr, runner.Finding{Reason: reason, Field: field, Message: fmt.Sprintf("%s: %s", field, msg)})}
+	case *kind.Format, *kind.Pattern:
+		return []located{doc.at(file, ptr, runner.Finding{Reason: runner.ContractFieldFormat, Field: field, Message: fmt.Sprintf("%s: %s", field, msg)})}
+	case *kind.PropertyNames:
+		// jsonschema v6.0.3 stores a propertyNames error's instance
+		// location without copying it, so a later error overwrites it; the
+		// schema location is stable and, in this schema, says the same.
+		ptr = instanceFromSchemaURL(e.SchemaURL)
+		child := ptr + "/" + escapePointer(k.Property)
 		l := doc.at(file, ptr, runner.Finding{Reason: runner.ContractFieldFormat, Field: child, Message: fmt.Sprintf("%s: name must be lowercase letters, digits and _ and start with a letter", child)})
 		if p, ok := doc.keyPos[child]; ok {
 			l.pos, l.Location = p, locate(file, p)
 		}
 		return []located{l}
-	case jsonschema.Enum, jsonschema.Minimum, jsonschema.Maximum, jsonschema.ExclusiveMinimum,
-		jsonschema.MinLength, jsonschema.MaxLength:
-		return []located{doc.at(file, ptr, runner.Finding{Reason: runner.ContractFieldValue, Field: field, Message: fmt.Sprintf("%s: %s", field, v.Message)})}
+	case *kind.Enum, *kind.Minimum, *kind.Maximum, *kind.ExclusiveMinimum, *kind.ExclusiveMaximum,
+		*kind.MinLength, *kind.MaxLength:
+		return []located{doc.at(file, ptr, runner.Finding{Reason: runner.ContractFieldValue, Field: field, Message: fmt.Sprintf("%s: %s", field, msg)})}
 	}
-	return []located{doc.at(file, ptr, runner.Finding{Reason: runner.ContractSchemaViolation, Field: field, Message: fmt.Sprintf("%s: %s", field, v.Message)})}
+	return []located{doc.at(file, ptr, runner.Finding{Reason: runner.ContractSchemaViolation, Field: field, Message: fmt.Sprintf("%s: %s", field, msg)})}
+}
+
+// instanceFromSchemaURL maps ".../v1.json#/properties/a/properties/b/..."
+// to "/a/b".
+func instanceFromSchemaURL(u string) string {
+	_, frag, _ := strings.Cut(u, "#")
+	var b strings.Builder
+	parts := strings.Split(strings.TrimPrefix(frag, "/"), "/")
+	for i := 0; i+1 < len(parts); i++ {
+		if parts[i] == "properties" {
+			b.WriteString("/" + parts[i+1])
+			i++
+		}
+	}
+	return b.String()
 }
 
 // at attaches the file position of ptr, or of its nearest ancestor.
@@ -127,15 +163,6 @@ func locate(file string, p position) string {
 		return fmt.Sprintf("%s:%d", file, p.line)
 	}
 	return fmt.Sprintf("%s:%d:%d", file, p.line, p.col)
-}
-
-func pointer(tokens []string) string {
-	var b strings.Builder
-	for _, t := range tokens {
-		b.WriteString("/")
-		b.WriteString(escapePointer(t))
-	}
-	return b.String()
 }
 
 func sortFindings(ls []located) []runner.Finding {

@@ -6,7 +6,7 @@
 // inputs over time, the policy rules that fail most, and whether the
 // confidence signal was right. Charts are inline SVG computed here; every
 // chart is followed by a table of the same numbers, for screen readers and
-// for anyone who wants the figures. The template is rendered in HTML mode, so
+// for anyone who wants the figures. The page is rendered by html/template, so
 // every value is escaped for where it lands.
 package report
 

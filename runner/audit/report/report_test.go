@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/net/html"
+
 	"github.com/nova-platform/nova/runner/audit"
 	"github.com/nova-platform/nova/runner/audit/report/reporttest"
 )
@@ -82,14 +84,43 @@ func TestEveryChartHasItsNumbersInTheTable(t *testing.T) {
 	}
 }
 
+// TestReportEscapes puts markup into the values that land in the page's
+// text, attributes, fragment links and SVG titles (approver names and
+// contract ids, which come from the change under review) and parses the
+// page as a browser would: no element, attribute or link is added.
 func TestReportEscapes(t *testing.T) {
-	evil := `<img src=x onerror=alert(1)>`
-	page := string(render(t, sampleTables(evil)))
-	if strings.Contains(page, "<img") {
-		t.Error("an approver's name reached the page unescaped")
+	evil := `x"><img src=x onerror=alert(1)><a href='javascript:alert(2)'>`
+	tables := sampleTables(evil)
+	for i := range tables.Applies {
+		tables.Applies[i].ContractID = evil + tables.Applies[i].ContractID
 	}
-	if !strings.Contains(page, "&lt;img src=x onerror=alert(1)&gt;") {
-		t.Error("the approver's name is missing from the page")
+	for i := range tables.Approvals {
+		tables.Approvals[i].ContractID = evil + tables.Approvals[i].ContractID
+	}
+	page := render(t, tables)
+	doc, err := html.Parse(bytes.NewReader(page))
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := false
+	for n := range doc.Descendants() {
+		if n.Type == html.TextNode && strings.Contains(n.Data, evil) {
+			seen = true
+		}
+		if n.Type != html.ElementNode {
+			continue
+		}
+		if n.Data == "img" || n.Data == "script" {
+			t.Errorf("the page has a <%s>", n.Data)
+		}
+		for _, a := range n.Attr {
+			if strings.HasPrefix(a.Key, "on") || (a.Key == "href" || a.Key == "src") && !strings.HasPrefix(a.Val, "#") {
+				t.Errorf("<%s %s=%q> reached the page", n.Data, a.Key, a.Val)
+			}
+		}
+	}
+	if !seen {
+		t.Error("the approver's name is missing from the page's text")
 	}
 }
 

@@ -205,22 +205,11 @@ func TestWriteConftestBenchInput(t *testing.T) {
 	}
 }
 
-// BenchmarkPlatformRestore is what a process spends on the platform rules
-// before their first evaluation: the compiler rebuilt from platform.ast
-// and the query prepared. BenchmarkPlatformCompile is the same from the
-// rules' source, as every process did before platform.ast.
-func BenchmarkPlatformRestore(b *testing.B) {
-	for b.Loop() {
-		if _, err := compilePlatform(b.Context()); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
-
+// BenchmarkPlatformCompile is what a process spends on the platform rules
+// before their first evaluation: OPA compiles them and prepares the query.
 func BenchmarkPlatformCompile(b *testing.B) {
 	for b.Loop() {
-		c, _ := compiledFromSource(b)
-		if _, err := preparePlatform(b.Context(), c); err != nil {
+		if _, err := compilePlatform(b.Context()); err != nil {
 			b.Fatal(err)
 		}
 	}

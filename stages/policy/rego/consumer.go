@@ -23,10 +23,37 @@ var (
 	warningRule = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^warn(_[a-zA-Z0-9]+)*$`) })
 )
 
-// deniedBuiltins are left out of the consumer's capabilities: a policy that
-// reaches the network or reads the runner's environment would make the same
-// commit evaluate differently from run to run.
-var deniedBuiltins = map[string]bool{"http.send": true, "net.lookup_ip_addr": true, "opa.runtime": true}
+// A consumer's policies come with the pull request under review, and run in
+// a process whose environment holds signing keys and tokens: they get
+// nothing from outside the evaluation. OPA marks the built-ins that look
+// outside it as nondeterministic, and every one of those is left out of the
+// consumer's capabilities but the few below, which read only the clock or
+// a random source. Left out, among others: http.send and
+// net.lookup_ip_addr (the network), opa.runtime (the environment), and
+// json.match_schema and json.verify_schema, whose schemas' $refs load
+// http(s) URLs and any file:// path, file paths whatever allow_net says.
+// A built-in a later OPA adds and marks so is left out until reviewed here.
+var clockOrRandomBuiltins = map[string]bool{
+	"time.now_ns": true, "rand.intn": true, "uuid.rfc4122": true,
+	"io.jwt.decode_verify": true, "io.jwt.encode_sign": true, "io.jwt.encode_sign_raw": true,
+}
+
+// consumerCapabilities are what a consumer's policies may call: OPA's
+// built-ins less those that look outside the evaluation, plus the capped
+// stand-ins of limits.go. No host is allowed to the network either, for
+// whatever honours allow_net.
+func consumerCapabilities() *ast.Capabilities {
+	caps := ast.CapabilitiesForThisVersion()
+	kept := caps.Builtins[:0]
+	for _, b := range caps.Builtins {
+		if !b.Nondeterministic || clockOrRandomBuiltins[b.Name] {
+			kept = append(kept, b)
+		}
+	}
+	caps.Builtins = append(kept, cappedBuiltins()...)
+	caps.AllowNet = []string{}
+	return caps
+}
 
 // consumer is the consumer's policies, compiled apart from the platform's.
 type consumer struct {
@@ -68,19 +95,11 @@ func loadConsumer(ctx context.Context, fsys fs.FS, dir string, namespaces map[ru
 		return c
 	}
 	capRanges(mods)
-	caps := ast.CapabilitiesForThisVersion()
-	kept := caps.Builtins[:0]
-	for _, b := range caps.Builtins {
-		if !deniedBuiltins[b.Name] {
-			kept = append(kept, b)
-		}
-	}
-	caps.Builtins = append(kept, cappedBuiltins()...)
 	builtins := map[string]*ast.Builtin{}
 	for _, b := range cappedBuiltins() {
 		builtins[b.Name] = b
 	}
-	comp := ast.NewCompiler().WithCapabilities(caps).WithBuiltins(builtins)
+	comp := ast.NewCompiler().WithCapabilities(consumerCapabilities()).WithBuiltins(builtins)
 	comp.Compile(mods)
 	if comp.Failed() {
 		c.err = runner.Errorf(runner.PolicyCompileFailed, "compiling consumer policies in %s: %w", dir, comp.Errors)

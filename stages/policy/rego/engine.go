@@ -125,7 +125,7 @@ func (e *Engine) Evaluate(ctx context.Context, p runner.PolicyPayload) ([]runner
 	if err != nil {
 		return nil, runner.Errorf(runner.InternalError, "%w", err)
 	}
-	in, err := plat.input(p)
+	in, err := inputDocument(p)
 	if err != nil {
 		// Not one rule ran; each says so with its own severity, so that a
 		// malformed plan cannot turn the critical rules into a lesser

@@ -1,41 +1,57 @@
 package rego
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 
 	"github.com/nova-platform/nova/runner"
 )
 
-// input builds the document platform rules see:
-// {phase, contract, target, plan, plan_index}. The plan is read straight
-// from its JSON into OPA's value type, once, however many queries read it;
-// plan_index (see planIndex) is computed in the same pass.
-func (p *platform) input(payload runner.PolicyPayload) (ast.Value, error) {
-	items := [][2]*ast.Term{{ast.InternedTerm("phase"), ast.StringTerm(string(payload.Phase))}}
+// inputDocument builds the document platform rules see: {phase, contract, target,
+// plan}. It is converted to OPA's value type once (ast.InterfaceToValue of
+// the decoded JSON), however many queries read it.
+func inputDocument(payload runner.PolicyPayload) (ast.Value, error) {
+	doc := map[string]any{"phase": string(payload.Phase)}
 	for _, part := range []struct {
 		key string
 		v   any
 	}{{"contract", payload.Contract}, {"target", payload.Target}} {
-		v, err := toValue(part.v)
+		raw, err := json.Marshal(part.v)
 		if err != nil {
 			return nil, fmt.Errorf("converting the %s for Rego: %w", part.key, err)
 		}
-		items = append(items, [2]*ast.Term{ast.InternedTerm(part.key), ast.NewTerm(v)})
+		if doc[part.key], err = decodeJSON(raw); err != nil {
+			return nil, fmt.Errorf("converting the %s for Rego: %w", part.key, err)
+		}
 	}
 	if len(payload.Plan) > 0 {
-		v, index, err := planValue(payload.Plan, &suspectScanner{suspectWords: p.suspects})
+		plan, err := decodeJSON(payload.Plan)
 		if err != nil {
 			return nil, fmt.Errorf("reading the plan JSON: %w", err)
 		}
-		items = append(items, [2]*ast.Term{ast.InternedTerm("plan"), ast.NewTerm(v)})
-		if index != nil {
-			items = append(items, [2]*ast.Term{ast.InternedTerm("plan_index"), ast.NewTerm(index.value())})
-		}
+		doc["plan"] = plan
 	}
-	return ast.NewObject(items...), nil
+	return ast.InterfaceToValue(doc)
+}
+
+// decodeJSON decodes exactly one JSON value, its numbers as written (OPA's
+// numbers are arbitrary-precision).
+func decodeJSON(data []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return nil, errors.New("data after the top-level value")
+	}
+	return v, nil
 }
 
 // consumerInput is the document conftest would see for the same phase: the
@@ -52,12 +68,4 @@ func consumerInput(p runner.PolicyPayload, platform ast.Value) ast.Value {
 		}
 	}
 	return ast.NewObject()
-}
-
-func toValue(v any) (ast.Value, error) {
-	raw, err := json.Marshal(v)
-	if err != nil {
-		return nil, err
-	}
-	return valueOf(raw)
 }

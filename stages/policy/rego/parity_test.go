@@ -56,7 +56,7 @@ func conftestBin(t testing.TB) string {
 }
 
 // writePayload writes a payload as conftest reads it: the JSON document
-// the platform rules see, without the index Nova adds in-process.
+// the platform rules see.
 func writePayload(t testing.TB, dir, name string, p runner.PolicyPayload) string {
 	t.Helper()
 	raw, err := json.Marshal(p)
@@ -121,10 +121,7 @@ func novaFindings(t testing.TB, pcrs []runner.PCR) []string {
 // TestPlatformRulesMatchConftest runs real conftest on the same rules and
 // the same documents as Nova's in-process evaluation, and requires the same
 // findings (rule, resource, message) from both: on the 500-change benchmark
-// plan, on every plan fixture and on every contract fixture. conftest sees
-// the plain document, so it runs the rules' own way of finding changes by
-// type and secrets suspects; Nova runs them over the index it computes in
-// Go. Equal findings are what makes the index a pure narrowing.
+// plan, on every plan fixture and on every contract fixture.
 func TestPlatformRulesMatchConftest(t *testing.T) {
 	payloads := map[string]runner.PolicyPayload{"bench-500.json": benchPayload(t)}
 	plans, err := filepath.Glob(filepath.Join("testdata", "plan", "*.json"))

@@ -8,7 +8,6 @@ import (
 	"path"
 	"sort"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	opa "github.com/open-policy-agent/opa/v1/rego"
@@ -56,110 +55,41 @@ type platform struct {
 	compiler *ast.Compiler
 	query    opa.PreparedEvalQuery
 	rules    []RuleInfo
-	// suspects are secrets.rego's suspect_words, read from the compiled
-	// rules so that the Go pre-filter has no list of its own.
-	suspects *suspectWords
 }
 
-// readRules reads the embedded rules' sources, with or without their
-// tests.
-func readRules(withTests bool) (map[string][]byte, error) {
-	out := map[string][]byte{}
+// ruleSources reads the embedded rules' sources by file name, with or
+// without their tests.
+func ruleSources(withTests bool) (map[string]string, error) {
+	out := map[string]string{}
 	err := fs.WalkDir(Rules(), ".", func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() || path.Ext(p) != ".rego" || (!withTests && strings.HasSuffix(p, "_test.rego")) {
 			return err
 		}
 		src, err := fs.ReadFile(Rules(), p)
-		out[p] = src
+		out[p] = string(src)
 		return err
 	})
 	return out, err
 }
 
-// ruleSources reads the embedded platform rules without their tests.
-func ruleSources() (map[string][]byte, error) { return readRules(false) }
-
-// parseRules parses the embedded rules, with or without their tests.
-func parseRules(withTests bool) (map[string]*ast.Module, error) {
-	sources, err := readRules(withTests)
-	if err != nil {
-		return nil, err
-	}
-	return parseSources(sources)
-}
-
-func parseSources(sources map[string][]byte) (map[string]*ast.Module, error) {
-	mods := make(map[string]*ast.Module, len(sources))
-	for name, src := range sources {
-		m, err := ast.ParseModuleWithOpts(name, string(src), ast.ParserOptions{RegoVersion: ast.RegoV1})
-		if err != nil {
-			return nil, err
-		}
-		mods[name] = m
-	}
-	return mods, nil
-}
-
-// compilePlatform compiles the platform rules and prepares their query:
-// from their compiled form (compiled.go) when it was made from these
-// rules, from source otherwise.
+// compilePlatform compiles the embedded platform rules and prepares their
+// query.
 func compilePlatform(ctx context.Context) (*platform, error) {
-	sources, err := ruleSources()
+	sources, err := ruleSources(false)
 	if err != nil {
 		return nil, fmt.Errorf("reading platform rules: %w", err)
 	}
-	c, err := restoreCompiled(compiledPlatform, sources)
-	if err != nil {
-		if c, err = compileSources(sources); err != nil {
-			return nil, err
-		}
-	}
-	return preparePlatform(ctx, c)
+	return compileSources(ctx, sources)
 }
 
-// compileSources parses and compiles the platform rules.
-func compileSources(sources map[string][]byte) (*ast.Compiler, error) {
-	mods, err := parseSources(sources)
-	if err != nil {
-		return nil, fmt.Errorf("parsing platform rules: %w", err)
-	}
-	return compileRules(mods)
-}
-
-// checkOnly are the compiler's stages that only look for mistakes in the
-// rules and change nothing the compilation makes of them: a fifth of the
-// compile, which a run waits for before its pre-plan policy. The platform
-// rules are part of the binary and pass every stage in every test run
-// (TestRegoRules compiles them with every stage, as `opa test` does), so
-// a process need not check them again. Type checking is among them:
-// evaluation reads the types only where `with` replaces a function, which
-// no platform rule does. TestSkippedStagesOnlyCheck holds the rules to
-// both. A consumer's policies are compiled apart, with every stage.
-var checkOnly = []ast.StageID{
-	ast.StageCheckKeywordOverrides, ast.StageCheckVoidCalls, ast.StageCheckRuleConflicts,
-	ast.StageCheckUndefinedFuncs, ast.StageCheckSafetyRuleHeads, ast.StageCheckRecursion,
-	ast.StageCheckTypes,
-}
-
-// compileRules compiles platform rule modules, without the check-only
-// stages.
-func compileRules(mods map[string]*ast.Module) (*ast.Compiler, error) {
-	c := ast.NewCompiler().WithSkipStages(checkOnly...)
-	c.Compile(mods)
-	if c.Failed() {
-		return nil, fmt.Errorf("compiling platform rules: %w", c.Errors)
-	}
-	return c, nil
-}
-
-// preparePlatform reads what the Go side needs from the compiled rules and
+// compileSources compiles platform rule sources, reads their metadata and
 // prepares the query over all of them.
-func preparePlatform(ctx context.Context, c *ast.Compiler) (*platform, error) {
-	rules, err := ruleInfo(ctx, c)
+func compileSources(ctx context.Context, sources map[string]string) (*platform, error) {
+	c, err := ast.CompileModulesWithOpt(sources, ast.CompileOpts{ParserOptions: ast.ParserOptions{RegoVersion: ast.RegoV1}})
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("compiling platform rules: %w", err)
 	}
-	words, err := readSuspectWords(ctx, c)
+	rules, err := ruleInfo(ctx, c)
 	if err != nil {
 		return nil, err
 	}
@@ -167,29 +97,7 @@ func preparePlatform(ctx context.Context, c *ast.Compiler) (*platform, error) {
 	if err != nil {
 		return nil, fmt.Errorf("preparing the platform query: %w", err)
 	}
-	return &platform{compiler: c, query: pq, rules: rules, suspects: newSuspectWords(words)}, nil
-}
-
-// readSuspectWords reads the words the secrets rule looks for in a resource
-// before it walks its values. The scan in Go compares them with text folded
-// to lowercase ASCII, two bytes at a time, so a word that is not such text,
-// or shorter, could never match: it fails the compilation rather than
-// silently narrowing the rule.
-func readSuspectWords(ctx context.Context, c *ast.Compiler) ([]string, error) {
-	rs, err := opa.New(opa.Compiler(c), opa.Query(`x := data.nova.platform.secrets.suspect_words`)).Eval(ctx)
-	if err != nil || len(rs) != 1 {
-		return nil, fmt.Errorf("reading the secrets rule's suspect words: %v", err)
-	}
-	var words []string
-	if err := remarshal(rs[0].Bindings["x"], &words); err != nil || len(words) == 0 {
-		return nil, fmt.Errorf("reading the secrets rule's suspect words: %v", err)
-	}
-	for _, w := range words {
-		if len(w) < 2 || strings.ToLower(w) != w || strings.IndexFunc(w, func(r rune) bool { return r >= utf8.RuneSelf }) >= 0 {
-			return nil, fmt.Errorf("secrets rule: suspect word %q is not lowercase ASCII of two bytes or more", w)
-		}
-	}
-	return words, nil
+	return &platform{compiler: c, query: pq, rules: rules}, nil
 }
 
 // ruleInfo reads each platform package's rule object, which needs no input.

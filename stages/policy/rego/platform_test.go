@@ -1,12 +1,10 @@
 package rego
 
 import (
-	"context"
 	"sort"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/open-policy-agent/opa/v1/ast"
 
 	"github.com/nova-platform/nova/runner"
 )
@@ -195,11 +193,11 @@ func TestDuplicateAddressesStillEvaluate(t *testing.T) {
 // evaluation fails is one error record carrying that rule's severity (a
 // critical one then blocks the run); the other rules still report.
 func TestARuleThatCannotEvaluateIsAnErrorOfItsOwnSeverity(t *testing.T) {
-	mods, err := parseRules(false)
+	sources, err := ruleSources(false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	broken, err := ast.ParseModuleWithOpts("broken.rego", `package nova.platform.broken
+	sources["broken.rego"] = `package nova.platform.broken
 
 rule := {"id": "nova.test.broken", "severity": "critical", "title": "Always conflicts"}
 
@@ -207,12 +205,8 @@ findings := set()
 
 # Two values for one complete rule: eval_conflict_error on every input.
 checked := n if some n in [1, 2]
-`, ast.ParserOptions{RegoVersion: ast.RegoV1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	mods["broken.rego"] = broken
-	p, err := compileModules(t.Context(), mods)
+`
+	p, err := compileSources(t.Context(), sources)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -244,45 +238,4 @@ func TestAnUnreadablePlanIsAnErrorPerRule(t *testing.T) {
 			t.Errorf("%s (-want +got)\n%s", tc.id, diff)
 		}
 	}
-}
-
-// TestSkippedStagesOnlyCheck: the platform rules compile with the
-// check-only stages skipped (checkOnly) into exactly what every stage
-// makes of them, every stage passes them, and none of them uses `with`,
-// the one place evaluation reads what type checking infers.
-func TestSkippedStagesOnlyCheck(t *testing.T) {
-	compiled := func(c *ast.Compiler) map[string]*ast.Module {
-		t.Helper()
-		mods, err := parseRules(false)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if c.Compile(mods); c.Failed() {
-			t.Fatalf("compiling the platform rules: %v", c.Errors)
-		}
-		return c.Modules
-	}
-	full, skipped := compiled(ast.NewCompiler()), compiled(ast.NewCompiler().WithSkipStages(checkOnly...))
-	if len(full) != len(skipped) || len(full) == 0 {
-		t.Fatalf("%d modules with every stage, %d without the checks", len(full), len(skipped))
-	}
-	for name, m := range full {
-		if got, want := skipped[name].String(), m.String(); got != want {
-			t.Errorf("%s compiles differently without the check-only stages:\n%s\nwant\n%s", name, got, want)
-		}
-		ast.WalkWiths(m, func(w *ast.With) bool {
-			t.Errorf("%s: %v uses with, whose evaluation reads the types checkOnly skips", name, w.Location)
-			return false
-		})
-	}
-}
-
-// compileModules compiles platform rule modules and prepares their query,
-// for tests that add a rule of their own.
-func compileModules(ctx context.Context, mods map[string]*ast.Module) (*platform, error) {
-	c, err := compileRules(mods)
-	if err != nil {
-		return nil, err
-	}
-	return preparePlatform(ctx, c)
 }

@@ -3,6 +3,7 @@ package rego
 import (
 	"testing"
 
+	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/tester"
 )
 
@@ -10,9 +11,15 @@ import (
 // with OPA's tester, as `opa test rules/` would, and fails on any failing
 // or erroring test.
 func TestRegoRules(t *testing.T) {
-	mods, err := parseRules(true)
+	sources, err := ruleSources(true)
 	if err != nil {
 		t.Fatal(err)
+	}
+	mods := map[string]*ast.Module{}
+	for name, src := range sources {
+		if mods[name], err = ast.ParseModuleWithOpts(name, src, ast.ParserOptions{RegoVersion: ast.RegoV1}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	ch, err := tester.NewRunner().SetModules(mods).RaiseBuiltinErrors(true).RunTests(t.Context(), nil)
 	if err != nil {

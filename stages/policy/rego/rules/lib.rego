@@ -129,70 +129,20 @@ changed(rc) if {
 # repeated: the changed addresses that occur more than once, found by
 # comparing neighbours after sorting; counting each address's occurrences
 # would be quadratic on a plan of thousands of changes.
-repeated := r if {
-	not indexed_duplicates
-	r := {addr |
-		sorted := sort([rc.address | some rc in resource_changes; changed(rc)])
-		some i, addr in sorted
-		i > 0
-		addr == sorted[i - 1]
-	}
+repeated := {addr |
+	sorted := sort([rc.address | some rc in resource_changes; changed(rc)])
+	some i, addr in sorted
+	i > 0
+	addr == sorted[i - 1]
 }
-
-# With the index, only the addresses Nova saw more than once among all of
-# resource_changes (input.plan_index.duplicates: address -> positions) can
-# repeat among the changes; on the plans Terraform writes there are none.
-repeated := r if {
-	indexed_duplicates
-	r := {addr |
-		some addr, positions in input.plan_index.duplicates
-		count([i | some i in positions; changed(resource_changes[i])]) > 1
-	}
-}
-
-indexed_duplicates if is_object(input.plan_index.duplicates)
 
 change_key(addr, _) := addr if not addr in repeated
 
 change_key(addr, i) := sprintf("%s (resource_changes[%d])", [addr, i]) if addr in repeated
 
-# indexed: Nova read the plan and indexed it (input.plan_index, beside
-# the plan): the positions in resource_changes of each resource type, of
-# the addresses that occur more than once, and of the resources whose text
-# holds a word secrets.rego looks for. The
-# index only says where to look; every rule decides from the plan itself,
-# and computes the same without the index (conftest on the same plan).
-indexed if is_object(input.plan_index)
-
-# change_at(i) is resource_changes[i] and its key in changes, when it is a
-# change.
-change_at(i) := [change_key(rc.address, i), rc] if {
-	rc := resource_changes[i]
-	changed(rc)
-}
-
 # by_type indexes changes by resource type, so that a rule about one type
 # does not scan the whole plan.
 by_type[type][addr] := rc if {
-	indexed
-	count(repeated) == 0
-	some type, positions in input.plan_index.by_type
-	some i in positions
-	rc := resource_changes[i]
-	changed(rc)
-	addr := rc.address
-}
-
-by_type[type][addr] := rc if {
-	indexed
-	count(repeated) > 0
-	some type, positions in input.plan_index.by_type
-	some i in positions
-	[addr, rc] := change_at(i)
-}
-
-by_type[type][addr] := rc if {
-	not indexed
 	some addr, rc in changes
 	type := rc.type
 }

@@ -80,27 +80,8 @@ suspect(after) if {
 	contains(text, word)
 }
 
-# suspects: the changes to walk. Nova finds them in Go as it reads the plan
-# (input.plan_index.suspects: the same words, in each resource's JSON text);
-# without the index, the rule looks itself.
+# suspects: the changes to walk.
 suspects[addr] := rc if {
-	lib.indexed
-	count(lib.repeated) == 0
-	some i in input.plan_index.suspects
-	rc := lib.resource_changes[i]
-	lib.changed(rc)
-	addr := rc.address
-}
-
-suspects[addr] := rc if {
-	lib.indexed
-	count(lib.repeated) > 0
-	some i in input.plan_index.suspects
-	[addr, rc] := lib.change_at(i)
-}
-
-suspects[addr] := rc if {
-	not lib.indexed
 	some addr, rc in lib.changes
 	suspect(lib.after(rc))
 }

@@ -1,19 +1,17 @@
 package terraform
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
-	"fmt"
+	"maps"
 	"math/rand/v2"
-	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/hashicorp/hcl/v2/hclwrite"
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/nova-platform/nova/registry"
@@ -120,13 +118,14 @@ func (g *stackGen) value(depth int) any {
 		return list
 	}
 	m := map[string]any{}
-	// Keys that differ only before NFC are one key to cty, and which of
+	// Keys that differ only before NFC (or in their invalid UTF-8) are one
+	// key once written, and which of
 	// their values survives depends on map order: RenderRoot has never
 	// been deterministic for them, so they are not generated.
 	seen := map[string]bool{}
 	for k := g.r.IntN(6); k > 0; k-- {
 		key := g.key()
-		if nfc := cty.StringVal(key).AsString(); !seen[nfc] {
+		if nfc := readBack(key); !seen[nfc] {
 			seen[nfc] = true
 			m[key] = g.value(depth - 1)
 		}
@@ -172,50 +171,151 @@ func (g *stackGen) stack() (*runner.TargetStack, string) {
 	return t, []string{"", "local", "s3"}[g.r.IntN(3)]
 }
 
-// renderParity renders t with RenderRoot and with the hclwrite oracle and
-// fails unless both give the same bytes, or the same error. It reports
-// whether the stack rendered.
-func renderParity(t *testing.T, ts *runner.TargetStack, backend string) bool {
+// readBack is the string HCL reads back from the literal hclwrite writes
+// for s: hclwrite writes each invalid UTF-8 byte as U+FFFD, and cty
+// normalises to NFC.
+func readBack(s string) string { return cty.StringVal(string([]rune(s))).AsString() }
+
+// readBackValue is v, a JSON-shaped contract value, as Terraform reads
+// back its literal.
+func readBackValue(t *testing.T, v any) cty.Value {
 	t.Helper()
-	want, wantErr := renderRootHCLWrite(ts, backend)
-	got, err := RenderRoot(ts, backend)
-	if fmt.Sprint(err) != fmt.Sprint(wantErr) {
-		t.Fatalf("RenderRoot error %v, hclwrite's %v; stack %#v", err, wantErr, ts)
+	var clean func(any) any
+	clean = func(v any) any {
+		switch x := v.(type) {
+		case string:
+			return readBack(x)
+		case []any:
+			out := make([]any, len(x))
+			for i, e := range x {
+				out[i] = clean(e)
+			}
+			return out
+		case map[string]any:
+			out := map[string]any{}
+			for k, e := range x {
+				out[readBack(k)] = clean(e)
+			}
+			return out
+		}
+		return v
 	}
-	if diff := cmp.Diff(string(want), string(got)); diff != "" {
-		t.Fatalf("RenderRoot differs from hclwrite (-hclwrite +RenderRoot):\n%s\nstack %#v", diff, ts)
-	}
+	cv, err := ctyValue(clean(v))
 	if err != nil {
+		t.Fatal(err)
+	}
+	return cv
+}
+
+// checkLiterals renders ts and, when it renders, checks that the file has
+// exactly the blocks and attributes the stack calls for and that every
+// input is a literal which evaluates, with no variables and no functions,
+// to the contract's value: no string can add structure, an interpolation
+// or a directive. A stack that does not render must fail with
+// RENDER_FAILED. It reports whether the stack rendered.
+func checkLiterals(t *testing.T, ts *runner.TargetStack, backend string) bool {
+	t.Helper()
+	src, err := RenderRoot(ts, backend)
+	if err != nil {
+		if runner.ReasonOf(err) != runner.RenderFailed {
+			t.Fatalf("RenderRoot: %v, want %s", err, runner.RenderFailed)
+		}
 		return false
 	}
-	if f := hclwrite.Format(got); !bytes.Equal(f, got) {
-		t.Fatalf("RenderRoot's output is not as hclwrite.Format lays it out (-Format +RenderRoot):\n%s", cmp.Diff(string(f), string(got)))
+	f, diags := hclsyntax.ParseConfig(src, "main.tf", hcl.InitialPos)
+	if diags.HasErrors() {
+		t.Fatalf("rendered HCL does not parse: %s\n%s", diags, src)
+	}
+	body := f.Body.(*hclsyntax.Body)
+	var got, want []string
+	for _, b := range body.Blocks {
+		got = append(got, b.Type+" "+strings.Join(b.Labels, " "))
+	}
+	want = append(want, "terraform ")
+	for _, inst := range ts.Instances {
+		want = append(want, "module "+inst.Name)
+	}
+	for _, inst := range ts.Instances {
+		for _, out := range inst.Outputs {
+			want = append(want, "output "+OutputName(inst.Name, out))
+		}
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatalf("blocks (-want +got):\n%s\n%s", diff, src)
+	}
+	if len(body.Attributes) != 0 {
+		t.Fatalf("the root body has attributes %v", keys(body.Attributes))
+	}
+	tf := body.Blocks[0].Body
+	var backends []string
+	for _, b := range tf.Blocks {
+		backends = append(backends, b.Type+" "+strings.Join(b.Labels, " "))
+	}
+	if wantBackends := []string(nil); backend != "" {
+		wantBackends = []string{"backend " + backend}
+		if diff := cmp.Diff(wantBackends, backends); diff != "" {
+			t.Fatalf("backend (-want +got):\n%s", diff)
+		}
+	} else if len(backends) != 0 {
+		t.Fatalf("a backend appeared: %v", backends)
+	}
+	for i, inst := range ts.Instances {
+		mod := body.Blocks[1+i].Body
+		if len(mod.Blocks) != 0 {
+			t.Fatalf("module %s has nested blocks", inst.Name)
+		}
+		wantAttrs := append(slices.Collect(maps.Keys(inst.Inputs)), slices.Collect(maps.Keys(inst.Wires))...)
+		wantAttrs = append(wantAttrs, "source")
+		slices.Sort(wantAttrs)
+		if diff := cmp.Diff(wantAttrs, keys(mod.Attributes)); diff != "" {
+			t.Fatalf("module %s attributes (-want +got):\n%s", inst.Name, diff)
+		}
+		source, diags := mod.Attributes["source"].Expr.Value(nil)
+		if wantSource := readBack("./" + ModuleDir(inst.Module, inst.Version)); diags.HasErrors() || source.Type() != cty.String || source.AsString() != wantSource {
+			t.Fatalf("module %s source is %#v (%s), want %q", inst.Name, source, diags, wantSource)
+		}
+		for name, in := range inst.Inputs {
+			v, diags := mod.Attributes[name].Expr.Value(nil)
+			if diags.HasErrors() {
+				t.Fatalf("input %s.%s is not a plain literal: %s\n%s", inst.Name, name, diags, src)
+			}
+			if want := readBackValue(t, in.Value); !v.RawEquals(want) {
+				t.Fatalf("input %s.%s reads back as %#v, want %#v\n%s", inst.Name, name, v, want, src)
+			}
+		}
+		for name, ref := range inst.Wires {
+			vars := mod.Attributes[name].Expr.Variables()
+			if len(vars) != 1 || vars[0].RootName() != "module" || len(vars[0]) != 3 ||
+				vars[0][1].(hcl.TraverseAttr).Name != ref.Instance || vars[0][2].(hcl.TraverseAttr).Name != ref.Output {
+				t.Fatalf("wire %s.%s is %v, want module.%s.%s", inst.Name, name, vars, ref.Instance, ref.Output)
+			}
+		}
 	}
 	return true
 }
 
-// TestRenderParity holds RenderRoot to the hclwrite implementation it
-// replaced, byte for byte, over generated stacks.
-func TestRenderParity(t *testing.T) {
+// TestGeneratedStacksRenderAsLiterals renders seeded stacks full of the
+// characters HCL gives meaning to.
+func TestGeneratedStacksRenderAsLiterals(t *testing.T) {
 	const cases = 3000
 	rendered := 0
 	for seed := range uint64(cases) {
 		ts, backend := newStackGen(seed).stack()
-		if renderParity(t, ts, backend) {
+		if checkLiterals(t, ts, backend) {
 			rendered++
 		}
 	}
-	// Stacks that fail to render (a bare keyword as an object key) only
-	// compare errors; most must render, or the bytes go untested.
+	// A stack whose object has a key hclwrite cannot write (a bare `for`
+	// first) is refused; most must render, or the literals go untested.
 	t.Logf("%d of %d generated stacks rendered", rendered, cases)
 	if rendered < cases*3/4 {
 		t.Errorf("only %d of %d generated stacks rendered", rendered, cases)
 	}
 }
 
-// FuzzRenderParity adds a fuzzed string, object key and number to a
+// FuzzRenderRoot adds a fuzzed string, object key and number to a
 // generated stack.
-func FuzzRenderParity(f *testing.F) {
+func FuzzRenderRoot(f *testing.F) {
 	for seed := range uint64(64) {
 		g := newStackGen(seed)
 		f.Add(seed, g.str(), g.key(), g.number())
@@ -230,18 +330,24 @@ func FuzzRenderParity(f *testing.F) {
 			inst.Inputs = map[string]runner.Value{}
 		}
 		value := map[string]any{key: s, "list": []any{s, map[string]any{key: []any{}}}}
+		if readBack(key) == "list" {
+			delete(value, key)
+		}
 		if jsonNumber(num) {
 			value["n"] = json.Number(num)
+			if readBack(key) == "n" {
+				delete(value, key)
+			}
 		}
 		inst.Inputs["fuzzed_s"] = runner.Value{Value: s}
 		inst.Inputs["fuzzed_v"] = runner.Value{Value: value}
-		renderParity(t, ts, backend)
+		checkLiterals(t, ts, backend)
 	})
 }
 
 // jsonNumber reports whether s is a number encoding/json would hand
 // RenderRoot, with an exponent small enough that writing it out in
-// full, as both implementations do, stays cheap.
+// full, as hclwrite does, stays cheap.
 func jsonNumber(s string) bool {
 	var n json.Number
 	if json.Unmarshal([]byte(s), &n) != nil || strings.TrimSpace(s) != s {
@@ -253,87 +359,16 @@ func jsonNumber(s string) bool {
 	return true
 }
 
-// TestQuoteMatchesHCLWrite: every code point, alone and before {, is
-// escaped as hclwrite escapes it.
-func TestQuoteMatchesHCLWrite(t *testing.T) {
-	for r := rune(0); r <= 0x10FFFF; r++ {
-		if r >= 0x10000 && r%37 != 0 {
-			continue // the astral planes are sampled: the rule does not change there
-		}
-		for _, s := range []string{string(r), string(r) + "{"} {
-			s = cty.StringVal(s).AsString()
-			if got, want := quoteHCL(s), string(hclwrite.TokensForValue(cty.StringVal(s)).Bytes()); got != want {
-				t.Fatalf("quoteHCL(%q) = %s, hclwrite writes %s", s, got, want)
-			}
-		}
-	}
-}
-
-// TestNumbersMatchHCLWrite: numbers are written as hclwrite writes them.
-func TestNumbersMatchHCLWrite(t *testing.T) {
-	for _, n := range numbers {
-		v, err := ctyValue(json.Number(n))
-		if err != nil {
-			t.Fatal(err)
-		}
-		lines, err := exprLines(v)
-		if err != nil {
-			t.Fatalf("%s: %v", v.GoString(), err)
-		}
-		if got, want := indentLines(lines, 1), string(hclwrite.TokensForValue(v).Bytes()); got != want {
-			t.Errorf("%s is written %s, hclwrite writes %s", n, got, want)
-		}
-	}
-}
-
-// TestNovaDoesNotLinkHCLWrite: the nova binary links neither hclwrite nor
-// go-cmp, whose init compiles regular expressions on every start of nova,
-// `nova version` included; hcltext.go exists so that RenderRoot need not
-// import hclwrite, and registry/tfvars.go so that the registry need not
-// import terraform-config-inspect's tfconfig, which reached both through
-// hcl/v2/gohcl (and linked the HCL v1 parser besides). None of those
-// packages may be in the action's dependencies, by any route.
-func TestNovaDoesNotLinkHCLWrite(t *testing.T) {
-	forbidden := []string{
-		"github.com/hashicorp/hcl/v2/hclwrite",
-		"github.com/hashicorp/hcl/v2/gohcl",
-		"github.com/google/go-cmp/cmp",
-		"github.com/hashicorp/terraform-config-inspect/tfconfig",
-		"github.com/hashicorp/hcl", // HCL v1, tfconfig's fallback parser
-	}
-	out, err := exec.CommandContext(t.Context(), "go", "list", "-deps", "github.com/nova-platform/nova/action").Output()
-	if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
-		t.Fatalf("go list: %v\n%s", err, ee.Stderr)
-	} else if err != nil {
-		t.Fatalf("go list: %v", err)
-	}
-	deps := map[string]bool{}
-	for line := range strings.Lines(string(out)) {
-		deps[strings.TrimSpace(line)] = true
-	}
-	// A listing without the renderer and the registry is not the binary's.
-	for _, pkg := range []string{"github.com/nova-platform/nova/runner/terraform", "github.com/nova-platform/nova/registry"} {
-		if !deps[pkg] {
-			t.Fatalf("go list -deps of the action does not list %s:\n%s", pkg, out)
-		}
-	}
-	for _, pkg := range forbidden {
-		if deps[pkg] {
-			t.Errorf("the nova binary links %s", pkg)
-		}
-	}
-}
-
-// TestExprLinesRefusesWhatItCannotWrite: a value ctyValue never makes is an
-// error, not a guess and not a crash.
-func TestExprLinesRefusesWhatItCannotWrite(t *testing.T) {
+// TestRenderRefusesUnknownValues: a value ctyValue never makes is an
+// error, not hclwrite's panic.
+func TestRenderRefusesUnknownValues(t *testing.T) {
 	for _, v := range []cty.Value{
 		cty.UnknownVal(cty.String),
 		cty.ObjectVal(map[string]cty.Value{"a": cty.DynamicVal}),
 		cty.TupleVal([]cty.Value{cty.True, cty.UnknownVal(cty.Number)}),
 	} {
-		if lines, err := exprLines(v); err == nil {
-			t.Errorf("%s was written as %v", v.GoString(), lines)
+		if s, err := literal(v); err == nil {
+			t.Errorf("%s was written as %s", v.GoString(), s)
 		}
 	}
 }
