@@ -18,9 +18,6 @@ var minVersion = version.Must(version.NewVersion("0.15.4"))
 // that failed); the refusal carries the command's reason, since the
 // command did not run.
 func (w *Workspace) supported(ctx context.Context, reason runner.Reason, what string) error {
-	if v, ok := known.Load(w.opts.ExecPath); ok && !v.(*version.Version).LessThan(minVersion) {
-		return nil
-	}
 	v, _, err := w.tf.Version(ctx, false)
 	switch {
 	case err != nil && ctx.Err() != nil:
@@ -33,6 +30,5 @@ func (w *Workspace) supported(ctx context.Context, reason runner.Reason, what st
 	case v.LessThan(minVersion):
 		return runner.Errorf(reason, "%s: %s is terraform %s; Nova needs %s or later", what, w.opts.ExecPath, v, minVersion)
 	}
-	known.Store(w.opts.ExecPath, v)
 	return nil
 }
