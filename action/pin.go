@@ -66,6 +66,26 @@ func pinCommand(ctx context.Context, cfg Config, env Env) error {
 	return nil
 }
 
+// warnExposed reports the workflow jobs that hand Nova's secrets to a run
+// a branch pusher can shape: a warning, never a verdict, since where the
+// forge keeps a secret is beyond what Nova can read.
+func (r *reporter) warnExposed() {
+	root := repositoryRoot(r.cfg.Dir)
+	found, err := workflows.Exposures(root)
+	if err != nil {
+		fmt.Fprintf(r.progress, "  warning: could not read the workflows of %s: %v\n", root, err)
+		return
+	}
+	for _, e := range found {
+		msg := fmt.Sprintf("job %s reads Nova's secrets, and %s (docs/security.md)", e.Job, e.Why)
+		fmt.Fprintf(r.progress, "  warning %s %s:%d: %s\n", runner.WorkflowSecretsExposed, e.File, e.Line, msg)
+		if r.cfg.Forge != NoForge {
+			file := r.workspacePath(filepath.Join(root, filepath.FromSlash(e.File)))
+			fmt.Fprintln(r.progress, report.Annotation{Level: "warning", File: file, Line: e.Line, Title: string(runner.WorkflowSecretsExposed), Message: msg})
+		}
+	}
+}
+
 // warnUnpinned reports the prod- and dr-bound jobs of the repository's
 // workflows that use Nova by tag: a warning, never a verdict, since the
 // workflow is not what the run decides on.

@@ -119,6 +119,7 @@ func (r *reporter) finish(out runner.Outcome, st *runner.State, eventsFile strin
 	v.PCRs, v.Confidence = st.PCRs, st.Confidence
 	if r.cfg.Command == "validate" {
 		r.warnUnpinned()
+		r.warnExposed()
 	}
 	r.actionOutputs(v, st)
 	if r.cfg.Output == "json" {

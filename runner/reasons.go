@@ -164,6 +164,7 @@ const (
 	ConfigInvalid               Reason = "CONFIG_INVALID"
 	CommitMismatch              Reason = "COMMIT_MISMATCH"
 	WorkflowActionUnpinned      Reason = "WORKFLOW_ACTION_UNPINNED"
+	WorkflowSecretsExposed      Reason = "WORKFLOW_SECRETS_EXPOSED"
 	InternalError               Reason = "INTERNAL_ERROR"
 	// Files read from the consumer's checkout or a plan bundle.
 	PathOutsideCheckout Reason = "PATH_OUTSIDE_CHECKOUT"
@@ -323,6 +324,7 @@ var reasonTable = []ReasonInfo{
 	{FileTooLarge, "run", KindError, "A file Nova reads from the checkout or a bundle is larger than its limit; it is refused without being read whole."},
 	{CommitMismatch, "run", KindError, "The commit given (--commit, $NOVA_COMMIT, $GITHUB_SHA) is not the commit --dir has checked out, nor an ancestor of it the forge's event names; a plan is bound to the code it was made from."},
 	{WorkflowActionUnpinned, "run", KindWarning, "A workflow job that deploys to prod or dr uses Nova's action or reusable workflow by tag, which can be moved to other code; `nova pin` replaces the tag with its commit. A warning of `nova validate`."},
+	{WorkflowSecretsExposed, "run", KindWarning, "A workflow job reads Nova's secrets (NOVA_*) where a branch pusher can shape the run: a pull request's or branch's own copy of the workflow runs it, or (GitHub) the secrets are repository secrets every workflow receives. A warning of `nova validate`; docs/security.md says where the keys belong."},
 	{InternalError, "run", KindError, "A bug in Nova; please report it with the run's events."},
 
 	{EvidenceBranchUnprotected, "evidence", KindError, "On a forge, the evidence branch may be force-pushed (it is not protected, or its protection allows it) and this runner keeps no witness of the heads it pushed: rolling the branch back would erase a rejection or an open apply unseen, so Nova does not decide from it."},
