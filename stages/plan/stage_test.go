@@ -20,6 +20,7 @@ func state(t *testing.T) *runner.State {
 		RunID: "r1", RunDir: t.TempDir(), ContractDigest: "cd", Commit: "commit",
 		Contract: &runner.Contract{ID: "c-1", Environment: runner.Dev, Stack: "hello"},
 		Target:   &runner.TargetStack{Stack: "hello", StackVersion: "1.0.0"},
+		Change:   &runner.ChangeRecord{ID: "change-1"},
 	}
 }
 
@@ -62,7 +63,7 @@ func TestPlanWritesTheBundleAndRecordsTheDigest(t *testing.T) {
 		t.Errorf("plan file hash %q, want the engine's %q", st.Plan.FileSHA256, saved.FileSHA256)
 	}
 	digest, _ := runner.PlanDigest(content, "cd", "commit")
-	want := runner.PlanRecord{Digest: digest, HasChanges: true, Changes: runner.ChangeSummary{Add: 1}, Resources: saved.Resources, BundleDir: dir, Commit: "commit"}
+	want := runner.PlanRecord{Digest: digest, HasChanges: true, Changes: runner.ChangeSummary{Add: 1}, Resources: saved.Resources, BundleDir: dir, Commit: "commit", Change: "change-1"}
 	if diff := cmp.Diff(want, res.Data); diff != "" {
 		t.Errorf("event data (-want +got):\n%s", diff)
 	}
@@ -139,7 +140,9 @@ func TestPrepareOpensTheWorkspaceAheadOfTheTurn(t *testing.T) {
 		s := New(engine)
 		early := st
 		if !resolved {
-			early = &runner.State{RunDir: st.RunDir}
+			// Resolved, but its change not named yet: an environment that
+			// applied the change plans nothing, so nothing starts.
+			early = &runner.State{RunDir: st.RunDir, Contract: st.Contract, Target: st.Target}
 		}
 		s.Prepare(t.Context(), early)
 		s.Prepare(t.Context(), early) // offered again after the next stage
