@@ -27,7 +27,9 @@ var guardedCommands = []string{"run", "apply", "approve", "reject", "resolve"}
 // own witness holds.
 func guardEvidence(ctx context.Context, cfg Config) error {
 	s := cfg.Evidence
-	if cfg.Forge == NoForge || s.Local || !slices.Contains(guardedCommands, cfg.Command) {
+	if cfg.Forge == NoForge || s.Local || !slices.Contains(guardedCommands, cfg.Command) || !isURL(s.Repo) {
+		// A repository on this machine's disk is the store's own: its
+		// witness, beside it, sees a rewrite.
 		return nil
 	}
 	if info, err := os.Stat(evidence.WitnessFile(evidence.StateDirFor(s.Paths.StateBase, s.Repo))); err == nil && info.Size() > 0 {
@@ -96,4 +98,10 @@ func redactURL(s string) string {
 		return "(an unreadable URL)"
 	}
 	return u.Redacted()
+}
+
+// isURL tells a remote evidence repo from a path.
+func isURL(repo string) bool {
+	u, err := url.Parse(repo)
+	return err == nil && u.Scheme != "" && u.Host != ""
 }

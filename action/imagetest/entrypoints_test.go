@@ -142,6 +142,8 @@ func newFlowForge(t *testing.T) *flowForge {
 	s.CreateTeam(t, "acme", "writers", "write", f.dev.Name, f.bot.Name)
 	s.CreateRepo(t, "acme", "app")
 	s.API(t, s.AdminToken, http.MethodPost, "/admin/users/acme/repos", map[string]any{"name": "evidence", "auto_init": false, "private": false}, nil)
+	// Nova decides only from an evidence branch nobody can force-push.
+	s.API(t, s.AdminToken, http.MethodPost, "/repos/acme/evidence/branch_protections", map[string]any{"rule_name": "main", "enable_push": true}, nil)
 
 	// The workflow fetches nova from a release URL and checks its sha256,
 	// as a consumer's does.
