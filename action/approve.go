@@ -60,7 +60,11 @@ func approveCommand(ctx context.Context, cfg Config, env Env) error {
 		// A forge's job has no approver's machine behind it: a key made
 		// there on first use would prove only that someone ran the job.
 		if err := registeredKey(ctx, approvers, cfg.Actor); err != nil {
-			return failed(env, cfg, err)
+			if runner.ReasonOf(err) != runner.ApproverKeyNotRegistered {
+				return failed(env, cfg, err)
+			}
+			fmt.Fprintf(env.Stderr, "nova %s: %s: %v\n", cfg.Command, runner.ReasonOf(err), err)
+			return verdict(runner.Fail, runner.ApproverKeyNotRegistered)
 		}
 	}
 	decision := runner.Approve
