@@ -29,7 +29,7 @@ func approveCommand(ctx context.Context, cfg Config, env Env) error {
 	if len(findings) > 0 || contract == nil {
 		return failed(env, cfg, runner.Errorf(runner.ContractSchemaViolation, "the contract does not validate; run `nova validate`"))
 	}
-	if err := guardEvidence(ctx, cfg); err != nil {
+	if err := guardEvidence(ctx, cfg, env.Stderr); err != nil {
 		return failed(env, cfg, err)
 	}
 	store, _, err := openEvidenceStore(ctx, cfg.Evidence, env)

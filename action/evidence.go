@@ -271,7 +271,7 @@ func loadCommitKeys(files []string, s EvidenceConfig) (*signing.CommitKeyRing, e
 
 func evidenceResolve(ctx context.Context, cfg Config, env Env) error {
 	r := cfg.Resolve
-	if err := guardEvidence(ctx, cfg); err != nil {
+	if err := guardEvidence(ctx, cfg, env.Stderr); err != nil {
 		return failed(env, cfg, err)
 	}
 	store, _, err := openEvidenceStore(ctx, cfg.Evidence, env)

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"fmt"
+	"io"
 	"net/url"
 	"os"
 	"slices"
@@ -25,7 +27,7 @@ var guardedCommands = []string{"run", "apply", "approve", "reject", "resolve"}
 // branch, or this runner must keep a witness (a state dir that outlives
 // the job). Outside a forge, or with the local evidence repo, the store's
 // own witness holds.
-func guardEvidence(ctx context.Context, cfg Config) error {
+func guardEvidence(ctx context.Context, cfg Config, warn io.Writer) error {
 	s := cfg.Evidence
 	if cfg.Forge == NoForge || s.Local || !slices.Contains(guardedCommands, cfg.Command) || !isURL(s.Repo) {
 		// A repository on this machine's disk is the store's own: its
@@ -65,6 +67,9 @@ func guardEvidence(ctx context.Context, cfg Config) error {
 	}
 	if !refused {
 		return fail(why)
+	}
+	if why != "" {
+		fmt.Fprintf(warn, "nova: %s\n", why)
 	}
 	return nil
 }

@@ -118,7 +118,7 @@ func executeMany(ctx context.Context, cfg Config, env Env) error {
 	drainBefore(ctx, store, env)
 	forge, forgeErr := connectForge(ctx, cfg)
 	if forgeErr == nil {
-		forgeErr = guardEvidence(ctx, cfg)
+		forgeErr = guardEvidence(ctx, cfg, env.Stderr)
 	}
 	runs := make([]*contractRun, len(sel.Contracts))
 	parallel(len(runs), cfg.Select.Parallel, func(i int) {

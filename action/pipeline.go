@@ -44,7 +44,7 @@ func execute(ctx context.Context, cfg Config, env Env) error {
 	w := wiring{cfg: cfg, env: env, evidence: store, keys: keys}
 	w.forge, w.setupErr = connectForge(ctx, cfg)
 	if w.setupErr == nil {
-		w.setupErr = guardEvidence(ctx, cfg)
+		w.setupErr = guardEvidence(ctx, cfg, env.Stderr)
 	}
 	r := w.run(ctx, rep)
 	drainAfter(ctx, store, env, &r.out)

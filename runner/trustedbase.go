@@ -49,7 +49,8 @@ func (f *ForgeApprovers) Approvers(ctx context.Context) (*ApproverConfig, error)
 }
 
 // BranchGuard tells whether the forge refuses force-pushes to a branch,
-// and when it does not, why.
+// and when it does not, why; a branch that does not exist yet holds
+// nothing to roll back (refused, with why saying so).
 type BranchGuard interface {
 	ForcePushRefused(ctx context.Context, owner, repo, branch string) (refused bool, why string, err error)
 }

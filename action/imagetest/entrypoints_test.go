@@ -313,7 +313,12 @@ func firstMatch(re *regexp.Regexp, s string) string {
 // that a reviewer's /nova comment is posted to between the rounds.
 func (f *flowForge) viaAction(t *testing.T) trace {
 	dir := f.clone(t)
-	gh := newFakeGitHub(t, "acme", "app", pullFixture{Number: f.pull, Author: f.dev.Name, HeadSHA: f.headSHA, BaseSHA: f.baseSHA, HeadRef: "greeting", BaseRef: "main"})
+	approvers, err := exec.CommandContext(t.Context(), "git", "-C", dir, "show", f.baseSHA+":.nova/approvers.yml").Output()
+	if err != nil {
+		t.Fatalf("reading the base's approvers.yml: %v", err)
+	}
+	gh := newFakeGitHub(t, "acme", "app", pullFixture{Number: f.pull, Author: f.dev.Name, HeadSHA: f.headSHA, BaseSHA: f.baseSHA, HeadRef: "greeting", BaseRef: "main",
+		BaseFiles: map[string]string{".nova/approvers.yml": string(approvers)}})
 	evidence := t.TempDir()
 	if out, err := exec.CommandContext(t.Context(), "git", "init", "-q", "--bare", evidence).CombinedOutput(); err != nil {
 		t.Fatalf("git init: %v\n%s", err, out)
@@ -372,7 +377,7 @@ func (f *flowForge) viaAction(t *testing.T) trace {
 		tr.exits = append(tr.exits, codes)
 	}
 	round()
-	if len(tr.digest) < 12 || gh.botComment("/nova approve qa "+tr.digest) == "" {
+	if len(tr.digest) < 64 || gh.botComment("/nova approve qa "+tr.digest) == "" {
 		t.Fatalf("no comment on the pull request asking for qa's approval of plan %q", tr.digest)
 	}
 	if s := gh.lastStatus(f.headSHA, "/qa"); s != "pending" {

@@ -1,6 +1,7 @@
 package imagetest
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -31,12 +32,14 @@ type fakeGitHub struct {
 	nextID      int64
 }
 
-// pullFixture is the pull request the fake serves.
+// pullFixture is the pull request the fake serves. Its base branch is the
+// repository's default branch, protected, at BaseSHA, and holds BaseFiles.
 type pullFixture struct {
 	Number           int
 	Author           string
 	HeadSHA, BaseSHA string
 	HeadRef, BaseRef string
+	BaseFiles        map[string]string
 }
 
 type fakeComment struct {
@@ -71,6 +74,9 @@ func newFakeGitHub(t *testing.T, owner, repo string, pr pullFixture) *fakeGitHub
 	mux.HandleFunc("POST "+base+"/statuses/{sha}", f.createStatus)
 	mux.HandleFunc("POST "+base+"/deployments", f.createDeployment)
 	mux.HandleFunc("POST "+base+"/deployments/{id}/statuses", f.createDeploymentStatus)
+	mux.HandleFunc("GET "+base, f.getRepo)
+	mux.HandleFunc("GET "+base+"/branches/{branch}", f.getBranch)
+	mux.HandleFunc("GET "+base+"/contents/{path...}", f.getContents)
 	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		auth := r.Header.Get("Authorization")
 		if auth != "Bearer "+f.token && auth != "token "+f.token {
@@ -104,6 +110,28 @@ func (f *fakeGitHub) getPull(w http.ResponseWriter, _ *http.Request) {
 		"head": map[string]any{"sha": f.pr.HeadSHA, "ref": f.pr.HeadRef},
 		"base": map[string]any{"sha": f.pr.BaseSHA, "ref": f.pr.BaseRef},
 	})
+}
+
+func (f *fakeGitHub) getRepo(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]any{"name": f.repo, "full_name": f.owner + "/" + f.repo, "default_branch": f.pr.BaseRef, "private": true})
+}
+
+func (f *fakeGitHub) getBranch(w http.ResponseWriter, r *http.Request) {
+	if r.PathValue("branch") != f.pr.BaseRef {
+		writeJSON(w, http.StatusNotFound, map[string]string{"message": "Branch not found"})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"name": f.pr.BaseRef, "commit": map[string]any{"sha": f.pr.BaseSHA}, "protected": true})
+}
+
+func (f *fakeGitHub) getContents(w http.ResponseWriter, r *http.Request) {
+	text, ok := f.pr.BaseFiles[r.PathValue("path")]
+	if !ok || r.URL.Query().Get("ref") != f.pr.BaseSHA {
+		writeJSON(w, http.StatusNotFound, map[string]string{"message": "Not Found"})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"type": "file", "encoding": "base64", "size": len(text), "path": r.PathValue("path"),
+		"content": base64.StdEncoding.EncodeToString([]byte(text))})
 }
 
 func (f *fakeGitHub) listCommits(w http.ResponseWriter, _ *http.Request) {

@@ -14,13 +14,17 @@ import (
 var _ runner.BranchGuard = (*Client)(nil)
 
 // ForcePushRefused reports whether Gitea refuses force-pushes to branch of
-// owner/repo, and says why not when it does not. A protected branch
+// owner/repo, and says why not when it does not (or, refused, what to
+// know: a branch that does not exist yet holds nothing to roll back). A protected branch
 // refuses them unless its rule enables force-pushing (Gitea 1.23's
 // enable_force_push); a rule Nova's token may not read is taken as
 // protection's default, which refuses them.
 func (c *Client) ForcePushRefused(ctx context.Context, owner, repo, branch string) (bool, string, error) {
 	activity := fmt.Sprintf("reading branch %s of %s/%s", branch, owner, repo)
 	b, resp, err := c.api(ctx).GetRepoBranch(owner, repo, branch)
+	if resp != nil && resp.Response != nil && resp.StatusCode == http.StatusNotFound {
+		return true, fmt.Sprintf("branch %s of %s/%s does not exist yet, so nothing on it can be rolled back; it is created by the first push: protect it", branch, owner, repo), nil
+	}
 	if err != nil {
 		return false, "", c.fail(ctx, activity, resp, err)
 	}

@@ -2,6 +2,7 @@ package gitea
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 )
 
@@ -27,4 +28,10 @@ func TestForcePushRefusedOnGitea(t *testing.T) {
 	check(true)
 	s.API(t, s.AdminToken, http.MethodPatch, path+"/main", map[string]any{"enable_force_push": true}, nil)
 	check(false)
+	// A branch that does not exist yet holds nothing to roll back; the
+	// first push creates it, and the answer says to protect it.
+	refused, why, err := f.c.ForcePushRefused(t.Context(), org, repo, "evidence-to-be")
+	if err != nil || !refused || !strings.Contains(why, "does not exist yet") {
+		t.Errorf("a missing branch: refused %v (%q), %v", refused, why, err)
+	}
 }

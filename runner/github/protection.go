@@ -24,7 +24,10 @@ func (c *Client) ForcePushRefused(ctx context.Context, owner, repo, branch strin
 			return true, "", nil
 		}
 	}
-	b, _, err := c.gh.Repositories.GetBranch(ctx, owner, repo, branch, 1)
+	b, resp, err := c.gh.Repositories.GetBranch(ctx, owner, repo, branch, 1)
+	if resp != nil && resp.StatusCode == http.StatusNotFound {
+		return true, fmt.Sprintf("branch %s of %s/%s does not exist yet, so nothing on it can be rolled back; it is created by the first push: protect it", branch, owner, repo), nil
+	}
 	if err != nil {
 		return false, "", c.fail(ctx, err, permContentsRead, "reading branch %s of %s/%s", branch, owner, repo)
 	}

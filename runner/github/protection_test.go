@@ -9,6 +9,20 @@ import (
 // GitHub refuses force pushes to it: a ruleset blocking non-fast-forward
 // pushes, or classic protection that does not allow them.
 func TestForcePushRefused(t *testing.T) {
+	t.Run("a branch that does not exist yet", func(t *testing.T) {
+		f := newFakeGitHub(t)
+		f.handle("GET /repos/acme/evidence/rules/branches/main", func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			w.Write([]byte(`[]`))
+		})
+		f.handle("GET /repos/acme/evidence/branches/main", func(w http.ResponseWriter, r *http.Request) {
+			writeJSON(w, 404, fixture(t, "not_found.json"))
+		})
+		refused, why, err := f.client().ForcePushRefused(t.Context(), "acme", "evidence", "main")
+		if err != nil || !refused || why == "" {
+			t.Errorf("refused %v (%q), %v", refused, why, err)
+		}
+	})
 	for _, tt := range []struct {
 		name       string
 		rules      string
