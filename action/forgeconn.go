@@ -17,7 +17,9 @@ import (
 // use what is there.
 type forgeAdapters struct {
 	// approvers reads the approver config from the trusted base, once.
-	approvers   runner.ApproversReader
+	approvers runner.ApproversReader
+	// verifier is what the forge says of a commit's signature.
+	verifier    runner.CommitVerifier
 	sources     []runner.ApprovalSource
 	membership  runner.TeamMembership
 	change      runner.ChangeReader
@@ -43,7 +45,7 @@ func connectForge(ctx context.Context, cfg Config) (*forgeAdapters, error) {
 		if err != nil {
 			return nil, err
 		}
-		a.membership, a.statuses, a.deployments, a.issues, trusted = c.Teams(), c.Statuses(), c.Deployments(), c.Issues(), c.TrustedBase()
+		a.membership, a.statuses, a.deployments, a.issues, trusted, a.verifier = c.Teams(), c.Statuses(), c.Deployments(), c.Issues(), c.TrustedBase(), c
 		if fc.RunID != 0 {
 			a.sources = append(a.sources, c.EnvironmentApprovals())
 		}
@@ -57,7 +59,7 @@ func connectForge(ctx context.Context, cfg Config) (*forgeAdapters, error) {
 		if err != nil {
 			return nil, err
 		}
-		a.membership, a.statuses, a.issues, trusted = c.Teams(), c.Statuses(), c.Issues(), c.TrustedBase()
+		a.membership, a.statuses, a.issues, trusted, a.verifier = c.Teams(), c.Statuses(), c.Issues(), c.TrustedBase(), c
 		if fc.PullRequest != 0 {
 			pr := c.PullRequest()
 			a.sources = append(a.sources, eventSource(fc, runner.SourceGiteaComment)...)

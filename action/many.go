@@ -110,16 +110,16 @@ func executeMany(ctx context.Context, cfg Config, env Env) error {
 		progress = env.Stderr
 	}
 	fmt.Fprintf(progress, "nova %s · %s · %d contract(s) selected (%s) · %d at a time\n", cfg.Command, cfg.Dir, len(sel.Contracts), selectionLine(cfg, sel), cfg.Select.Parallel)
-	keysVerifier, err := commitVerifier(cfg)
-	if err != nil {
-		return manyAbort(cfg, env, err)
-	}
-	verifier := &onceVerifier{inner: keysVerifier, known: map[string]runner.CommitSignature{}}
 	drainBefore(ctx, store, env)
 	forge, forgeErr := connectForge(ctx, cfg)
 	if forgeErr == nil {
 		forgeErr = guardEvidence(ctx, cfg, env.Stderr)
 	}
+	keysVerifier, err := commitVerifier(cfg, forge)
+	if err != nil {
+		return manyAbort(cfg, env, err)
+	}
+	verifier := &onceVerifier{inner: keysVerifier, known: map[string]runner.CommitSignature{}}
 	runs := make([]*contractRun, len(sel.Contracts))
 	parallel(len(runs), cfg.Select.Parallel, func(i int) {
 		c := sel.Contracts[i].Contract

@@ -40,7 +40,7 @@ func BenchmarkMonorepo1000(b *testing.B) {
 	}
 	env := Env{Getenv: func(string) string { return "" }, Environ: os.Environ(), Stdout: io.Discard, Stderr: io.Discard}
 	ctx := b.Context()
-	keysVerifier, err := commitVerifier(cfg)
+	keysVerifier, err := commitVerifier(cfg, nil)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -244,7 +244,7 @@ func (w wiring) stages(ctx context.Context) ([]runner.Stage, error) {
 	}
 	verifier := w.verifier
 	if verifier == nil {
-		if verifier, err = commitVerifier(cfg); err != nil {
+		if verifier, err = commitVerifier(cfg, w.forge); err != nil {
 			return nil, err
 		}
 	}
@@ -361,14 +361,20 @@ func runLocks(cfg Config) func(string, []string) ([]runner.StateLock, error) {
 func renderer(reg *registry.Registry) *terraform.Engine { return &terraform.Engine{Registry: reg} }
 
 // commitVerifier checks commit signatures against the trusted keys file
-// (--trusted-keys, $NOVA_TRUSTED_KEYS), when one is given.
-func commitVerifier(cfg Config) (local.CommitVerifier, error) {
+// (--trusted-keys, $NOVA_TRUSTED_KEYS) when one is given: the operator's
+// keys then decide. Without one, on a forge, the forge's own verification
+// decides: a commit the forge shows as verified was signed by a key its
+// signer registered with the forge, which is what a reviewer sees.
+func commitVerifier(cfg Config, forge *forgeAdapters) (runner.CommitVerifier, error) {
 	if cfg.TrustedKeysFile == "" {
+		if forge != nil && forge.verifier != nil {
+			return forge.verifier, nil
+		}
 		return local.CommitVerifier{}, nil
 	}
 	keys, err := os.ReadFile(cfg.TrustedKeysFile)
 	if err != nil {
-		return local.CommitVerifier{}, runner.Errorf(runner.ConfigInvalid, "--trusted-keys: %w", err)
+		return nil, runner.Errorf(runner.ConfigInvalid, "--trusted-keys: %w", err)
 	}
 	return local.CommitVerifier{TrustedKeys: string(keys)}, nil
 }
