@@ -2,6 +2,7 @@ package actrunner
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -42,6 +43,10 @@ type reporter struct {
 	acked   int // rows Gitea has stored
 	state   *runnerv1.TaskState
 	outputs map[string]string
+	// closed is set once the final rows are written: act may still log
+	// after its executor returned, but Gitea takes no rows after the log
+	// is marked complete.
+	closed bool
 }
 
 func newReporter(client runnerv1connect.RunnerServiceClient, task *runnerv1.Task, cancel context.CancelFunc, echo func(...string)) *reporter {
@@ -119,6 +124,10 @@ func (r *reporter) Fire(e *logrus.Entry) error {
 		extra = *runner.Masks(e.Context)
 	}
 	msg := r.mask(e.Message, extra)
+	if r.closed {
+		r.echo(msg)
+		return nil
+	}
 	at := timestamppb.New(e.Time)
 	var step *runnerv1.StepState
 	if i := r.stepOf(e); i >= 0 {
@@ -238,6 +247,7 @@ func (r *reporter) close(jobResult string, runErr error, cancelled bool) error {
 	}
 	r.state.Result, r.state.StoppedAt = result, now
 	r.addRows(now, "actrunner: task "+strconv.FormatInt(r.taskID, 10)+" "+strings.ToLower(strings.TrimPrefix(result.String(), "RESULT_")))
+	r.closed = true
 	r.mu.Unlock()
 
 	ctx, cancel := context.WithTimeout(context.Background(), rpcTimeout)
@@ -247,14 +257,41 @@ func (r *reporter) close(jobResult string, runErr error, cancelled bool) error {
 
 // flush sends the rows Gitea has not acknowledged, then the task state
 // with the job's outputs. With noMore the log is complete and Gitea moves
-// it to its log storage. A cancellation Gitea answers with cancels the
-// task.
+// it to its log storage; the final state goes even when the log could not,
+// so Gitea never keeps a finished task running. A cancellation Gitea
+// answers with cancels the task.
 func (r *reporter) flush(ctx context.Context, noMore bool) error {
+	logErr := r.sendLog(ctx, noMore)
+	if logErr != nil && !noMore {
+		return logErr
+	}
 	r.mu.Lock()
-	start := r.acked
-	rows := slices.Clone(r.rows[start:])
+	state := proto.Clone(r.state).(*runnerv1.TaskState)
+	outputs := maps.Clone(r.outputs)
 	r.mu.Unlock()
-	if len(rows) > 0 {
+	res, err := r.client.UpdateTask(ctx, connect.NewRequest(&runnerv1.UpdateTaskRequest{State: state, Outputs: outputs}))
+	if err != nil {
+		return errors.Join(logErr, fmt.Errorf("sending the state of task %d: %w", r.taskID, err))
+	}
+	if res.Msg.GetState().GetResult() == runnerv1.Result_RESULT_CANCELLED {
+		r.cancel()
+	}
+	return logErr
+}
+
+// sendLog sends the rows from the first one Gitea has not acknowledged.
+// Gitea acknowledges by index and skips rows it already has, so a row
+// whose answer was lost is simply sent again.
+func (r *reporter) sendLog(ctx context.Context, noMore bool) error {
+	const attempts = 3
+	for range attempts {
+		r.mu.Lock()
+		start := r.acked
+		rows := slices.Clone(r.rows[start:])
+		r.mu.Unlock()
+		if len(rows) == 0 {
+			return nil
+		}
 		res, err := r.client.UpdateLog(ctx, connect.NewRequest(&runnerv1.UpdateLogRequest{
 			TaskId: r.taskID, Index: int64(start), Rows: rows, NoMore: noMore,
 		}))
@@ -265,22 +302,15 @@ func (r *reporter) flush(ctx context.Context, noMore bool) error {
 		if ack := int(res.Msg.GetAckIndex()); ack > r.acked {
 			r.acked = ack
 		}
-		acked, total := r.acked, len(r.rows)
 		r.mu.Unlock()
-		if noMore && acked < total {
-			return fmt.Errorf("gitea stored %d of the %d log rows of task %d", acked, total, r.taskID)
+		if !noMore {
+			return nil
 		}
 	}
 	r.mu.Lock()
-	state := proto.Clone(r.state).(*runnerv1.TaskState)
-	outputs := maps.Clone(r.outputs)
-	r.mu.Unlock()
-	res, err := r.client.UpdateTask(ctx, connect.NewRequest(&runnerv1.UpdateTaskRequest{State: state, Outputs: outputs}))
-	if err != nil {
-		return fmt.Errorf("sending the state of task %d: %w", r.taskID, err)
-	}
-	if res.Msg.GetState().GetResult() == runnerv1.Result_RESULT_CANCELLED {
-		r.cancel()
+	defer r.mu.Unlock()
+	if r.acked < len(r.rows) {
+		return fmt.Errorf("gitea stored %d of the %d log rows of task %d", r.acked, len(r.rows), r.taskID)
 	}
 	return nil
 }
