@@ -1,13 +1,15 @@
 package actrunner_test
 
 import (
+	"cmp"
 	"fmt"
 	"net/http"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
+	gocmp "github.com/google/go-cmp/cmp"
 
 	"github.com/nova-platform/nova/runner/gitea/giteatest"
 	"github.com/nova-platform/nova/runner/gitea/giteatest/actrunner"
@@ -26,6 +28,7 @@ on:
   pull_request:
   pull_request_target:
   pull_request_review:
+  pull_request_review_comment:
   issue_comment:
 jobs:
   probe:
@@ -52,6 +55,25 @@ jobs:
         run: |
           echo "failing as the comment asks"
           exit 1
+`
+
+// typedWorkflowPath is a second workflow with the review trigger Nova's
+// scaffold uses, restricted to submitted reviews.
+const typedWorkflowPath = ".gitea/workflows/y.yml"
+
+const typedWorkflow = `name: typed
+on:
+  pull_request_review:
+    types: [submitted]
+jobs:
+  probe:
+    runs-on: ubuntu-latest
+    steps:
+      - run: |
+          echo "fact definition=typed"
+          echo "fact ref=${{ github.ref }}"
+          echo "fact sha=${{ github.sha }}"
+          echo "fact secret=${{ secrets.FACTS_SECRET != '' && 'present' || 'absent' }}"
 `
 
 const factsSecret = "s3cret-value-of-the-facts-repo"
@@ -87,7 +109,7 @@ func newFactsRepo(t *testing.T) *factsRepo {
 	srv.CreateRepo(t, "acme", "facts")
 	srv.API(t, srv.AdminToken, http.MethodPut, "/repos/acme/facts/actions/secrets/FACTS_SECRET", map[string]string{"data": factsSecret}, nil)
 	srv.API(t, srv.AdminToken, http.MethodPost, "/repos/acme/facts/actions/variables/FACTS_VAR", map[string]string{"value": "var-value"}, nil)
-	f.main = srv.CommitFiles(t, "acme", "facts", "main", "main", map[string]string{factsWorkflowPath: workflowCopy("main")}, srv.Admin())
+	f.main = srv.CommitFiles(t, "acme", "facts", "main", "main", map[string]string{factsWorkflowPath: workflowCopy("main"), typedWorkflowPath: typedWorkflow}, srv.Admin())
 	return f
 }
 
@@ -134,10 +156,12 @@ func (f *factsRepo) observe(t *testing.T, what string, skip, n int, head string)
 			Event: task.Event, Definition: got["definition"], Ref: symbolic(got["ref"]), SHA: symbolic(got["sha"]),
 			Secret: got["secret"], Status: task.Status,
 		})
-		if got["definition"] != "" && (got["var"] != "var-value" || got["token"] != "reads") {
+		if got["definition"] != "" && got["definition"] != "typed" && (got["var"] != "var-value" || got["token"] != "reads") {
 			t.Errorf("%s: var=%q token=%q, want the repository's variable and a job token that reads the repository\n%s", task, got["var"], got["token"], log)
 		}
 	}
+	// One event can start several runs, picked in no order that matters.
+	slices.SortFunc(facts, func(a, b fact) int { return cmp.Compare(a.Event+" "+a.Definition, b.Event+" "+b.Definition) })
 	for _, fc := range facts {
 		t.Logf("%s: %+v", what, fc)
 	}
@@ -165,6 +189,9 @@ func describe(tasks []actrunner.Task) string {
 //     secrets; ref refs/heads/<base>, sha the base's head.
 //   - pull_request_review: the head's copy (Gitea reads the workflow at the
 //     reviewed commit), with the secrets; ref and sha are both that commit.
+//     An approving review starts it; a comment review starts it only in a
+//     workflow without a types filter (with types: [submitted], as Nova's
+//     scaffold has, nothing), plus a pull_request_review_comment run.
 //   - issue_comment on a pull request: the default branch's copy, with the
 //     secrets; ref refs/heads/<default>, sha its head.
 //
@@ -176,14 +203,14 @@ func TestGiteaEventFacts(t *testing.T) {
 
 	got, _ := f.observe(t, "the push of the workflow to main", 0, 1, "")
 	want := []fact{{Event: "push", Definition: "main", Ref: "refs/heads/main", SHA: "<main>", Secret: "present", Status: "success"}}
-	if diff := cmp.Diff(want, got); diff != "" {
+	if diff := gocmp.Diff(want, got); diff != "" {
 		t.Errorf("push to main (-want +got):\n%s", diff)
 	}
 
 	head := s.CommitFiles(t, "acme", "facts", "feature", "main", map[string]string{factsWorkflowPath: workflowCopy("head"), "change.txt": "a change\n"}, f.dev)
 	got, _ = f.observe(t, "the push of a branch that edits the workflow", 1, 2, head)
 	want = []fact{{Event: "push", Definition: "head", Ref: "refs/heads/feature", SHA: "<head>", Secret: "present", Status: "success"}}
-	if diff := cmp.Diff(want, got); diff != "" {
+	if diff := gocmp.Diff(want, got); diff != "" {
 		t.Errorf("push of a writer's branch (-want +got):\n%s", diff)
 	}
 
@@ -193,7 +220,7 @@ func TestGiteaEventFacts(t *testing.T) {
 		{Event: "pull_request", Definition: "head", Ref: fmt.Sprintf("refs/pull/%d/head", pull), SHA: "<head>", Secret: "present", Status: "success"},
 		{Event: "pull_request_target", Definition: "main", Ref: "refs/heads/main", SHA: "<main>", Secret: "present", Status: "success"},
 	}
-	if diff := cmp.Diff(want, got); diff != "" {
+	if diff := gocmp.Diff(want, got); diff != "" {
 		t.Errorf("pull request opened (-want +got):\n%s", diff)
 	}
 	// Gitea records a job's commit status after the job's final state, so
@@ -204,42 +231,57 @@ func TestGiteaEventFacts(t *testing.T) {
 	})
 
 	s.API(t, f.rev.Token, http.MethodPost, fmt.Sprintf("/repos/acme/facts/pulls/%d/reviews", pull), map[string]string{"event": "APPROVED", "body": "looks right"}, nil)
-	got, _ = f.observe(t, "the run of the approving review", 4, 5, head)
-	want = []fact{{Event: "pull_request_review", Definition: "head", Ref: "<head>", SHA: "<head>", Secret: "present", Status: "success"}}
-	if diff := cmp.Diff(want, got); diff != "" {
+	got, _ = f.observe(t, "the runs of the approving review", 4, 6, head)
+	want = []fact{
+		{Event: "pull_request_review", Definition: "head", Ref: "<head>", SHA: "<head>", Secret: "present", Status: "success"},
+		{Event: "pull_request_review", Definition: "typed", Ref: "<head>", SHA: "<head>", Secret: "present", Status: "success"},
+	}
+	if diff := gocmp.Diff(want, got); diff != "" {
 		t.Errorf("pull request approved (-want +got):\n%s", diff)
 	}
 
+	s.API(t, f.rev.Token, http.MethodPost, fmt.Sprintf("/repos/acme/facts/pulls/%d/reviews", pull), map[string]string{"event": "COMMENT", "body": "a thought"}, nil)
+	got, _ = f.observe(t, "the runs of the comment review", 6, 8, head)
+	want = []fact{
+		{Event: "pull_request_review", Definition: "head", Ref: "<head>", SHA: "<head>", Secret: "present", Status: "success"},
+		{Event: "pull_request_review_comment", Definition: "head", Ref: "<head>", SHA: "<head>", Secret: "present", Status: "success"},
+	}
+	if diff := gocmp.Diff(want, got); diff != "" {
+		t.Errorf("pull request reviewed with a comment (-want +got):\n%s", diff)
+	}
+
 	s.API(t, f.rev.Token, http.MethodPost, fmt.Sprintf("/repos/acme/facts/issues/%d/comments", pull), map[string]string{"body": "a remark"}, nil)
-	got, _ = f.observe(t, "the run of the comment", 5, 6, head)
+	got, _ = f.observe(t, "the run of the comment", 8, 9, head)
 	want = []fact{{Event: "issue_comment", Definition: "main", Ref: "refs/heads/main", SHA: "<main>", Secret: "present", Status: "success"}}
-	if diff := cmp.Diff(want, got); diff != "" {
+	if diff := gocmp.Diff(want, got); diff != "" {
 		t.Errorf("comment on the pull request (-want +got):\n%s", diff)
 	}
 
 	s.API(t, f.rev.Token, http.MethodPost, fmt.Sprintf("/repos/acme/facts/issues/%d/comments", pull), map[string]string{"body": "please fail"}, nil)
-	got, tasks := f.observe(t, "the run of the comment that asks to fail", 6, 7, head)
+	got, tasks := f.observe(t, "the run of the comment that asks to fail", 9, 10, head)
 	want = []fact{{Event: "issue_comment", Definition: "main", Ref: "refs/heads/main", SHA: "<main>", Secret: "present", Status: "failure"}}
-	if diff := cmp.Diff(want, got); diff != "" {
+	if diff := gocmp.Diff(want, got); diff != "" {
 		t.Errorf("a failing step (-want +got):\n%s", diff)
 	}
-	if log := f.run.Log(t, "acme", "facts", tasks[6]); !strings.Contains(log, "failing as the comment asks") || !strings.Contains(log, "the secret is ***") {
+	if log := f.run.Log(t, "acme", "facts", tasks[9]); !strings.Contains(log, "failing as the comment asks") || !strings.Contains(log, "the secret is ***") {
 		t.Errorf("the failing run's log lacks its step's output or the masked secret:\n%s", log)
 	}
 }
 
-// statuses are the newest commit status per context on sha.
+// statuses are the latest commit status per context on sha, from
+// Gitea's combined status: the list of statuses sorts by a creation time
+// of one-second resolution, so "newest first" ties within a second.
 func (f *factsRepo) statuses(t *testing.T, sha string) map[string]string {
-	var list []struct {
-		Status  string `json:"status"`
-		Context string `json:"context"`
+	var combined struct {
+		Statuses []struct {
+			Status  string `json:"status"`
+			Context string `json:"context"`
+		} `json:"statuses"`
 	}
-	f.srv.API(t, f.srv.AdminToken, http.MethodGet, "/repos/acme/facts/commits/"+sha+"/statuses?sort=newest&limit=50", nil, &list)
+	f.srv.API(t, f.srv.AdminToken, http.MethodGet, "/repos/acme/facts/commits/"+sha+"/status?limit=50", nil, &combined)
 	out := map[string]string{}
-	for _, s := range list {
-		if _, ok := out[s.Context]; !ok {
-			out[s.Context] = s.Status
-		}
+	for _, s := range combined.Statuses {
+		out[s.Context] = s.Status
 	}
 	return out
 }

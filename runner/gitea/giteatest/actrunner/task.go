@@ -73,7 +73,11 @@ func (r *Runner) run(ctx context.Context, task *runnerv1.Task, rep *reporter) (s
 	rep.logf("%s (%s) received task %d of job %s, triggered by %s", r.name, Version, task.GetId(), str("job"), str("event_name"))
 
 	decodedBefore := decodeErrorCount()
-	wf, err := model.ReadWorkflow(bytes.NewReader(task.GetWorkflowPayload()), false)
+	payload, err := readablePayload(task.GetWorkflowPayload())
+	if err != nil {
+		return "", err
+	}
+	wf, err := model.ReadWorkflow(bytes.NewReader(payload), false)
 	if err != nil {
 		return "", fmt.Errorf("reading the workflow Gitea sent: %w", err)
 	}

@@ -110,6 +110,26 @@ jobs:
 		outputs: map[string]string{"greeting": "hi"},
 		inLog:   []string{"secret: ***"},
 	}, {
+		// Gitea's job parser writes the numbers it read back as strings.
+		name: "a job as Gitea writes it, timeout-minutes quoted",
+		workflow: `name: w
+on:
+  pull_request:
+    types: [opened]
+jobs:
+  build:
+    name: build
+    runs-on: ubuntu-latest
+    timeout-minutes: "60"
+    steps:
+      - name: quick
+        timeout-minutes: "5"
+        run: echo "in time"
+`,
+		result:  runnerv1.Result_RESULT_SUCCESS,
+		steps:   []runnerv1.Result{runnerv1.Result_RESULT_SUCCESS},
+		stepLog: []string{"in time"},
+	}, {
 		name: "a failing step fails the job and skips the rest",
 		workflow: `name: w
 on: push
