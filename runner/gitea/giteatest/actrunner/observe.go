@@ -12,8 +12,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/nova-platform/nova/runner/gitea/giteatest"
 )
 
 // Task is one job of a workflow run as Gitea's API lists it
@@ -203,6 +201,3 @@ func (r *Runner) jobLog(ctx context.Context, owner, repo string, run int64, job 
 	}
 	return strings.Join(lines, "\n"), nil
 }
-
-// Server is the Gitea the runner takes its tasks from.
-func (r *Runner) Server() *giteatest.Server { return r.srv }

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -61,23 +60,6 @@ type Runner struct {
 // Option changes a Runner before it registers.
 type Option func(*Runner)
 
-// WithLabels sets the labels the runner declares, which a job's runs-on
-// must be a subset of for Gitea to hand it over. The default is
-// ubuntu-latest, what Nova's workflows ask for.
-func WithLabels(labels ...string) Option {
-	return func(r *Runner) { r.labels = slices.Clone(labels) }
-}
-
-// WithEnv adds variables to every job's environment, over the runner's
-// own: a host-mode job otherwise inherits the test process's.
-func WithEnv(env map[string]string) Option {
-	return func(r *Runner) {
-		for k, v := range env {
-			r.env[k] = v
-		}
-	}
-}
-
 // WithAwait sets how long Await waits before it fails the test.
 func WithAwait(d time.Duration) Option {
 	return func(r *Runner) { r.await = d }
@@ -94,7 +76,7 @@ func Start(t testing.TB, srv *giteatest.Server, opts ...Option) *Runner {
 	r := &Runner{
 		srv:    srv,
 		name:   "actrunner-" + filepath.Base(root),
-		labels: []string{"ubuntu-latest"},
+		labels: []string{"ubuntu-latest"}, // what Nova's workflows run on
 		root:   root,
 		await:  defaultAwait,
 		logs:   map[int64][]string{},
@@ -128,8 +110,8 @@ func Start(t testing.TB, srv *giteatest.Server, opts ...Option) *Runner {
 	}
 	r.client = runnerv1connect.NewRunnerServiceClient(http.DefaultClient, srv.URL+"/api/actions",
 		connect.WithInterceptors(authenticate(res.Msg.Runner.Uuid, res.Msg.Runner.Token)))
-	// act_runner declares at every start: Register's labels are kept only
-	// until then.
+	// act_runner declares its version and labels at every start; Gitea
+	// hands over the jobs whose runs-on are among the declared labels.
 	if _, err := r.client.Declare(ctx, connect.NewRequest(&runnerv1.DeclareRequest{Version: Version, Labels: r.labels})); err != nil {
 		t.Fatalf("actrunner: declaring labels: %v", err)
 	}
