@@ -118,15 +118,7 @@ func newFactsRepo(t *testing.T) *factsRepo {
 func (f *factsRepo) observe(t *testing.T, what string, skip, n int, head string) ([]fact, []actrunner.Task) {
 	t.Helper()
 	tasks := f.run.Await(t, "acme", "facts", what, func(tasks []actrunner.Task) bool {
-		if len(tasks) < n {
-			return false
-		}
-		for _, task := range tasks {
-			if !task.Done() {
-				return false
-			}
-		}
-		return true
+		return len(tasks) >= n && actrunner.AllDone(tasks)
 	})
 	if len(tasks) != n {
 		t.Fatalf("after %s Gitea lists %d tasks, want %d:\n%s", what, len(tasks), n, describe(tasks))

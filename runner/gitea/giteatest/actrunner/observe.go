@@ -111,32 +111,14 @@ func (r *Runner) Await(t testing.TB, owner, repo, what string, cond func([]Task)
 	}
 }
 
-// Finished is an Await condition: at least n tasks of event, every one
-// of them done.
-func Finished(event string, n int) func([]Task) bool {
-	return func(tasks []Task) bool {
-		got := OfEvent(tasks, event)
-		if len(got) < n {
+// AllDone reports whether every task has reached a final status.
+func AllDone(tasks []Task) bool {
+	for _, t := range tasks {
+		if !t.Done() {
 			return false
 		}
-		for _, t := range got {
-			if !t.Done() {
-				return false
-			}
-		}
-		return true
 	}
-}
-
-// OfEvent are the tasks whose trigger was event.
-func OfEvent(tasks []Task, event string) []Task {
-	var out []Task
-	for _, t := range tasks {
-		if t.Event == event {
-			out = append(out, t)
-		}
-	}
-	return out
+	return true
 }
 
 // Log is the job log Gitea stored for task, read back from the web route

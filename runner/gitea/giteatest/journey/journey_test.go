@@ -307,18 +307,23 @@ func (j *journey) openPullRequest() {
 	}
 	j.head = j.signedCommit(j.dev, "greeting", "main", map[string]string{".nova/contract.yml": changed})
 	j.pull = s.CreatePullRequest(t, org, app, "greeting", "main", "Greet friends too", j.dev)
-	var commit struct {
-		Commit struct {
-			Verification struct {
-				Verified bool   `json:"verified"`
-				Reason   string `json:"reason"`
-			} `json:"verification"`
-		} `json:"commit"`
-	}
+	var commit apiCommit
 	s.API(t, s.AdminToken, http.MethodGet, "/repos/"+org+"/"+app+"/git/commits/"+j.head, nil, &commit)
 	if v := commit.Commit.Verification; !v.Verified {
 		t.Fatalf("Gitea does not show the pull request's signed commit as verified (%s)", v.Reason)
 	}
+}
+
+// apiCommit is a commit as Gitea's API shows it: whether Gitea verified
+// its signature, and why not.
+type apiCommit struct {
+	SHA    string `json:"sha"`
+	Commit struct {
+		Verification struct {
+			Verified bool   `json:"verified"`
+			Reason   string `json:"reason"`
+		} `json:"verification"`
+	} `json:"commit"`
 }
 
 // signedCommit commits files on branch (from base) as the user, signed
@@ -403,14 +408,11 @@ func (j *journey) step(what, event string, do func()) job {
 	tasks := j.runner.Await(t, org, app, "finished "+event+" run after "+what, func(tasks []actrunner.Task) bool {
 		got = actrunner.Task{}
 		for _, task := range tasks {
-			if !task.Done() {
-				return false
-			}
 			if task.ID > j.seen && task.Event == event && got.ID == 0 {
 				got = task
 			}
 		}
-		return got.ID != 0
+		return got.ID != 0 && actrunner.AllDone(tasks)
 	})
 	// Only the person's event starts a run: nova's own comments must not.
 	var started []string
@@ -561,15 +563,7 @@ func (j *journey) verifyEvidence() {
 	}
 	total, unverified := 0, map[string]int{}
 	for page := 1; ; page++ {
-		var commits []struct {
-			SHA    string `json:"sha"`
-			Commit struct {
-				Verification struct {
-					Verified bool   `json:"verified"`
-					Reason   string `json:"reason"`
-				} `json:"verification"`
-			} `json:"commit"`
-		}
+		var commits []apiCommit
 		j.srv.API(t, j.srv.AdminToken, http.MethodGet, fmt.Sprintf("/repos/%s/evidence/commits?sha=main&stat=false&files=false&limit=50&page=%d", org, page), nil, &commits)
 		for _, c := range commits {
 			total++
