@@ -127,8 +127,9 @@ func TestJourney(t *testing.T) {
 
 	j.verifyEvidence()
 
-	// A comment review would start nothing: Gitea 1.23 sends it as
-	// pull_request_review_comment (actrunner's TestGiteaEventFacts).
+	// Not a comment review: to Gitea 1.23 that is not a submitted review,
+	// so the scaffold's `types: [submitted]` starts nothing for it
+	// (actrunner's TestGiteaEventFacts).
 	rerun := j.step("a re-run after everything applied (sre-oncall's approving review)", "pull_request_review", func() {
 		j.srv.API(t, j.sre.Token, http.MethodPost, fmt.Sprintf("/repos/%s/%s/pulls/%d/reviews", org, app, j.pull),
 			map[string]string{"event": "APPROVED", "body": "all environments look right"}, nil)
