@@ -729,6 +729,16 @@ func (s *Server) CommitFiles(t testing.TB, owner, repo, branch, base string, fil
 	return sha
 }
 
+// TryCommitFiles is CommitFiles for a push Gitea may refuse (a protected
+// branch, a protected file): the refusal is returned with Gitea's
+// message, not reported as a test failure.
+func (s *Server) TryCommitFiles(t testing.TB, owner, repo, branch, base string, files map[string]string, author User) (string, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), requestTimeout)
+	defer cancel()
+	return s.commitFiles(ctx, t.TempDir(), owner, repo, branch, base, files, author)
+}
+
 func (s *Server) commitFiles(ctx context.Context, dir, owner, repo, branch, base string, files map[string]string, author User) (string, error) {
 	// The token travels as a header set through the environment, so it is
 	// in neither the remote URL, .git/config nor the process arguments.
