@@ -139,7 +139,7 @@ exec %q "$@"
 	nova(ExitPass, "apply", "--env", "qa")
 	nova(ExitAwaitingApproval, "run", "--env", "prod")
 	nova(ExitPass, "approve", "--env", "prod", "--as", "qa-lead")
-	nova(ExitFail, "apply", "--env", "prod")
+	nova(ExitAwaitingApproval, "apply", "--env", "prod")
 	nova(ExitPass, "approve", "--env", "prod", "--as", "sre-oncall")
 	nova(ExitPass, "apply", "--env", "prod")
 	nova(ExitAwaitingApproval, "run", "--env", "dr")
@@ -226,7 +226,7 @@ func TestQueryVerifiedEvidence(t *testing.T) {
 		{"who approved qa", []string{"--env", "qa", "--type", runner.EventApprovalRecorded}, []string{"qa nova.approval.recorded"}},
 		{"everything qa-lead decided, and where the gate refused it", []string{"--approver", "qa-lead", "--type", "nova.approval.*"},
 			[]string{"qa nova.approval.recorded", "prod nova.approval.recorded", "prod nova.approval.refused"}},
-		{"separation of duties", []string{"--reason", string(runner.SeparationOfDutiesViolation)}, []string{"prod nova.run.failed", "prod nova.approval.refused"}},
+		{"separation of duties", []string{"--reason", string(runner.SeparationOfDutiesViolation)}, []string{"prod nova.approval.requested", "prod nova.approval.refused"}},
 		{"applies in prod", []string{"--env", "prod", "--type", "nova.apply.*"}, []string{"prod nova.apply.authorized", "prod nova.apply.completed"}},
 		{"the unknown outcome and its resolution", []string{"--env", "dev", "--type", "nova.apply.indeterminate,nova.apply.resolved"}, []string{"dev nova.apply.indeterminate", "dev nova.apply.resolved"}},
 		{"terraform's failure", []string{"--reason", string(runner.TerraformApplyFailed), "--type", runner.EventRunFailed}, []string{"dev nova.run.failed"}},

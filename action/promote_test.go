@@ -65,7 +65,7 @@ func TestPromotionDevToDR(t *testing.T) {
 
 	step(ExitAwaitingApproval, "run", "--env", "prod")
 	decide(ExitPass, "approve", "--env", "prod", "--as", "qa-lead")
-	sod := step(ExitFail, "apply", "--env", "prod")
+	sod := step(ExitAwaitingApproval, "apply", "--env", "prod")
 	if sod.Reason != string(runner.SeparationOfDutiesViolation) || !strings.Contains(stage(sod, "gate").Findings[0].Message, "sre-oncall") {
 		t.Fatalf("prod approved by the qa approver: %s %+v", sod.Reason, stage(sod, "gate").Findings)
 	}

@@ -259,13 +259,14 @@ func TestGatePromotion(t *testing.T) {
 		t.Errorf("the same review was imported %d more time(s)", n)
 	}
 
-	// prod by the qa approver: separation of duties, recorded, exit 1.
+	// prod by the qa approver: separation of duties, the refusal
+	// recorded, and the plan goes on waiting for someone else (exit 3).
 	start := len(w.rec.events)
 	out, st := w.run(Prod, digestA, "", claim("qa-lead", Prod, digestA, "r2"))
-	if out.Verdict != Fail || out.Reason != SeparationOfDutiesViolation || st.Authorization != nil {
+	if out.Verdict != AwaitingApproval || out.Reason != SeparationOfDutiesViolation || st.Authorization != nil {
 		t.Fatalf("prod by the qa approver: %s %s", out.Verdict, out.Reason)
 	}
-	if got := w.typesSince(start + 1); !cmp.Equal(got, []string{EventApprovalChecked, EventApprovalRecorded, EventRunFailed, EventApprovalRefused}) {
+	if got := w.typesSince(start + 1); !cmp.Equal(got, []string{EventApprovalChecked, EventApprovalRecorded, EventApprovalRequested, EventApprovalRefused}) {
 		t.Errorf("events %v", got)
 	}
 	msg := out.Results[len(out.Results)-1].Findings[0].Message

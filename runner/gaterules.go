@@ -127,7 +127,7 @@ func decideGate(sum *GateSummary, in gateInput) (gateDecision, error) {
 	if len(valid) > 0 && (in.Env == Prod || in.Env == DR) {
 		var refusal *gateDecision
 		if valid, refusal = separateDuties(valid, sum.Env(QA).Approvers, in, group); refusal != nil {
-			return *refusal, nil
+			return refused(*refusal, waiting(es, in)), nil
 		}
 	}
 	if len(valid) > 0 {
@@ -136,10 +136,24 @@ func decideGate(sum *GateSummary, in gateInput) (gateDecision, error) {
 	return waiting(es, in), nil
 }
 
+// refused is a refusal of the only approvals there are: the refusal is
+// recorded, and the plan goes on waiting for someone who may approve it.
+// Nothing is wrong with the change, so the run does not fail: it waits,
+// saying why the approvals given do not count.
+func refused(refusal, wait gateDecision) gateDecision {
+	if wait.Verdict != AwaitingApproval {
+		return wait
+	}
+	wait.Reason = refusal.Reason
+	wait.Message = refusal.Message + "; " + wait.Message
+	wait.Also = append(refusal.Also, wait.Also...)
+	return wait
+}
+
 // separateDuties keeps the approvals of valid whose approver did not
 // approve the contract in qa (qaApprovers: approver → their qa approval
-// events). When none is left, the decision is a refusal that names them
-// and who else of group may approve.
+// events). When none is left, the refusal names them and who else of
+// group may approve.
 func separateDuties(valid []Approval, qaApprovers map[Login][]string, in gateInput, group string) ([]Approval, *gateDecision) {
 	var allowed []Approval
 	refused := RefusalRecord{Environment: in.Env, PlanDigest: in.Digest, Reason: SeparationOfDutiesViolation}
@@ -162,7 +176,7 @@ func separateDuties(valid []Approval, qaApprovers map[Login][]string, in gateInp
 	for _, t := range in.Approvers.Groups[group].Teams {
 		refused.Eligible = append(refused.Eligible, "members of "+t)
 	}
-	return nil, &gateDecision{Verdict: Fail, Reason: SeparationOfDutiesViolation,
+	return nil, &gateDecision{Reason: SeparationOfDutiesViolation,
 		Message: fmt.Sprintf("%s approved this contract in qa and may not approve it in %s; ask someone else from %s: %s",
 			strings.Join(slices.Compact(slices.Sorted(slices.Values(refused.Approvers))), ", "), in.Env, group, orNone(strings.Join(refused.Eligible, ", "))),
 		Also: []EventSpec{{Type: EventApprovalRefused, Data: refused}}}

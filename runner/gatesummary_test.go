@@ -290,7 +290,7 @@ func chainDecideGate(events []Event, in gateInput) (gateDecision, error) {
 		}
 		var refusal *gateDecision
 		if valid, refusal = separateDuties(valid, qaApprovers, in, group); refusal != nil {
-			return *refusal, nil
+			return refused(*refusal, chainWaiting(events, in)), nil
 		}
 	}
 	if len(valid) > 0 {
