@@ -407,7 +407,8 @@ func maps(a, b map[string]string) map[string]string {
 }
 
 // viaGiteaUnderAct: the Gitea workflow run by act in host mode, for the
-// pull_request and issue_comment events Gitea delivered; Gitea is checked
+// pull_request (as pull_request_target) and issue_comment events Gitea
+// delivered; Gitea is checked
 // afterwards for what nova left on the pull request.
 func (f *flowForge) viaGiteaUnderAct(t *testing.T, act string) trace {
 	opened := f.await(t, "pull_request", func(p map[string]any) bool { return p["action"] == "opened" })
@@ -432,7 +433,9 @@ func (f *flowForge) viaGiteaUnderAct(t *testing.T, act string) trace {
 		}
 		tr.exits = append(tr.exits, codes)
 	}
-	round("pull_request", opened, fmt.Sprintf("refs/pull/%d/head", f.pull), f.headSHA, 1)
+	// Gitea runs the default branch's copy for pull_request_target, at
+	// the base's head (actrunner's TestGiteaEventFacts).
+	round("pull_request_target", opened, "refs/heads/main", f.baseSHA, 1)
 
 	// What a reviewer sees on Gitea: nova's comment for qa, naming the
 	// command that approves it, and a pending status.

@@ -77,6 +77,7 @@ func newFakeGitHub(t *testing.T, owner, repo string, pr pullFixture) *fakeGitHub
 	mux.HandleFunc("GET "+base, f.getRepo)
 	mux.HandleFunc("GET "+base+"/branches/{branch}", f.getBranch)
 	mux.HandleFunc("GET "+base+"/contents/{path...}", f.getContents)
+	mux.HandleFunc("GET "+base+"/commits/{sha}", f.getCommit)
 	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		auth := r.Header.Get("Authorization")
 		if auth != "Bearer "+f.token && auth != "token "+f.token {
@@ -132,6 +133,13 @@ func (f *fakeGitHub) getContents(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"type": "file", "encoding": "base64", "size": len(text), "path": r.PathValue("path"),
 		"content": base64.StdEncoding.EncodeToString([]byte(text))})
+}
+
+// getCommit answers as GitHub does for an unsigned commit: the tests'
+// commits are not signed.
+func (f *fakeGitHub) getCommit(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]any{"sha": r.PathValue("sha"), "commit": map[string]any{
+		"message": "a change", "verification": map[string]any{"verified": false, "reason": "unsigned", "signature": nil, "payload": nil}}})
 }
 
 func (f *fakeGitHub) listCommits(w http.ResponseWriter, _ *http.Request) {

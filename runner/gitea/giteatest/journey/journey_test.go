@@ -89,7 +89,7 @@ func TestJourney(t *testing.T) {
 
 	j.scaffold()
 
-	j.step("the pull request opened", "pull_request", j.openPullRequest)
+	j.step("the pull request opened", "pull_request_target", j.openPullRequest)
 	j.wantStatuses("after the pull request opened", map[string]string{"dev": "success", "qa": "pending"})
 	qaDigest := j.approveCommand("qa")
 
