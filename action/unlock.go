@@ -67,17 +67,11 @@ func unlockCommand(ctx context.Context, cfg Config, env Env) error {
 	if err != nil {
 		return failed(env, cfg, err)
 	}
-	store, _, err := openEvidenceStore(ctx, cfg.Evidence, env)
+	store, err := openCurrentEvidence(ctx, cfg, env)
 	if err != nil {
 		return failed(env, cfg, err)
 	}
 	defer store.Close()
-	if err := store.Drain(ctx); err != nil {
-		return failed(env, cfg, err)
-	}
-	if err := store.Sync(ctx); err != nil {
-		return failed(env, cfg, err)
-	}
 	sum, err := runner.ReadGateSummary(ctx, store, id)
 	if err != nil {
 		return failed(env, cfg, err)
