@@ -32,17 +32,11 @@ func approveCommand(ctx context.Context, cfg Config, env Env) error {
 	if err := guardEvidence(ctx, cfg, env.Stderr); err != nil {
 		return failed(env, cfg, err)
 	}
-	store, _, err := openEvidenceStore(ctx, cfg.Evidence, env)
+	store, err := openCurrentEvidence(ctx, cfg, env)
 	if err != nil {
 		return failed(env, cfg, err)
 	}
 	defer store.Close()
-	if err := store.Drain(ctx); err != nil {
-		return failed(env, cfg, err)
-	}
-	if err := store.Sync(ctx); err != nil {
-		return failed(env, cfg, err)
-	}
 	events, err := store.Chain(ctx, contract.ID)
 	if err != nil {
 		return failed(env, cfg, err)

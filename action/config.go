@@ -77,6 +77,8 @@ type Config struct {
 	Verify  VerifyFlags
 	Resolve ResolveFlags
 	Approve ApproveFlags
+	// Unlock holds `nova unlock`'s flags.
+	Unlock UnlockFlags
 	// Init and Pin hold `nova init`'s and `nova pin`'s flags.
 	Init InitFlags
 	Pin  PinFlags
@@ -165,7 +167,7 @@ var (
 	// change touches (--changed); matrix only lists them.
 	manyCommands     = []string{"validate", "explain", "plan", "run", "matrix"}
 	auditCommands    = []string{"query", "export", "report"}
-	evidenceCommands = slices.Concat(pipelineCommands, []string{"verify", "resolve"}, approveCommands, auditCommands)
+	evidenceCommands = slices.Concat(pipelineCommands, []string{"verify", "resolve", "unlock"}, approveCommands, auditCommands)
 	// repoCommands read an evidence repo named by their one argument.
 	repoCommands = slices.Concat([]string{"verify"}, auditCommands)
 )
@@ -212,7 +214,7 @@ func readConfig(env Env) (Config, error) {
 			return cfg, fmt.Errorf("%w %q", errUnknownCommand, args[0])
 		}
 		cfg.Command, args = args[0], args[1:]
-	case "init", "pin", "report":
+	case "init", "pin", "report", "unlock":
 	default:
 		if !slices.Contains(contractCommands, cfg.Command) && cfg.Command != "matrix" {
 			return cfg, fmt.Errorf("%w %q", errUnknownCommand, cfg.Command)
@@ -394,6 +396,8 @@ func (cfg *Config) flags(fs *flag.FlagSet, getenv func(string) string) *rawFlags
 		if cmd == "reject" {
 			fs.StringVar(&cfg.Approve.Reason, "reason", "", "why the plan is rejected (required)")
 		}
+	case "unlock":
+		cfg.unlockFlags(fs, f)
 	case "resolve":
 		fs.StringVar(&f.branch, "branch", "", "evidence branch (default: $NOVA_EVIDENCE_BRANCH or main)")
 		fs.StringVar(&cfg.Resolve.Contract, "contract", "", "contract id (required)")
@@ -478,6 +482,11 @@ func (cfg *Config) complete(f *rawFlags, env Env) error {
 	}
 	if cfg.Command == "resolve" {
 		if err := cfg.checkResolve(f.resolveEnv); err != nil {
+			return err
+		}
+	}
+	if cfg.Command == "unlock" {
+		if err := cfg.checkUnlock(); err != nil {
 			return err
 		}
 	}

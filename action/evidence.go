@@ -269,25 +269,37 @@ func loadCommitKeys(files []string, s EvidenceConfig) (*signing.CommitKeyRing, e
 	return kr, nil
 }
 
+// openCurrentEvidence opens the store for a command that decides on the
+// evidence repo as it is now: it delivers what an earlier run left in the
+// outbox first, then syncs, never deciding on a stale copy. The caller
+// closes the store.
+func openCurrentEvidence(ctx context.Context, cfg Config, env Env) (*evidence.Store, error) {
+	store, _, err := openEvidenceStore(ctx, cfg.Evidence, env)
+	if err != nil {
+		return nil, err
+	}
+	if err := store.Drain(ctx); err != nil {
+		_ = store.Close()
+		return nil, err
+	}
+	if err := store.Sync(ctx); err != nil {
+		_ = store.Close()
+		return nil, err
+	}
+	return store, nil
+}
+
 func evidenceResolve(ctx context.Context, cfg Config, env Env) error {
 	r := cfg.Resolve
 	if err := guardEvidence(ctx, cfg, env.Stderr); err != nil {
 		return failed(env, cfg, err)
 	}
-	store, _, err := openEvidenceStore(ctx, cfg.Evidence, env)
+	// The indeterminate event itself may still be in the outbox.
+	store, err := openCurrentEvidence(ctx, cfg, env)
 	if err != nil {
 		return failed(env, cfg, err)
 	}
 	defer store.Close()
-	// Deliver anything an earlier run left behind first: the indeterminate
-	// event itself may still be in the outbox. Then decide on the repo as
-	// it is now, never on a stale copy.
-	if err := store.Drain(ctx); err != nil {
-		return failed(env, cfg, err)
-	}
-	if err := store.Sync(ctx); err != nil {
-		return failed(env, cfg, err)
-	}
 	events, err := store.Chain(ctx, r.Contract)
 	if err != nil {
 		return failed(env, cfg, err)

@@ -27,6 +27,9 @@ type forgeAdapters struct {
 	statuses    runner.StatusSetter
 	deployments runner.Deployments
 	issues      runner.IssueTracker
+	// pullStates tells whether the pull request holding a locked
+	// environment is still open.
+	pullStates runner.PullRequestStates
 }
 
 // connectForge builds the adapters of the forge nova runs in. Outside a
@@ -46,6 +49,7 @@ func connectForge(ctx context.Context, cfg Config) (*forgeAdapters, error) {
 			return nil, err
 		}
 		a.membership, a.statuses, a.deployments, a.issues, trusted, a.verifier = c.Teams(), c.Statuses(), c.Deployments(), c.Issues(), c.TrustedBase(), c
+		a.pullStates = c.PullRequestStates()
 		if fc.RunID != 0 {
 			a.sources = append(a.sources, c.EnvironmentApprovals())
 		}
@@ -60,6 +64,7 @@ func connectForge(ctx context.Context, cfg Config) (*forgeAdapters, error) {
 			return nil, err
 		}
 		a.membership, a.statuses, a.issues, trusted, a.verifier = c.Teams(), c.Statuses(), c.Issues(), c.TrustedBase(), c
+		a.pullStates = c.PullRequestStates()
 		if fc.PullRequest != 0 {
 			pr := c.PullRequest()
 			a.sources = append(a.sources, eventSource(fc, runner.SourceGiteaComment)...)

@@ -108,6 +108,7 @@ func (w wiring) run(ctx context.Context, rep *reporter) *contractRun {
 		Commit:       cfg.Commit,
 		RunDir:       filepath.Join(local.RunsDir(cfg.Dir), runID),
 		ForgeRun:     cfg.ForgeRun,
+		PullRequest:  cfg.ForgeAPI.PullRequest,
 	}
 	w.runID = runID
 	err := w.setupErr
@@ -220,7 +221,7 @@ func (w wiring) stages(ctx context.Context) ([]runner.Stage, error) {
 		}
 		bundle := &apply.Bundle{Dir: cfg.Bundle, ExpectDigest: cfg.ExpectDigest, RunsDir: local.RunsDir(cfg.Dir), Evidence: w.evidence, Engine: engine}
 		// A bundle applied before answers first, running nothing.
-		return slices.Concat([]runner.Stage{validate, bundle, w.change(reg, engine)}, w.gate(), []runner.Stage{apply.New(engine)}), nil
+		return slices.Concat([]runner.Stage{validate, bundle, w.change(reg, engine)}, w.lock(), w.gate(), []runner.Stage{apply.New(engine)}), nil
 	}
 	if cfg.Command == "drift" {
 		// Drift looks at what runs, not at the change: no evaluation, no
@@ -263,7 +264,7 @@ func (w wiring) stages(ctx context.Context) ([]runner.Stage, error) {
 	}
 	// The change is named before anything is evaluated: an environment
 	// that applied it answers with its receipt and runs nothing else.
-	evaluate = slices.Insert(evaluate, 1, runner.Stage(w.change(reg, engine)))
+	evaluate = slices.Insert(evaluate, 1, slices.Concat([]runner.Stage{w.change(reg, engine)}, w.lock())...)
 	planned := slices.Concat(evaluate, []runner.Stage{
 		plan.New(engine),
 		policy.New(engines, runner.PostPlan),

@@ -29,6 +29,7 @@ Usage:
   nova approve  --env E --as NAME     approve the newest plan for E as NAME (a signed local claim)
   nova reject   --env E --as NAME --reason TEXT   reject it
   nova evidence verify|resolve   check the evidence repo, or resolve an indeterminate apply
+  nova unlock   --env dev --reason TEXT [--contract ID]   release the environment a pull request holds
   nova init     --forge github|gitea [--dir D] [--stack S]   scaffold a contract, approvers and the workflow
   nova pin      [--dir D]   pin Nova by commit in the workflows' prod and dr jobs
   nova evidence query|export     ask the verified evidence, or export its fact tables
@@ -81,6 +82,8 @@ func run(ctx context.Context, env Env) error {
 		return evidenceVerify(ctx, cfg, env)
 	case "resolve":
 		return evidenceResolve(ctx, cfg, env)
+	case "unlock":
+		return unlockCommand(ctx, cfg, env)
 	case "query":
 		return evidenceQuery(ctx, cfg, env)
 	case "export":

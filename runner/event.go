@@ -36,6 +36,8 @@ const (
 	EventDriftClear         = "nova.drift.clear"
 	EventChangeIdentified   = "nova.change.identified"
 	EventChangeReceipt      = "nova.change.receipt"
+	EventLockChecked        = "nova.lock.checked"
+	EventLockReleased       = "nova.lock.released"
 )
 
 // Event is a CloudEvents 1.0 envelope in its JSON format.

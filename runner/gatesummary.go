@@ -36,7 +36,7 @@ func ReadGateSummary(ctx context.Context, r EvidenceReader, contractID string) (
 // differs: bump it whenever Fold keeps something new or folds an event
 // differently, or a summary folded by the old rules would be read as if
 // the new ones had made it.
-const GateSummaryVersion = 3
+const GateSummaryVersion = 4
 
 // GateSummary is what the gate's rules read of one contract's chain, and
 // what the approvals stage and the decision ledger read of it, folded
@@ -105,6 +105,12 @@ type EnvGateSummary struct {
 	AuthorizedChange string            `json:",omitempty"`
 	Applied          map[string]string `json:",omitempty"`
 	LastApplied      *AppliedChange    `json:",omitempty"`
+	// AuthorizedPR is the pull request of the open authorization's run;
+	// Hold the pull request that holds the environment (PullRequestLock):
+	// the latest whose authorized apply completed, until a release names
+	// the event that took it.
+	AuthorizedPR int64            `json:",omitempty"`
+	Hold         *PullRequestHold `json:",omitempty"`
 	// Drifted is true when a drift check found, since the last apply,
 	// that what runs no longer matches it: the change must be applied
 	// again, so no receipt answers for it.
@@ -194,9 +200,9 @@ func (s *GateSummary) Fold(e Event) {
 		es.Open, es.AuthorizedBy = ref(e), e.RunID
 		es.Request, es.Escalated = nil, false
 		var a Authorization
-		es.AuthorizedChange = ""
+		es.AuthorizedChange, es.AuthorizedPR = "", 0
 		if DecodeEventData(e, &a) == nil {
-			es.AuthorizedChange = a.Change
+			es.AuthorizedChange, es.AuthorizedPR = a.Change, a.PullRequest
 		}
 	case EventApplyCompleted:
 		es := s.env(Environment(e.Environment))
@@ -206,6 +212,8 @@ func (s *GateSummary) Fold(e Event) {
 		if es.Open != nil && es.Open.Type == EventApplyAuthorized {
 			es.Open = nil
 		}
+		es.hold(e)
+		es.AuthorizedPR = 0
 		if c := es.AuthorizedChange; c != "" {
 			if es.Applied == nil {
 				es.Applied = map[string]string{}
@@ -222,7 +230,7 @@ func (s *GateSummary) Fold(e Event) {
 	case EventRunFailed:
 		es := s.env(Environment(e.Environment))
 		if es.Open != nil && es.Open.Type == EventApplyAuthorized && e.RunID == es.AuthorizedBy && !failedUnknown(e) {
-			es.Open, es.AuthorizedChange = nil, ""
+			es.Open, es.AuthorizedChange, es.AuthorizedPR = nil, "", 0
 		}
 	case EventApplyIndeterminate:
 		s.env(Environment(e.Environment)).Open = ref(e)
@@ -232,14 +240,26 @@ func (s *GateSummary) Fold(e Event) {
 		// Someone established what the apply of unknown outcome did: the
 		// change it was authorized for runs there only if it applied.
 		var r Resolution
-		if c := es.AuthorizedChange; c != "" && DecodeEventData(e, &r) == nil && r.Outcome == ResolvedApplied {
+		applied := DecodeEventData(e, &r) == nil && r.Outcome == ResolvedApplied
+		if applied {
+			es.hold(e)
+		}
+		if c := es.AuthorizedChange; c != "" && applied {
 			if es.Applied == nil {
 				es.Applied = map[string]string{}
 			}
 			es.Applied[c] = e.ID
 			es.LastApplied = &AppliedChange{Change: c, Event: e.ID}
 		}
-		es.AuthorizedChange = ""
+		es.AuthorizedChange, es.AuthorizedPR = "", 0
+	case EventLockReleased:
+		es := s.env(Environment(e.Environment))
+		var r LockRelease
+		// A release names the hold it ends, so one recorded late never
+		// ends a hold taken after it was decided on.
+		if es.Hold != nil && DecodeEventData(e, &r) == nil && r.Hold == es.Hold.Event {
+			es.Hold = nil
+		}
 	case EventApprovalRejected:
 		es := s.env(Environment(e.Environment))
 		es.Request, es.Escalated = nil, false
@@ -286,6 +306,16 @@ func (s *GateSummary) Fold(e Event) {
 		a.Approver = string(LoginOf(a.Approver))
 		es.Approvals[a.PlanDigest] = append(es.Approvals[a.PlanDigest], Approval{ApprovalRecord: a, EventID: e.ID, Seq: e.Seq, Recorded: e.Time})
 		es.Approvers[Login(a.Approver)] = append(es.Approvers[Login(a.Approver)], e.ID)
+	}
+}
+
+// hold records that the authorized run's pull request, if it had one,
+// holds the environment from e on: the apply that completed it, or the
+// resolution that found it applied. A run without a pull request leaves
+// the hold as it was.
+func (es *EnvGateSummary) hold(e Event) {
+	if es.AuthorizedPR > 0 {
+		es.Hold = &PullRequestHold{PullRequest: es.AuthorizedPR, Change: es.AuthorizedChange, Event: e.ID}
 	}
 }
 

@@ -154,6 +154,7 @@ const (
 	ApproverKeyNotRegistered    Reason = "APPROVER_KEY_NOT_REGISTERED"
 	ChangeAuthorUnknown         Reason = "CHANGE_AUTHOR_UNKNOWN"
 	PromotionOrderViolation     Reason = "PROMOTION_ORDER_VIOLATION"
+	StateHeldByPR               Reason = "STATE_HELD_BY_PR"
 	ApproverLeftGroup           Reason = "APPROVER_LEFT_GROUP"
 	SeparationOfDutiesViolation Reason = "SEPARATION_OF_DUTIES_VIOLATION"
 	ApproversInvalid            Reason = "APPROVERS_INVALID"
@@ -312,6 +313,7 @@ var reasonTable = []ReasonInfo{
 	{ChangeAuthorUnknown, "gate", KindVerdict, "A commit of the change has an author the forge links to no account, so nobody can be shown not to have written it; no approval is accepted until it is linked or replaced (rejections still count)."},
 	{PromotionOrderViolation, "gate", KindVerdict, "The change (contract content, module digests, engine version) has not been applied in the environment before this one: qa follows dev, prod follows qa, dr follows prod."},
 	{ApproverLeftGroup, "gate", KindVerdict, "The approval was recorded while its approver was in the environment's group, but they are no longer in it when the gate decides; it no longer counts."},
+	{StateHeldByPR, "gate", KindVerdict, "Another open pull request holds the environment (dev): its change was applied there first, and it holds it until the forge says it was merged or closed, or an operator runs `nova unlock`. This pull request's run is refused before it plans; the message names the holder and its change."},
 	{SeparationOfDutiesViolation, "gate", KindVerdict, "The prod or dr approver also approved this contract in qa; someone else from the approver group must approve."},
 	{ApproversInvalid, "gate", KindError, "`.nova/approvers.yml` in the trusted base is missing, unreadable or invalid (an unknown field, an undefined group, a malformed name)."},
 	{ForgeAPIFailed, "gate", KindError, "The forge's API (GitHub, Gitea) could not be read or written after retries: unreachable, unauthorized, or rate-limited past the wait."},

@@ -103,6 +103,10 @@ type State struct {
 	// plans record it so an environment approval of that workflow run
 	// binds to its own bundle only.
 	ForgeRun string
+	// PullRequest is the forge's pull request the run is for, 0 when
+	// none: the authorization records it, so the evidence says which
+	// pull request holds an environment (PullRequestLock).
+	PullRequest int64
 
 	Contract       *Contract
 	ContractDigest string
@@ -180,6 +184,9 @@ type Authorization struct {
 	// Change is the change the plan deploys (ChangeRecord.ID): once the
 	// apply completes, the environment has applied it.
 	Change string `json:"change,omitempty"`
+	// PullRequest is the pull request whose run was authorized (0: none);
+	// once the apply completes, it holds a locked environment.
+	PullRequest int64 `json:"pullRequest,omitempty"`
 }
 
 // CostEstimate is a monthly cost estimate of the planned change.

@@ -37,8 +37,8 @@ type Config struct {
 }
 
 // Client is a connection to one repository on one Gitea. Its views
-// (Reviews, Comments, Teams, PullRequest, Statuses) implement runner's
-// ports; it is safe for concurrent use.
+// (Reviews, Comments, Teams, PullRequest, PullRequestStates, Statuses)
+// implement runner's ports; it is safe for concurrent use.
 type Client struct {
 	url   string
 	token string

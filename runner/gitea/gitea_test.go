@@ -349,6 +349,7 @@ func TestForgeOnGitea(t *testing.T) {
 	t.Run("change", func(t *testing.T) { testChange(t, f) })
 	t.Run("statuses", func(t *testing.T) { testStatuses(t, f) })
 	t.Run("token errors", func(t *testing.T) { testTokenErrors(t, f) })
+	t.Run("pull request states", func(t *testing.T) { testPullRequestStates(t, f) })
 }
 
 func testTeams(t *testing.T, f *forge) {

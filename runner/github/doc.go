@@ -1,6 +1,7 @@
 // Package github is Nova's GitHub adapter: it implements the runner's forge
 // ports (approval sources, team membership, the change under review, the
-// plan comment, commit statuses and deployments) over GitHub's REST API with
+// state of pull requests, the plan comment, commit statuses and
+// deployments) over GitHub's REST API with
 // go-github.
 //
 // The adapter reports what GitHub holds and decides nothing: an approval
