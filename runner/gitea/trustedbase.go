@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"sync"
 
 	"github.com/nova-platform/nova/runner"
 )
@@ -13,14 +12,7 @@ import (
 // (runner.TrustedBase): the default branch, or the pull request's base
 // when Gitea reports that branch protected, at the commit Gitea says the
 // branch is at.
-type TrustedBase struct {
-	c *Client
-
-	once   sync.Once
-	branch string
-	sha    string
-	err    error
-}
+type TrustedBase struct{ c *Client }
 
 var _ runner.TrustedBase = (*TrustedBase)(nil)
 
@@ -29,14 +21,16 @@ func (c *Client) TrustedBase() *TrustedBase { return &TrustedBase{c: c} }
 
 // TrustedFile implements runner.TrustedBase.
 func (t *TrustedBase) TrustedFile(ctx context.Context, path string) ([]byte, string, error) {
-	t.once.Do(func() { t.branch, t.sha, t.err = t.resolve(ctx) })
-	if t.err != nil {
-		return nil, "", t.err
+	// Resolved on every read: runner.ForgeApprovers reads the one file
+	// a run needs once.
+	branch, sha, err := t.resolve(ctx)
+	if err != nil {
+		return nil, "", err
 	}
-	where := fmt.Sprintf("%s at %s", t.branch, runner.ShortDigest(t.sha))
+	where := fmt.Sprintf("%s at %s", branch, runner.ShortDigest(sha))
 	c := t.c
 	activity := fmt.Sprintf("reading %s at %s", path, where)
-	data, resp, err := c.api(ctx).GetFile(c.owner, c.repo, t.sha, path)
+	data, resp, err := c.api(ctx).GetFile(c.owner, c.repo, sha, path)
 	if resp != nil && resp.StatusCode == http.StatusNotFound {
 		return nil, where, fmt.Errorf("%s is not in the trusted base %s: only a config already merged there counts", path, where)
 	}

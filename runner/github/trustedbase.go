@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"sync"
 
 	gh "github.com/google/go-github/v66/github"
 
@@ -18,14 +17,7 @@ const permContentsRead = "contents: read"
 // (runner.TrustedBase): the default branch, or the pull request's base
 // when GitHub reports that branch protected, at the commit GitHub says the
 // branch is at.
-type TrustedBase struct {
-	c *Client
-
-	once   sync.Once
-	branch string
-	sha    string
-	err    error
-}
+type TrustedBase struct{ c *Client }
 
 var _ runner.TrustedBase = (*TrustedBase)(nil)
 
@@ -34,13 +26,15 @@ func (c *Client) TrustedBase() *TrustedBase { return &TrustedBase{c: c} }
 
 // TrustedFile implements runner.TrustedBase.
 func (t *TrustedBase) TrustedFile(ctx context.Context, path string) ([]byte, string, error) {
-	t.once.Do(func() { t.branch, t.sha, t.err = t.resolve(ctx) })
-	if t.err != nil {
-		return nil, "", t.err
+	// Resolved on every read: runner.ForgeApprovers reads the one file
+	// a run needs once.
+	branch, sha, err := t.resolve(ctx)
+	if err != nil {
+		return nil, "", err
 	}
-	where := fmt.Sprintf("%s at %s", t.branch, runner.ShortDigest(t.sha))
+	where := fmt.Sprintf("%s at %s", branch, runner.ShortDigest(sha))
 	c := t.c
-	file, _, resp, err := c.gh.Repositories.GetContents(ctx, c.owner, c.repo, path, &gh.RepositoryContentGetOptions{Ref: t.sha})
+	file, _, resp, err := c.gh.Repositories.GetContents(ctx, c.owner, c.repo, path, &gh.RepositoryContentGetOptions{Ref: sha})
 	if resp != nil && resp.StatusCode == http.StatusNotFound {
 		return nil, where, fmt.Errorf("%s is not in the trusted base %s: only a config already merged there counts", path, where)
 	}

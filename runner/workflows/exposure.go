@@ -1,11 +1,7 @@
 package workflows
 
 import (
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 
@@ -47,32 +43,12 @@ var branchCopy = map[string][]string{
 //     secrets.
 func Exposures(root string) ([]Exposure, error) {
 	var out []Exposure
-	for _, dir := range Dirs {
-		entries, err := os.ReadDir(filepath.Join(root, dir))
-		if errors.Is(err, fs.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			return nil, runner.Errorf(runner.ConfigInvalid, "reading %s: %w", dir, err)
-		}
-		for _, e := range entries {
-			ext := filepath.Ext(e.Name())
-			if e.IsDir() || (ext != ".yml" && ext != ".yaml") {
-				continue
-			}
-			rel := filepath.ToSlash(filepath.Join(dir, e.Name()))
-			data, err := readWorkflow(filepath.Join(root, rel))
-			if err != nil {
-				return nil, err
-			}
-			found, err := exposures(rel, dir, data)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, found...)
-		}
-	}
-	return out, nil
+	err := eachWorkflow(root, func(rel, dir string, data []byte) error {
+		found, err := exposures(rel, dir, data)
+		out = append(out, found...)
+		return err
+	})
+	return out, err
 }
 
 func exposures(file, dir string, data []byte) ([]Exposure, error) {

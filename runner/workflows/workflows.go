@@ -55,13 +55,24 @@ var commitRef = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile
 // Scan finds every use of repo (owner/name) in the workflows under root.
 func Scan(root, repo string) ([]Use, error) {
 	var uses []Use
+	err := eachWorkflow(root, func(rel, _ string, data []byte) error {
+		found, err := scanFile(rel, data, repo)
+		uses = append(uses, found...)
+		return err
+	})
+	return uses, err
+}
+
+// eachWorkflow calls fn with every workflow file under root: its path
+// from root, the forge's directory it is in, and its bytes.
+func eachWorkflow(root string, fn func(rel, dir string, data []byte) error) error {
 	for _, dir := range Dirs {
 		entries, err := os.ReadDir(filepath.Join(root, dir))
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
 		if err != nil {
-			return nil, runner.Errorf(runner.ConfigInvalid, "reading %s: %w", dir, err)
+			return runner.Errorf(runner.ConfigInvalid, "reading %s: %w", dir, err)
 		}
 		for _, e := range entries {
 			ext := filepath.Ext(e.Name())
@@ -71,16 +82,14 @@ func Scan(root, repo string) ([]Use, error) {
 			rel := filepath.ToSlash(filepath.Join(dir, e.Name()))
 			data, err := readWorkflow(filepath.Join(root, rel))
 			if err != nil {
-				return nil, err
+				return err
 			}
-			found, err := scanFile(rel, data, repo)
-			if err != nil {
-				return nil, err
+			if err := fn(rel, dir, data); err != nil {
+				return err
 			}
-			uses = append(uses, found...)
 		}
 	}
-	return uses, nil
+	return nil
 }
 
 func readWorkflow(path string) ([]byte, error) {
