@@ -472,7 +472,7 @@ func TestExportFactTables(t *testing.T) {
 		t.Errorf("confidence inputs: %v", inputs)
 	}
 	runs := project(tables["runs"], "environment", "kind", "verdict", "reason")
-	for _, want := range []string{"qa pipeline awaiting_approval APPROVAL_REQUIRED", "prod pipeline fail SEPARATION_OF_DUTIES_VIOLATION", "dev pipeline error APPLY_INDETERMINATE", "qa approval pass ", "dev resolution pass "} {
+	for _, want := range []string{"qa pipeline awaiting_approval APPROVAL_REQUIRED", "prod pipeline awaiting_approval SEPARATION_OF_DUTIES_VIOLATION", "dev pipeline error APPLY_INDETERMINATE", "qa approval pass ", "dev resolution pass "} {
 		if !slices.Contains(runs, want) {
 			t.Errorf("runs lack %q:\n%s", want, strings.Join(runs, "\n"))
 		}

@@ -69,6 +69,9 @@ func newPullsForge(states map[int]string) *pullsForge {
 		f.comments[number(r)] = append(f.comments[number(r)], c.Body)
 		writeJSONStatus(w, http.StatusCreated, map[string]any{"id": 1})
 	})
+	mux.HandleFunc("GET /repos/o/r/commits/{sha}", func(w http.ResponseWriter, r *http.Request) {
+		writeJSONStatus(w, http.StatusOK, map[string]any{"sha": r.PathValue("sha"), "commit": map[string]any{"verification": map[string]any{"verified": false, "reason": "unsigned"}}})
+	})
 	mux.HandleFunc("POST /repos/o/r/", func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
 		writeJSONStatus(w, http.StatusCreated, map[string]any{"id": 1})

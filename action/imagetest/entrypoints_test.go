@@ -591,6 +591,11 @@ func readEvidence(t *testing.T, url string, auth *githttp.BasicAuth) (runs [][]s
 	var order []string
 	byRun := map[string][]string{}
 	for _, e := range events {
+		// Only a pull request's run checks who holds dev: the CLI has
+		// none to check.
+		if e.Type == "nova.lock.checked" {
+			continue
+		}
 		if decision, ok := decisions[e.Type]; ok {
 			var a struct {
 				Approver, Environment, PlanDigest string

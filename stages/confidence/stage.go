@@ -70,7 +70,7 @@ func (s *Stage) Run(ctx context.Context, st *runner.State) (runner.Result, error
 	if s.verifier != nil && st.Commit != "" {
 		state, err := s.verifier.VerifyCommit(ctx, st.Dir, st.Commit)
 		if err != nil {
-			return runner.Result{}, runner.Errorf(runner.InternalError, "verifying commit %s: %w", st.Commit, err)
+			return runner.Result{}, runner.Errorf(runner.ReasonOf(err), "verifying commit %s: %w", st.Commit, err)
 		}
 		ev.Commit = state
 	}
