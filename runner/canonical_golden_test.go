@@ -28,6 +28,11 @@ var writeCanonicalV1 = flag.Bool("write-canonical-v1", false, "write testdata/ca
 
 const canonicalGolden = "testdata/canonical-v1.golden"
 
+// maxNestingDepth is encoding/json's limit on nested arrays and objects: a
+// Go value nested deeper marshals but does not decode again, so Canonical
+// refuses it.
+const maxNestingDepth = 10000
+
 // canonicalCases names every input: the values of canonicalValues, and
 // each raw case alone, inside a struct whose fields are out of order, as
 // a map value and as an event's data.

@@ -1,13 +1,11 @@
 package rego
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
-	"unicode/utf8"
 
 	"github.com/open-policy-agent/opa/v1/ast"
-
-	"github.com/nova-platform/nova/runner"
 )
 
 // valueReader turns JSON text into OPA's value type in one pass. OPA's own
@@ -171,12 +169,11 @@ func (r *valueReader) str() (*ast.Term, error) {
 			// json.Unmarshal for each string with escapes (policies and
 			// container definitions are JSON in a string) was an eighth
 			// of reading a plan.
-			text := r.data[start+1 : r.pos-1]
-			s, ok := runner.AppendUnquotedJSON(make([]byte, 0, len(text)+utf8.UTFMax), text)
-			if !ok {
+			var s string
+			if err := json.Unmarshal(r.data[start:r.pos], &s); err != nil {
 				return nil, fmt.Errorf("%w at offset %d: invalid escape in string", errSyntax, start)
 			}
-			return ast.InternedTerm(string(s)), nil
+			return ast.InternedTerm(s), nil
 		case c == '\\':
 			plain = false
 			r.pos += 2 // an escaped quote does not end the string

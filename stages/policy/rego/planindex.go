@@ -1,12 +1,11 @@
 package rego
 
 import (
+	"strconv"
 	"unicode"
 	"unicode/utf8"
 
 	"github.com/open-policy-agent/opa/v1/ast"
-
-	"github.com/nova-platform/nova/runner"
 )
 
 // The plan index is what Nova computes in Go while it reads the plan, and
@@ -195,8 +194,10 @@ func (s *suspectScanner) fold(raw []byte) []byte {
 func unescape(b []byte) (rune, int) {
 	switch b[1] {
 	case 'u':
-		if r := runner.UnicodeEscape(b); r >= 0 {
-			return r, 6
+		if len(b) >= 6 {
+			if r, err := strconv.ParseUint(string(b[2:6]), 16, 16); err == nil {
+				return rune(r), 6
+			}
 		}
 		return utf8.RuneError, 2
 	case 'n':
