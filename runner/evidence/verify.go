@@ -321,22 +321,13 @@ func (v *verifier) checkCommits(ctx context.Context, commits []*gitrepo.Commit) 
 	return nil
 }
 
-// checkSignatures checks the commits' signatures, in batches.
+// checkSignatures checks the commits' signatures.
 func (v *verifier) checkSignatures(commits []*gitrepo.Commit) {
-	for i, verdict := range v.opts.CommitKeys.CheckCommits(signedCommits(commits)) {
-		if verdict.Err != nil {
-			v.add(Finding{Reason: verdict.Reason, Commit: commits[i].Hash.String(), Message: verdict.Err.Error()})
+	for _, c := range commits {
+		if reason, err := v.opts.CommitKeys.CheckCommit(c.Signed, c.PGPSignature); err != nil {
+			v.add(Finding{Reason: reason, Commit: c.Hash.String(), Message: err.Error()})
 		}
 	}
-}
-
-// signedCommits is what the commit keys check of each commit.
-func signedCommits(commits []*gitrepo.Commit) []signing.SignedCommit {
-	signed := make([]signing.SignedCommit, len(commits))
-	for i, c := range commits {
-		signed[i] = signing.SignedCommit{Signed: c.Signed, Signature: c.PGPSignature}
-	}
-	return signed
 }
 
 // checkCommitContent checks that c adds exactly the event its message
