@@ -53,7 +53,7 @@ test: tools check
 	$(GO) test -run '^$$' -fuzz '^FuzzSchemaParity$$' -fuzztime $(FUZZ_SCHEMA_PARITY) ./stages/schema
 	$(GO) test -run '^$$' -fuzz '^FuzzParity$$' -fuzztime $(FUZZ_PARITY) ./runner/jsonschema
 	$(GO) test -run '^$$' -fuzz '^FuzzReadManifest$$' -fuzztime $(FUZZ_MANIFEST) ./runner/bundle
-	$(GO) test -run '^$$' -fuzz '^FuzzEventFileName$$' -fuzztime $(FUZZ_EVENT_NAME) ./runner/evidence
+	$(GO) test -run '^$$' -fuzz '^FuzzEventFileName$$' -fuzztime $(FUZZ_EVENT_NAME) ./runner/evidence/chain
 
 check: fmt vet
 

@@ -19,7 +19,7 @@ import (
 
 	"github.com/nova-platform/nova/runner"
 	"github.com/nova-platform/nova/runner/audit"
-	"github.com/nova-platform/nova/runner/evidence"
+	"github.com/nova-platform/nova/runner/evidence/chain"
 )
 
 // The audit commands are tested over an evidence repo built by real runs
@@ -389,8 +389,8 @@ func TestQueryAndExportRefuseTamperedEvidence(t *testing.T) {
 			}
 			tt.tamper(t, c)
 			code, stdout, _ := c.nova(t, "evidence", "verify", "--output", "json")
-			var rep evidence.Report
-			if err := json.Unmarshal([]byte(stdout), &rep); err != nil || code != ExitFail || !slices.ContainsFunc(rep.Findings, func(f evidence.Finding) bool { return f.Reason == tt.want }) {
+			var rep chain.Report
+			if err := json.Unmarshal([]byte(stdout), &rep); err != nil || code != ExitFail || !slices.ContainsFunc(rep.Findings, func(f chain.Finding) bool { return f.Reason == tt.want }) {
 				t.Fatalf("verify of the tampered repo: exit %d, %+v (%v)", code, rep.Findings, err)
 			}
 			// The commands name what verify names first.

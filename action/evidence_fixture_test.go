@@ -13,6 +13,7 @@ import (
 
 	"github.com/nova-platform/nova/runner"
 	"github.com/nova-platform/nova/runner/evidence"
+	"github.com/nova-platform/nova/runner/evidence/chain"
 	"github.com/nova-platform/nova/runner/evidence/evidencetest"
 )
 
@@ -53,7 +54,7 @@ func TestEvidenceFixtureV1Verifies(t *testing.T) {
 			if code := evidenceCommand(t.Context(), slices.Concat([]string{"verify", target, "--output", "json"}, keys), env); code != ExitPass {
 				t.Fatalf("verify: exit %d\n%s%s", code, stdout, stderr)
 			}
-			var rep evidence.Report
+			var rep chain.Report
 			if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
 				t.Fatal(err)
 			}
@@ -272,7 +273,7 @@ func writeFixtureFiles(t *testing.T, out string, paths evidence.LocalPaths) {
 	if code := evidenceCommand(t.Context(), args, env); code != ExitPass {
 		t.Fatalf("the fixture does not verify: exit %d\n%s%s", code, stdout, stderr)
 	}
-	var rep evidence.Report
+	var rep chain.Report
 	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
 		t.Fatal(err)
 	}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/nova-platform/nova/runner"
 	"github.com/nova-platform/nova/runner/evidence"
+	"github.com/nova-platform/nova/runner/evidence/chain"
 	"github.com/nova-platform/nova/runner/evidence/evidencetest"
 	"github.com/nova-platform/nova/runner/evidence/signing"
 )
@@ -47,11 +48,11 @@ func TestFixtureV1Verifies(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, target := range []string{fix.Repo, "file://" + fix.Repo} {
-		repo, err := evidence.OpenRepo(ctx, target, "", evidence.Credentials{})
+		repo, err := chain.OpenRepo(ctx, target, "", chain.Credentials{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		rep, err := evidence.Verify(ctx, repo, evidence.VerifyOptions{EventKeys: eventKeys, CommitKeys: commitKeys, Witness: witness})
+		rep, err := chain.Verify(ctx, repo, chain.VerifyOptions{EventKeys: eventKeys, CommitKeys: commitKeys, Witness: witness})
 		repo.Close()
 		if err != nil {
 			t.Fatal(err)
@@ -103,7 +104,7 @@ func TestFixtureV1Canonical(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	head, err := r.Reference(plumbing.NewBranchReferenceName(evidence.DefaultBranch), true)
+	head, err := r.Reference(plumbing.NewBranchReferenceName(chain.DefaultBranch), true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -317,7 +318,7 @@ func fixtureContracts(t *testing.T, repo string) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ref, err := r.Reference(plumbing.NewBranchReferenceName(evidence.DefaultBranch), true)
+	ref, err := r.Reference(plumbing.NewBranchReferenceName(chain.DefaultBranch), true)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 
 	"github.com/nova-platform/nova/runner"
+	"github.com/nova-platform/nova/runner/evidence/chain"
 	"github.com/nova-platform/nova/runner/evidence/gitrepo"
 )
 
@@ -144,7 +145,7 @@ func (s *Store) checkHead(head, witnessed plumbing.Hash) error {
 	// witness: a rewrite is the graver news.
 	check := func() {
 		errs := make([]error, len(batch))
-		_ = forEachChunk(runtime.GOMAXPROCS(0), len(batch), func(_, lo, hi int) error {
+		_ = chain.ForEachChunk(runtime.GOMAXPROCS(0), len(batch), func(_, lo, hi int) error {
 			for i := lo; i < hi; i++ {
 				if reason, err := s.commitKeys.CheckCommit(batch[i].Signed, batch[i].PGPSignature); err != nil {
 					errs[i] = runner.Errorf(reason, "evidence commit %s: %w; not reading or extending a history that holds it", short(batch[i].Hash), err)

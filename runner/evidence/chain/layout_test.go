@@ -1,4 +1,4 @@
-package evidence
+package chain
 
 import (
 	"flag"
@@ -30,7 +30,7 @@ func TestCommitMessagesAndPaths(t *testing.T) {
 	var b strings.Builder
 	for _, e := range events {
 		p := EventPath(e.ContractID, e.Seq, e.Type)
-		b.WriteString(p + "\n" + sigPath(p) + "\n" + CommitMessage(e) + "\n")
+		b.WriteString(p + "\n" + SigPath(p) + "\n" + CommitMessage(e) + "\n")
 		subj, ok := parseCommitMessage(CommitMessage(e))
 		if !ok || subj.path() != p {
 			t.Errorf("message %q parses to %+v (ok=%v), want path %s", CommitMessage(e), subj, ok, p)
@@ -44,10 +44,10 @@ func TestCommitMessagesAndPaths(t *testing.T) {
 	}
 	want, err := os.ReadFile(golden)
 	if err != nil {
-		t.Fatalf("%v; regenerate with: go test ./runner/evidence -run TestCommitMessagesAndPaths -update", err)
+		t.Fatalf("%v; regenerate with: go test ./runner/evidence/chain -run TestCommitMessagesAndPaths -update", err)
 	}
 	if string(want) != b.String() {
-		t.Errorf("commit messages or paths changed:\n%s\nwant:\n%s\nregenerate with: go test ./runner/evidence -run TestCommitMessagesAndPaths -update", b.String(), want)
+		t.Errorf("commit messages or paths changed:\n%s\nwant:\n%s\nregenerate with: go test ./runner/evidence/chain -run TestCommitMessagesAndPaths -update", b.String(), want)
 	}
 }
 
@@ -101,7 +101,7 @@ func TestSplitContractPath(t *testing.T) {
 		{"contracts/8A/c-a", "", "", false},
 		{"other/87/c-a", "", "", false},
 	} {
-		dir, rest, ok := splitContractPath(tt.path)
+		dir, rest, ok := SplitContractPath(tt.path)
 		if ok != tt.ok || ok && (dir != tt.dir || rest != tt.rest) {
 			t.Errorf("splitContractPath(%q) = %q, %q, %v; want %q, %q, %v", tt.path, dir, rest, ok, tt.dir, tt.rest, tt.ok)
 		}

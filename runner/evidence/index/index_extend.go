@@ -1,19 +1,18 @@
-package evidence
+package index
 
 import (
 	"context"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"os"
-	"runtime"
+	"path/filepath"
 	"slices"
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/filemode"
 
 	"github.com/nova-platform/nova/runner"
+	"github.com/nova-platform/nova/runner/evidence/chain"
 	"github.com/nova-platform/nova/runner/evidence/gitrepo"
 )
 
@@ -22,34 +21,28 @@ import (
 // trees changed are read again with the chain reader (files already
 // verified are not checked again), and the repo-wide rules (no event id
 // twice, no event a commit added missing) are applied to what is new.
-func (ix *Index) extend(ctx context.Context, repo *Repo, opts IndexOptions) (*Index, error) {
-	v := &verifier{opts: opts.Verify, addedBy: map[string]plumbing.Hash{}}
-	readers, closeReaders, err := repo.readers(runtime.GOMAXPROCS(0))
+func (ix *Index) extend(ctx context.Context, repo *chain.Repo, opts IndexOptions) (*Index, error) {
+	fresh, err := chain.CheckNewCommits(ctx, repo, opts.Verify, ix.hasCommit)
 	if err != nil {
 		return nil, err
 	}
-	defer closeReaders()
-	v.readers = readers
-	r := v.readers[0]
-	fresh, sawHead, err := ix.newCommits(ctx, r, repo.head)
-	if err != nil {
-		return nil, err
-	}
-	if !sawHead && !ix.head.IsZero() {
+	if !fresh.Seen[ix.head] && !ix.head.IsZero() {
+		head := "(none)"
+		if h := repo.HeadHash(); !h.IsZero() {
+			head = short(h)
+		}
 		return nil, runner.Errorf(runner.EvidenceHistoryRewritten,
 			"the evidence repo's head %s does not contain %s, which this machine's index verified: the history was rewritten; after investigating, accept the new history with --reindex",
-			shortOrNone(repo.head), short(ix.head))
+			head, short(ix.head))
 	}
-	if err := v.checkCommits(ctx, fresh); err != nil {
-		return nil, err
-	}
-	next := &Index{head: repo.head, global: slices.Clone(ix.global), commits: slices.Clone(ix.commits)}
-	for _, c := range fresh {
+	next := &Index{head: repo.HeadHash(), global: slices.Clone(ix.global), commits: slices.Clone(ix.commits)}
+	for _, c := range fresh.Commits {
 		next.commits = append(next.commits, c.Hash)
 	}
 	slices.SortFunc(next.commits, compareHash)
 
-	dirs, layout, err := headDirs(r, repo.head)
+	r := repo.NewReader()
+	dirs, layout, err := chain.ContractDirs(r, repo.HeadHash())
 	if err != nil {
 		return nil, err
 	}
@@ -70,7 +63,7 @@ func (ix *Index) extend(ctx context.Context, repo *Repo, opts IndexOptions) (*In
 		byDir[de.Name] = d
 		next.dirs = append(next.dirs, d)
 	}
-	for _, f := range v.report.Findings {
+	for _, f := range fresh.Findings {
 		next.file(byDir, f)
 	}
 	present := map[string]bool{}
@@ -80,10 +73,10 @@ func (ix *Index) extend(ctx context.Context, repo *Repo, opts IndexOptions) (*In
 		if err != nil {
 			return nil, err
 		}
-		_, linked := linkChain(d.name, files)
+		_, linked := chain.LinkChain(d.name, files)
 		d.chainFindings = append(layout, linked...)
 		for _, f := range files {
-			present[f.path] = true
+			present[f.Path] = true
 		}
 		if len(d.chainFindings)+len(d.commitFindings) > 0 {
 			continue
@@ -95,19 +88,19 @@ func (ix *Index) extend(ctx context.Context, repo *Repo, opts IndexOptions) (*In
 				byFile[[2]plumbing.Hash{e.blob, e.sig}] = e
 			}
 		}
-		d.events = indexedEvents(files, v.addedBy, byFile, opts.Facets)
+		d.events = indexedEvents(files, fresh.AddedBy, byFile, opts.Facets)
 	}
 	// What verify finds across the repo, for the new additions: a second
 	// addition of an indexed file, an addition the head lacks.
-	for p, h := range v.addedBy {
-		dir, seq, typ := splitEventPath(p)
+	for p, h := range fresh.AddedBy {
+		dir, seq, typ := chain.SplitEventPath(p)
 		old := ix.dir(dir)
-		f := Finding{Reason: runner.EvidenceCommitInvalid, Path: p, Commit: h.String(), Message: "event file added again"}
+		f := chain.Finding{Reason: runner.EvidenceCommitInvalid, Path: p, Commit: h.String(), Message: "event file added again"}
 		if old == nil || !hasEvent(old, seq, typ) {
 			if present[p] {
 				continue
 			}
-			f = Finding{Reason: runner.EvidenceChainBroken, Path: p, Commit: h.String(), Message: "event recorded by this commit is missing at the head"}
+			f = chain.Finding{Reason: runner.EvidenceChainBroken, Path: p, Commit: h.String(), Message: "event recorded by this commit is missing at the head"}
 		}
 		next.file(byDir, f)
 	}
@@ -117,34 +110,23 @@ func (ix *Index) extend(ctx context.Context, repo *Repo, opts IndexOptions) (*In
 	return next, nil
 }
 
-// newCommits walks back from head to the commits the index holds and
-// returns the ones it does not, newest first, and whether the walk met the
-// indexed head: it meets it exactly when head's history contains it.
-func (ix *Index) newCommits(ctx context.Context, r *gitrepo.Reader, head plumbing.Hash) ([]*gitrepo.Commit, bool, error) {
-	fresh, seen, err := walkCommits(ctx, r, head, ix.hasCommit)
-	if err != nil {
-		return nil, false, err
-	}
-	return fresh, seen[ix.head], nil
-}
-
 // readChain reads a changed contract directory's files, checking only
 // those the old index does not hold, and returns them with the findings
 // about entries outside the layout.
-func readChain(r *gitrepo.Reader, name string, tree plumbing.Hash, old *indexedDir, opts VerifyOptions) ([]*eventFile, []Finding, error) {
-	entries, err := contractFiles(r, tree)
+func readChain(r *gitrepo.Reader, name string, tree plumbing.Hash, old *indexedDir, opts chain.VerifyOptions) ([]*chain.File, []chain.Finding, error) {
+	entries, err := chain.ContractFiles(r, tree)
 	if err != nil {
 		return nil, nil, err
 	}
-	files, layout := listChain(name, entries)
-	known := map[[2]plumbing.Hash]fileCheck{}
+	files, layout := chain.ListChain(name, entries)
+	known := map[[2]plumbing.Hash]chain.Check{}
 	if old != nil {
 		// An indexed chain verified, so each event's link is the sum of
 		// the file before it.
 		prev := ""
 		for _, e := range old.events {
 			sum := hex.EncodeToString(e.sum[:])
-			known[[2]plumbing.Hash{e.blob, e.sig}] = fileCheck{sum: sum, event: runner.Event{
+			known[[2]plumbing.Hash{e.blob, e.sig}] = chain.Check{Sum: sum, Event: runner.Event{
 				ID: e.ID, Type: e.Type, ContractID: e.ContractID, Environment: e.Environment, RunID: e.RunID,
 				Seq: e.Seq, Time: e.Time, PrevEventHash: prev,
 			}}
@@ -152,97 +134,30 @@ func readChain(r *gitrepo.Reader, name string, tree plumbing.Hash, old *indexedD
 		}
 	}
 	for _, f := range files {
-		check, ok := known[[2]plumbing.Hash{f.blob, f.sig}]
+		check, ok := known[[2]plumbing.Hash{f.Blob, f.Sig}]
 		if !ok {
-			body, err := r.Blob(f.blob)
+			body, err := r.Blob(f.Blob)
 			if err != nil {
 				return nil, nil, err
 			}
 			var sig []byte
-			if f.hasSig {
-				if sig, err = r.Blob(f.sig); err != nil {
+			if f.HasSig {
+				if sig, err = r.Blob(f.Sig); err != nil {
 					return nil, nil, err
 				}
 			}
-			check = checkFile(body, sig, f.hasSig, opts.EventKeys)
+			check = chain.CheckFile(body, sig, f.HasSig, opts.EventKeys)
 		}
-		f.apply(check)
+		f.Apply(check)
 	}
 	return files, layout, nil
-}
-
-// headDirs lists the contract directories at head, by name, and a
-// finding for every entry outside the layout.
-func headDirs(r *gitrepo.Reader, head plumbing.Hash) ([]gitrepo.Entry, []Finding, error) {
-	if head.IsZero() {
-		return nil, nil, nil
-	}
-	c, err := r.Commit(head)
-	if err != nil {
-		return nil, nil, err
-	}
-	root, err := r.Tree(c.TreeHash)
-	if err != nil {
-		return nil, nil, err
-	}
-	var dirs []gitrepo.Entry
-	var findings []Finding
-	for _, e := range root {
-		if e.Name != contractsDir || e.Mode != filemode.Dir {
-			findings = append(findings, Finding{Reason: runner.EvidenceLayoutInvalid, Path: e.Name, Message: "outside contracts/"})
-			continue
-		}
-		shards, err := r.Tree(e.Hash)
-		if err != nil {
-			return nil, nil, err
-		}
-		for _, s := range shards {
-			d, f, err := shardDirs(r, s)
-			if err != nil {
-				return nil, nil, err
-			}
-			dirs, findings = append(dirs, d...), append(findings, f...)
-		}
-	}
-	slices.SortFunc(dirs, func(a, b gitrepo.Entry) int { return strings.Compare(a.Name, b.Name) })
-	return dirs, findings, nil
-}
-
-// shardDirs lists the contract directories in shard s (an entry of
-// contracts/), and a finding for every entry out of place.
-func shardDirs(r *gitrepo.Reader, s gitrepo.Entry) ([]gitrepo.Entry, []Finding, error) {
-	if s.Mode != filemode.Dir || !isShard(s.Name) {
-		msg := "not a shard directory (two hex digits)"
-		if s.Mode == filemode.Dir && validDir(s.Name) {
-			msg = fmt.Sprintf("contract directory directly in contracts/, not in its shard %s/ (a layout older than this Nova)", shardOf(s.Name))
-		}
-		return nil, []Finding{{Reason: runner.EvidenceLayoutInvalid, Path: contractsDir + "/" + s.Name, Message: msg}}, nil
-	}
-	entries, err := r.Tree(s.Hash)
-	if err != nil {
-		return nil, nil, err
-	}
-	var dirs []gitrepo.Entry
-	var findings []Finding
-	for _, d := range entries {
-		p := contractsDir + "/" + s.Name + "/" + d.Name
-		switch {
-		case d.Mode != filemode.Dir || !validDir(d.Name):
-			findings = append(findings, Finding{Reason: runner.EvidenceLayoutInvalid, Path: p, Message: "not a contract directory"})
-		case shardOf(d.Name) != s.Name:
-			findings = append(findings, Finding{Reason: runner.EvidenceLayoutInvalid, Path: p, Message: fmt.Sprintf("contract directory in shard %s/; it belongs in %s/", s.Name, shardOf(d.Name))})
-		default:
-			dirs = append(dirs, d)
-		}
-	}
-	return dirs, findings, nil
 }
 
 // treesMatch reports whether every contract directory at repo's head has
 // the tree the index was built from: the index holds what the signed data
 // holds, or it is not used.
-func (ix *Index) treesMatch(repo *Repo) (bool, error) {
-	dirs, _, err := headDirs(gitrepo.NewReader(repo.st), repo.head)
+func (ix *Index) treesMatch(repo *chain.Repo) (bool, error) {
+	dirs, _, err := chain.ContractDirs(repo.NewReader(), repo.HeadHash())
 	if err != nil {
 		return false, err
 	}
@@ -274,7 +189,7 @@ func (ix *Index) checkDuplicates(changed []*indexedDir, old *Index) {
 				continue
 			}
 			if prev, dup := ids[e.ID]; dup && prev != e.Path() {
-				d.chainFindings = append(d.chainFindings, Finding{Reason: runner.EvidenceEventDuplicate, Path: e.Path(), Message: "event id " + e.ID + " also in " + prev})
+				d.chainFindings = append(d.chainFindings, chain.Finding{Reason: runner.EvidenceEventDuplicate, Path: e.Path(), Message: "event id " + e.ID + " also in " + prev})
 				continue
 			}
 			ids[e.ID] = e.Path()
@@ -288,7 +203,7 @@ func (ix *Index) checkWitness(heads []string) {
 	ix.witness = nil
 	for _, h := range heads {
 		if !plumbing.IsHash(h) || !ix.hasCommit(plumbing.NewHash(h)) {
-			ix.witness = append(ix.witness, Finding{Reason: runner.EvidenceHistoryRewritten, Commit: h, Message: "a head this machine pushed is no longer in the history (force-push)"})
+			ix.witness = append(ix.witness, chain.Finding{Reason: runner.EvidenceHistoryRewritten, Commit: h, Message: "a head this machine pushed is no longer in the history (force-push)"})
 		}
 	}
 }
@@ -312,11 +227,11 @@ func (ix *Index) flatten() {
 	slices.SortFunc(ix.dirs, func(a, b *indexedDir) int { return strings.Compare(a.name, b.name) })
 	// Sorted as verify sorts them, so Check names the finding verify
 	// would list first, however the index was made.
-	sortFindings(ix.global)
+	chain.SortFindings(ix.global)
 	n := 0
 	for _, d := range ix.dirs {
-		sortFindings(d.commitFindings)
-		sortFindings(d.chainFindings)
+		chain.SortFindings(d.commitFindings)
+		chain.SortFindings(d.chainFindings)
 		if len(d.commitFindings)+len(d.chainFindings) > 0 {
 			d.events = nil
 		}
@@ -343,26 +258,42 @@ func hasEvent(d *indexedDir, seq int64, typ string) bool {
 }
 
 // findingDir is the contract directory a finding is about, if any.
-func findingDir(f Finding) (string, bool) {
-	dir, _, ok := splitContractPath(f.Path)
-	return dir, ok && validDir(dir)
-}
-
-// splitEventPath reads contracts/<shard>/<dir>/<bucket>/<seq>-<type>.json.
-func splitEventPath(p string) (dir string, seq int64, typ string) {
-	dir, name, _ := splitContractPath(p)
-	n, _ := parseBucketedName(name)
-	return dir, n.Seq, n.Type
+func findingDir(f chain.Finding) (string, bool) {
+	dir, _, ok := chain.SplitContractPath(f.Path)
+	return dir, ok && chain.ValidDir(dir)
 }
 
 func compareHash(a, b plumbing.Hash) int { return strings.Compare(string(a[:]), string(b[:])) }
+
+func short(h plumbing.Hash) string { return h.String()[:12] }
 
 // errIndexFormat marks a stored index that cannot be read: rebuilt.
 var errIndexFormat = errors.New("not a Nova evidence index")
 
 // save writes the index atomically: a concurrent query reads the old file
 // or the new one, never half of one.
-func (ix *Index) save(path string) error { return writeAtomic(path, ix.encode()) }
+func (ix *Index) save(path string) error { return writeFileAtomic(path, ix.encode()) }
+
+// writeFileAtomic replaces path with b: a reader sees the old file or the
+// new one.
+func writeFileAtomic(path string, b []byte) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+"-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	_, err = tmp.Write(b)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
 
 func loadIndex(path string) (*Index, error) {
 	b, err := os.ReadFile(path)

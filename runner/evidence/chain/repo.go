@@ -1,4 +1,4 @@
-package evidence
+package chain
 
 import (
 	"context"
@@ -14,6 +14,10 @@ import (
 	"github.com/nova-platform/nova/runner"
 	"github.com/nova-platform/nova/runner/evidence/gitrepo"
 )
+
+// DefaultBranch is the evidence repo's branch unless WithBranch says
+// otherwise.
+const DefaultBranch = "main"
 
 // Repo is an evidence repo opened for reading; Close releases the pack
 // files it keeps open.
@@ -35,6 +39,13 @@ func (r *Repo) Head() string {
 	return r.head.String()
 }
 
+// HeadHash is the commit of the branch that was opened, zero for a repo
+// in which nothing was recorded yet.
+func (r *Repo) HeadHash() plumbing.Hash { return r.head }
+
+// NewReader reads the repo's objects; one goroutine at a time.
+func (r *Repo) NewReader() *gitrepo.Reader { return gitrepo.NewReader(r.st) }
+
 // Close releases the repo's open files.
 func (r *Repo) Close() error {
 	if r.close == nil {
@@ -50,8 +61,8 @@ func OpenRepo(ctx context.Context, repo, branch string, creds Credentials) (*Rep
 		branch = DefaultBranch
 	}
 	ref := plumbing.NewBranchReferenceName(branch)
-	if isLocalPath(repo) {
-		path := trimFileScheme(repo)
+	if IsLocalPath(repo) {
+		path := TrimFileScheme(repo)
 		r, closeRepo, err := gitrepo.OpenLocal(path)
 		if err != nil {
 			return nil, runner.Errorf(runner.EvidenceRepoUnavailable, "opening evidence repo %s: %w", repo, err)
@@ -68,9 +79,9 @@ func OpenRepo(ctx context.Context, repo, branch string, creds Credentials) (*Rep
 		}
 		return &Repo{head: head, st: st, close: closeFn, fork: fork}, nil
 	}
-	url, creds := splitCredentials(repo, creds)
+	url, creds := SplitCredentials(repo, creds)
 	r, err := git.CloneContext(ctx, memory.NewStorage(), nil, &git.CloneOptions{
-		URL: url, Auth: creds.auth(), ReferenceName: ref, SingleBranch: true, NoCheckout: true, Tags: git.NoTags,
+		URL: url, Auth: creds.Auth(), ReferenceName: ref, SingleBranch: true, NoCheckout: true, Tags: git.NoTags,
 	})
 	if errors.Is(err, transport.ErrEmptyRemoteRepository) {
 		r, err = git.Init(memory.NewStorage(), nil)
@@ -89,8 +100,8 @@ func OpenRepo(ctx context.Context, repo, branch string, creds Credentials) (*Rep
 	return &Repo{head: head, st: r.Storer, fork: shared}, nil
 }
 
-// isLocalPath reports whether repo names a directory rather than a URL.
-func isLocalPath(repo string) bool {
+// IsLocalPath reports whether repo names a directory rather than a URL.
+func IsLocalPath(repo string) bool {
 	if strings.HasPrefix(repo, "file://") {
 		return true
 	}
@@ -104,7 +115,7 @@ func isLocalPath(repo string) bool {
 	return true
 }
 
-func trimFileScheme(p string) string { return strings.TrimPrefix(p, "file://") }
+func TrimFileScheme(p string) string { return strings.TrimPrefix(p, "file://") }
 
 // readers opens n read handles (the repo's own first), so the verifier's
 // workers read in parallel; closeAll releases the extra ones. A repo that

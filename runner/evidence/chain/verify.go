@@ -1,4 +1,4 @@
-package evidence
+package chain
 
 import (
 	"context"
@@ -78,8 +78,68 @@ func Verify(ctx context.Context, repo *Repo, opts VerifyOptions) (*Report, error
 	return &v.report, nil
 }
 
+// Verification is a whole verification's report and what it read, for a
+// caller that keeps it (the audit index) rather than read it again.
+type Verification struct {
+	Report *Report
+	// Reachable holds every commit of the history.
+	Reachable map[plumbing.Hash]bool
+	// DirTrees is each contract directory's tree at the head, and Chains
+	// its event files as the chain reader read and checked them.
+	DirTrees map[string]plumbing.Hash
+	Chains   map[string][]*File
+	// AddedBy maps each event file to the commit that added it.
+	AddedBy map[string]plumbing.Hash
+}
+
+// VerifyAll is Verify of the whole history and every contract, keeping
+// what it read; opts' Contract, Witness and Since are ignored.
+func VerifyAll(ctx context.Context, repo *Repo, opts VerifyOptions) (*Verification, error) {
+	opts.Contract, opts.Witness, opts.Since = "", nil, ""
+	v, err := runVerify(ctx, repo, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &Verification{Report: &v.report, Reachable: v.reachable, DirTrees: v.dirTrees, Chains: v.chains, AddedBy: v.addedBy}, nil
+}
+
+// NewCommits is what CheckNewCommits found.
+type NewCommits struct {
+	// Commits are the commits checked, newest first; Seen is every hash
+	// the walk came to, the known ones it stopped at included.
+	Commits []*gitrepo.Commit
+	Seen    map[plumbing.Hash]bool
+	// Findings are about the commits checked; AddedBy maps each event
+	// file they added to the commit that added it.
+	Findings []Finding
+	AddedBy  map[string]plumbing.Hash
+}
+
+// CheckNewCommits walks repo's history back from its head, stopping at the
+// commits known says were checked already, and checks the others as Verify
+// checks every commit: signed by an allowed key, adding exactly the event
+// its message names. Whether the walk met a known head says whether the
+// history still contains it.
+func CheckNewCommits(ctx context.Context, repo *Repo, opts VerifyOptions, known func(plumbing.Hash) bool) (*NewCommits, error) {
+	v := &verifier{opts: opts, addedBy: map[string]plumbing.Hash{}}
+	readers, closeReaders, err := repo.readers(runtime.GOMAXPROCS(0))
+	if err != nil {
+		return nil, err
+	}
+	defer closeReaders()
+	v.readers = readers
+	commits, seen, err := walkCommits(ctx, readers[0], repo.head, known)
+	if err != nil {
+		return nil, err
+	}
+	if err := v.checkCommits(ctx, commits); err != nil {
+		return nil, err
+	}
+	return &NewCommits{Commits: commits, Seen: seen, Findings: v.report.Findings, AddedBy: v.addedBy}, nil
+}
+
 // runVerify is Verify, returning the verifier with what it read (the
-// chains, which commit added each event) for the index to keep.
+// chains, which commit added each event) for VerifyAll.
 func runVerify(ctx context.Context, repo *Repo, opts VerifyOptions) (*verifier, error) {
 	if opts.EventKeys == nil || opts.CommitKeys == nil {
 		return nil, runner.Errorf(runner.EvidenceKeyInvalid, "verify needs the event public key(s) and the allowed commit key(s)")
@@ -93,7 +153,7 @@ func runVerify(ctx context.Context, repo *Repo, opts VerifyOptions) (*verifier, 
 		return nil, runner.Errorf(runner.ConfigInvalid, "--since %q is not a full commit hash", opts.Since)
 	}
 	v := &verifier{opts: opts, addedBy: map[string]plumbing.Hash{},
-		chains: map[string][]*eventFile{}, dirTrees: map[string]plumbing.Hash{}}
+		chains: map[string][]*File{}, dirTrees: map[string]plumbing.Hash{}}
 	v.report.Head = repo.Head()
 	// One handle more than workers: the walk runs beside the files' checks.
 	readers, closeReaders, err := repo.readers(runtime.GOMAXPROCS(0) + 1)
@@ -132,7 +192,7 @@ func runVerify(ctx context.Context, repo *Repo, opts VerifyOptions) (*verifier, 
 			v.report.Findings[i].Commit = h.String()
 		}
 	}
-	sortFindings(v.report.Findings)
+	SortFindings(v.report.Findings)
 	return v, nil
 }
 
@@ -167,9 +227,9 @@ func (v *verifier) verifyAll(ctx context.Context, head plumbing.Hash) error {
 	return nil
 }
 
-// sortFindings orders findings by path, then reason, so a report reads the
+// SortFindings orders findings by path, then reason, so a report reads the
 // same whichever worker found what first.
-func sortFindings(findings []Finding) {
+func SortFindings(findings []Finding) {
 	sort.SliceStable(findings, func(i, j int) bool {
 		a, b := findings[i], findings[j]
 		if a.Path != b.Path {
@@ -193,7 +253,7 @@ type verifier struct {
 	addedBy map[string]plumbing.Hash
 	// chains holds each contract directory's files as checkTree read
 	// them, and dirTrees its tree at the head.
-	chains   map[string][]*eventFile
+	chains   map[string][]*File
 	dirTrees map[string]plumbing.Hash
 }
 
@@ -285,7 +345,7 @@ func (v *verifier) checkCommits(ctx context.Context, commits []*gitrepo.Commit) 
 		}
 	}
 	adds := make([][]addition, len(v.readers))
-	err := forEachChunk(len(v.readers), len(commits), func(w, lo, hi int) error {
+	err := ForEachChunk(len(v.readers), len(commits), func(w, lo, hi int) error {
 		v.checkSignatures(commits[lo:hi])
 		for i := lo; i < hi; i++ {
 			if err := ctx.Err(); err != nil {
@@ -355,7 +415,7 @@ func (v *verifier) checkCommitContent(r *gitrepo.Reader, c *gitrepo.Commit, pare
 	want := map[string]bool{}
 	if ok {
 		want[subj.path()] = true
-		want[sigPath(subj.path())] = true
+		want[SigPath(subj.path())] = true
 	}
 	var added []string
 	for _, ch := range changes {
@@ -434,4 +494,13 @@ func oneSided(r *gitrepo.Reader, e gitrepo.Entry, added bool, prefix string, out
 	}
 	*out = append(*out, treeChange{path: prefix + e.Name, added: added, deleted: !added})
 	return nil
+}
+
+func short(h plumbing.Hash) string { return h.String()[:12] }
+
+func shortOrNone(h plumbing.Hash) string {
+	if h.IsZero() {
+		return "(none)"
+	}
+	return short(h)
 }

@@ -1,4 +1,8 @@
-package evidence
+// Package index is the verified catalogue of an evidence repo that `nova
+// evidence query`, `export` and `report` answer from: every event with the
+// commit that added it, kept in the state dir and extended as the head
+// moves. It reads the repo only through runner/evidence/chain.
+package index
 
 import (
 	"context"
@@ -14,14 +18,14 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 
 	"github.com/nova-platform/nova/runner"
+	"github.com/nova-platform/nova/runner/evidence/chain"
 	"github.com/nova-platform/nova/runner/evidence/gitrepo"
 )
 
-// The index is what `nova evidence query`, `export` and `report` answer
-// from: every event of the repo with the commit that added it, as the
-// verification found them. Verifying 100 000 events costs two signature
-// checks each, seconds of CPU, so the index keeps the verification's
-// result and is extended, not rebuilt, when the head moves: only the new
+// The index holds every event of the repo with the commit that added it,
+// as the verification found them. Verifying 100 000 events costs two
+// signature checks each, seconds of CPU, so the index keeps the
+// verification's result and is extended, not rebuilt, when the head moves: only the new
 // commits and the chains they touch are read and checked, with the same
 // chain reader verify and the store use.
 //
@@ -41,7 +45,7 @@ func IndexFile(stateDir string) string { return filepath.Join(stateDir, indexFil
 type IndexOptions struct {
 	// Verify holds the keys (required) and the witness; Contract is
 	// ignored, the index covers every contract.
-	Verify VerifyOptions
+	Verify chain.VerifyOptions
 	// Facets returns what queries filter events by beyond their envelope
 	// (approvers, reason codes), computed once when an event is indexed;
 	// FacetsVersion names the function, and an index built by another
@@ -71,7 +75,7 @@ type IndexedEvent struct {
 }
 
 // Path is the event file's path in the repo.
-func (e *IndexedEvent) Path() string { return EventPath(e.ContractID, e.Seq, e.Type) }
+func (e *IndexedEvent) Path() string { return chain.EventPath(e.ContractID, e.Seq, e.Type) }
 
 // Index is the verified catalogue of an evidence repo at one head.
 type Index struct {
@@ -83,7 +87,7 @@ type Index struct {
 	dirs    []*indexedDir // by name
 	// global are findings about no one contract (commit signatures, files
 	// outside the layout); witness those the witness adds for this use.
-	global, witness []Finding
+	global, witness []chain.Finding
 	events          []IndexedEvent
 
 	// How this index came to be: Rebuilt when every event was verified,
@@ -99,7 +103,7 @@ type Index struct {
 type indexedDir struct {
 	name                          string
 	tree                          plumbing.Hash
-	commitFindings, chainFindings []Finding
+	commitFindings, chainFindings []chain.Finding
 	events                        []IndexedEvent
 }
 
@@ -123,7 +127,7 @@ func (ix *Index) Events() []IndexedEvent { return ix.events }
 func (ix *Index) Check(contracts ...string) error {
 	findings := slices.Concat(ix.global, ix.witness)
 	for _, d := range ix.dirs {
-		if len(contracts) == 0 || slices.ContainsFunc(contracts, func(c string) bool { return contractDir(c) == d.name }) {
+		if len(contracts) == 0 || slices.ContainsFunc(contracts, func(c string) bool { return chain.Dir(c) == d.name }) {
 			findings = append(findings, d.commitFindings...)
 			findings = append(findings, d.chainFindings...)
 		}
@@ -162,9 +166,6 @@ func (ix *Index) Read(r *gitrepo.Reader, e *IndexedEvent) (runner.Event, error) 
 	return ev, nil
 }
 
-// NewReader reads the repo's objects; one goroutine at a time.
-func (r *Repo) NewReader() *gitrepo.Reader { return gitrepo.NewReader(r.st) }
-
 // UpdateIndex returns the index of repo at its head, from the index stored
 // at path: as it is when the head has not moved, extended by what is new
 // when it has, rebuilt by a full verification when there is none (or it
@@ -174,7 +175,7 @@ func (r *Repo) NewReader() *gitrepo.Reader { return gitrepo.NewReader(r.st) }
 // contain the indexed one (EVIDENCE_HISTORY_REWRITTEN): the history this
 // machine verified was rewritten, and only an operator who accepted that
 // may rebuild (Rebuild).
-func UpdateIndex(ctx context.Context, repo *Repo, path string, opts IndexOptions) (*Index, error) {
+func UpdateIndex(ctx context.Context, repo *chain.Repo, path string, opts IndexOptions) (*Index, error) {
 	v := opts.Verify
 	if v.EventKeys == nil || v.CommitKeys == nil {
 		return nil, runner.Errorf(runner.EvidenceKeyInvalid, "the index needs the event public key(s) and the allowed commit key(s)")
@@ -196,7 +197,7 @@ func UpdateIndex(ctx context.Context, repo *Repo, path string, opts IndexOptions
 	switch {
 	case old == nil:
 		ix, err = buildIndex(ctx, repo, opts)
-	case old.head == repo.head:
+	case old.head == repo.HeadHash():
 		ix = old
 		if ok, err := ix.treesMatch(repo); err != nil {
 			return nil, err
@@ -223,30 +224,28 @@ func UpdateIndex(ctx context.Context, repo *Repo, path string, opts IndexOptions
 }
 
 // buildIndex verifies the whole repo as Verify does and keeps what it read.
-func buildIndex(ctx context.Context, repo *Repo, opts IndexOptions) (*Index, error) {
-	vo := opts.Verify
-	vo.Contract, vo.Witness, vo.Since = "", nil, ""
-	v, err := runVerify(ctx, repo, vo)
+func buildIndex(ctx context.Context, repo *chain.Repo, opts IndexOptions) (*Index, error) {
+	v, err := chain.VerifyAll(ctx, repo, opts.Verify)
 	if err != nil {
 		return nil, err
 	}
-	ix := &Index{head: repo.head, Rebuilt: true}
-	for h := range v.reachable {
+	ix := &Index{head: repo.HeadHash(), Rebuilt: true}
+	for h := range v.Reachable {
 		ix.commits = append(ix.commits, h)
 	}
 	slices.SortFunc(ix.commits, compareHash)
 	byDir := map[string]*indexedDir{}
-	for _, name := range slices.Sorted(maps.Keys(v.dirTrees)) {
-		d := &indexedDir{name: name, tree: v.dirTrees[name]}
+	for _, name := range slices.Sorted(maps.Keys(v.DirTrees)) {
+		d := &indexedDir{name: name, tree: v.DirTrees[name]}
 		byDir[name] = d
 		ix.dirs = append(ix.dirs, d)
 	}
-	for _, f := range v.report.Findings {
+	for _, f := range v.Report.Findings {
 		ix.file(byDir, f)
 	}
 	for _, d := range ix.dirs {
 		if len(d.commitFindings)+len(d.chainFindings) == 0 {
-			d.events = indexedEvents(v.chains[d.name], v.addedBy, nil, opts.Facets)
+			d.events = indexedEvents(v.Chains[d.name], v.AddedBy, nil, opts.Facets)
 		}
 	}
 	ix.flatten()
@@ -259,7 +258,7 @@ func buildIndex(ctx context.Context, repo *Repo, opts IndexOptions) (*Index, err
 // directory for good — the commits stay in its history — while chain
 // findings are about its files at the head and are read again when the
 // directory changes.
-func (ix *Index) file(dirs map[string]*indexedDir, f Finding) {
+func (ix *Index) file(dirs map[string]*indexedDir, f chain.Finding) {
 	name, ok := findingDir(f)
 	d := dirs[name]
 	switch {
@@ -275,19 +274,19 @@ func (ix *Index) file(dirs map[string]*indexedDir, f Finding) {
 // indexedEvents turns a verified chain's files into index entries: those
 // the old index held (by blob and signature) are carried over, the rest
 // decoded and given their facets.
-func indexedEvents(files []*eventFile, addedBy map[string]plumbing.Hash, old map[[2]plumbing.Hash]*IndexedEvent, facets func(runner.Event) []string) []IndexedEvent {
+func indexedEvents(files []*chain.File, addedBy map[string]plumbing.Hash, old map[[2]plumbing.Hash]*IndexedEvent, facets func(runner.Event) []string) []IndexedEvent {
 	out := make([]IndexedEvent, 0, len(files))
 	for _, f := range files {
-		if o, ok := old[[2]plumbing.Hash{f.blob, f.sig}]; ok {
+		if o, ok := old[[2]plumbing.Hash{f.Blob, f.Sig}]; ok {
 			out = append(out, *o)
 			continue
 		}
-		e := f.event
+		e := f.Event
 		ie := IndexedEvent{
 			ID: e.ID, Type: e.Type, ContractID: e.ContractID, Environment: e.Environment, RunID: e.RunID,
-			Seq: e.Seq, Time: e.Time.UTC(), Commit: addedBy[f.path], Facets: facets(e), blob: f.blob, sig: f.sig,
+			Seq: e.Seq, Time: e.Time.UTC(), Commit: addedBy[f.Path], Facets: facets(e), blob: f.Blob, sig: f.Sig,
 		}
-		if sum, err := hex.DecodeString(f.sum); err == nil {
+		if sum, err := hex.DecodeString(f.Sum); err == nil {
 			copy(ie.sum[:], sum)
 		}
 		out = append(out, ie)

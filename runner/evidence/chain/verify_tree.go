@@ -1,4 +1,4 @@
-package evidence
+package chain
 
 import (
 	"context"
@@ -17,24 +17,24 @@ func (v *verifier) checkTree(ctx context.Context, head plumbing.Hash) error {
 		return nil
 	}
 	r := v.readers[0]
-	dirs, findings, err := headDirs(r, head)
+	dirs, findings, err := ContractDirs(r, head)
 	if err != nil {
 		return err
 	}
 	v.add(findings...)
-	var chains [][]*eventFile
-	var all []*eventFile
+	var chains [][]*File
+	var all []*File
 	for _, d := range dirs {
 		v.report.Contracts++
 		v.dirTrees[d.Name] = d.Hash
-		if v.opts.Contract != "" && d.Name != contractDir(v.opts.Contract) {
+		if v.opts.Contract != "" && d.Name != Dir(v.opts.Contract) {
 			continue
 		}
-		entries, err := contractFiles(r, d.Hash)
+		entries, err := ContractFiles(r, d.Hash)
 		if err != nil {
 			return err
 		}
-		files, findings := listChain(d.Name, entries)
+		files, findings := ListChain(d.Name, entries)
 		v.add(findings...)
 		chains = append(chains, files)
 		v.chains[d.Name] = files
@@ -49,7 +49,7 @@ func (v *verifier) checkTree(ctx context.Context, head plumbing.Hash) error {
 		if len(files) == 0 {
 			continue
 		}
-		_, findings := linkChain(files[0].dir, files)
+		_, findings := LinkChain(files[0].Dir, files)
 		v.add(findings...)
 		v.uniqueIDs(ids, files)
 	}
@@ -62,12 +62,12 @@ func (v *verifier) checkPresent() {
 	present := map[string]bool{}
 	for _, files := range v.chains {
 		for _, f := range files {
-			present[f.path] = true
+			present[f.Path] = true
 		}
 	}
 	for p, h := range v.addedBy {
-		dir, _, _ := splitContractPath(p)
-		if v.opts.Contract != "" && dir != contractDir(v.opts.Contract) {
+		dir, _, _ := SplitContractPath(p)
+		if v.opts.Contract != "" && dir != Dir(v.opts.Contract) {
 			continue
 		}
 		if !present[p] {
@@ -78,15 +78,15 @@ func (v *verifier) checkPresent() {
 
 // uniqueIDs reports every event of files whose id ids already holds (the
 // path it was first seen at), and adds the others to it.
-func (v *verifier) uniqueIDs(ids map[string]string, files []*eventFile) {
+func (v *verifier) uniqueIDs(ids map[string]string, files []*File) {
 	for _, f := range files {
-		if !f.decoded || f.event.ID == "" {
+		if !f.Decoded || f.Event.ID == "" {
 			continue
 		}
-		if prev, seen := ids[f.event.ID]; seen {
-			v.add(Finding{Reason: runner.EvidenceEventDuplicate, Path: f.path, Message: "event id " + f.event.ID + " also in " + prev})
+		if prev, seen := ids[f.Event.ID]; seen {
+			v.add(Finding{Reason: runner.EvidenceEventDuplicate, Path: f.Path, Message: "event id " + f.Event.ID + " also in " + prev})
 			continue
 		}
-		ids[f.event.ID] = f.path
+		ids[f.Event.ID] = f.Path
 	}
 }

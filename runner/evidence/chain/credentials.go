@@ -1,4 +1,4 @@
-package evidence
+package chain
 
 import (
 	"net/url"
@@ -17,17 +17,17 @@ type Credentials struct {
 	Password string
 }
 
-func (c Credentials) auth() transport.AuthMethod {
+func (c Credentials) Auth() transport.AuthMethod {
 	if c == (Credentials{}) {
 		return nil
 	}
 	return &githttp.BasicAuth{Username: c.Username, Password: c.Password}
 }
 
-// splitCredentials returns an http(s) URL without its userinfo, and the
+// SplitCredentials returns an http(s) URL without its userinfo, and the
 // credentials to send instead: creds when set, else those the URL held.
 // Other URLs keep theirs: in ssh://git@host the user is no secret.
-func splitCredentials(raw string, creds Credentials) (string, Credentials) {
+func SplitCredentials(raw string, creds Credentials) (string, Credentials) {
 	u, err := url.Parse(raw)
 	if err != nil || u.User == nil || (u.Scheme != "http" && u.Scheme != "https") {
 		return raw, creds

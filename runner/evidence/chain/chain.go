@@ -1,4 +1,4 @@
-package evidence
+package chain
 
 import (
 	"crypto/sha256"
@@ -24,30 +24,30 @@ import (
 // the files in seq order. Each step records findings in the order the
 // gate must meet them, so the store's error is verify's first finding.
 
-// contractEntries returns the files of contracts/<dir> at commit head
+// ContractEntries returns the files of contracts/<dir> at commit head
 // (contractFiles) and the directory's tree (none and zero when it does not
 // exist). An entry of that name that is not a directory is a layout
 // error: the gate must not read it as "no events".
-func contractEntries(r *gitrepo.Reader, head plumbing.Hash, dir string) ([]gitrepo.Entry, plumbing.Hash, error) {
-	h, err := contractTree(r, head, dir)
+func ContractEntries(r *gitrepo.Reader, head plumbing.Hash, dir string) ([]gitrepo.Entry, plumbing.Hash, error) {
+	h, err := ContractTree(r, head, dir)
 	if err != nil || h.IsZero() {
 		return nil, h, err
 	}
-	entries, err := contractFiles(r, h)
+	entries, err := ContractFiles(r, h)
 	return entries, h, err
 }
 
-// contractFiles lists the contract directory tree dir as one directory:
+// ContractFiles lists the contract directory tree dir as one directory:
 // the entries of each bucket, named <bucket>/<file>. An entry that is not
 // a bucket directory is listed as it is, for listChain to report.
-func contractFiles(r *gitrepo.Reader, dir plumbing.Hash) ([]gitrepo.Entry, error) {
+func ContractFiles(r *gitrepo.Reader, dir plumbing.Hash) ([]gitrepo.Entry, error) {
 	buckets, err := r.Tree(dir)
 	if err != nil {
 		return nil, err
 	}
 	var out []gitrepo.Entry
 	for _, b := range buckets {
-		if !isBucket(b.Name) || b.Mode != filemode.Dir {
+		if !IsBucket(b.Name) || b.Mode != filemode.Dir {
 			out = append(out, b)
 			continue
 		}
@@ -63,10 +63,10 @@ func contractFiles(r *gitrepo.Reader, dir plumbing.Hash) ([]gitrepo.Entry, error
 	return out, nil
 }
 
-// contractTree is the hash of contracts/<shard>/<dir> at commit head
+// ContractTree is the hash of contracts/<shard>/<dir> at commit head
 // (zero when it does not exist), found without reading the directory
 // itself: a chain known at that tree is known whole, however long it is.
-func contractTree(r *gitrepo.Reader, head plumbing.Hash, dir string) (plumbing.Hash, error) {
+func ContractTree(r *gitrepo.Reader, head plumbing.Hash, dir string) (plumbing.Hash, error) {
 	if head.IsZero() {
 		return plumbing.ZeroHash, nil
 	}
@@ -75,10 +75,10 @@ func contractTree(r *gitrepo.Reader, head plumbing.Hash, dir string) (plumbing.H
 		return plumbing.ZeroHash, err
 	}
 	h := c.TreeHash
-	shard := shardOf(dir)
+	shard := ShardOf(dir)
 	// Found in the stored trees, not parsed ones: contracts/ lists up to
 	// 256 shards, and only one entry of it is wanted.
-	for i, name := range []string{contractsDir, shard, dir} {
+	for i, name := range []string{ContractsDir, shard, dir} {
 		raw, err := r.RawTree(h)
 		if err != nil {
 			return plumbing.ZeroHash, err
@@ -87,7 +87,7 @@ func contractTree(r *gitrepo.Reader, head plumbing.Hash, dir string) (plumbing.H
 			if _, _, _, old := gitrepo.FindRaw(raw, 0, dir); old {
 				// Not reading the chain there would start it again at
 				// seq 1 beside the old one.
-				return plumbing.ZeroHash, runner.Errorf(runner.EvidenceLayoutInvalid, "%s/%s is a contract directory outside its shard %s/ (a layout older than this Nova; see docs/evidence.md)", contractsDir, dir, shard)
+				return plumbing.ZeroHash, runner.Errorf(runner.EvidenceLayoutInvalid, "%s/%s is a contract directory outside its shard %s/ (a layout older than this Nova; see docs/evidence.md)", ContractsDir, dir, shard)
 			}
 		}
 		e, _, _, ok := gitrepo.FindRaw(raw, 0, name)
@@ -95,7 +95,7 @@ func contractTree(r *gitrepo.Reader, head plumbing.Hash, dir string) (plumbing.H
 			return plumbing.ZeroHash, nil
 		}
 		if e.Mode != filemode.Dir {
-			where := [...]string{contractsDir, contractsDir + "/" + shard, contractPath(dir)}[i]
+			where := [...]string{ContractsDir, ContractsDir + "/" + shard, contractPath(dir)}[i]
 			return plumbing.ZeroHash, runner.Errorf(runner.EvidenceLayoutInvalid, "%s is not a directory", where)
 		}
 		h = e.Hash
@@ -103,26 +103,26 @@ func contractTree(r *gitrepo.Reader, head plumbing.Hash, dir string) (plumbing.H
 	return h, nil
 }
 
-// eventFile is one <seq>-<type>.json of a contract directory with its
+// File is one <seq>-<type>.json of a contract directory with its
 // signature and what reading them found.
-type eventFile struct {
-	dir      string // the directory under contracts/
-	path     string
-	seq      int64
-	typ      string
-	blob     plumbing.Hash
-	sig      plumbing.Hash
-	hasSig   bool
-	sum      string // sha256 of the file: the next event's preveventhash
-	event    runner.Event
-	decoded  bool
-	findings []Finding
+type File struct {
+	Dir      string // the directory under contracts/
+	Path     string
+	Seq      int64
+	Type     string
+	Blob     plumbing.Hash
+	Sig      plumbing.Hash
+	HasSig   bool
+	Sum      string // sha256 of the file: the next event's preveventhash
+	Event    runner.Event
+	Decoded  bool
+	Findings []Finding
 }
 
-// listChain returns a contract directory's event files (contractFiles) in
+// ListChain returns a contract directory's event files (contractFiles) in
 // seq order (name order among files claiming one seq), and a finding for
 // every entry that has no place in the layout.
-func listChain(dir string, entries []gitrepo.Entry) ([]*eventFile, []Finding) {
+func ListChain(dir string, entries []gitrepo.Entry) ([]*File, []Finding) {
 	prefix := contractPath(dir) + "/"
 	files := map[string]plumbing.Hash{}
 	for _, e := range entries {
@@ -130,7 +130,7 @@ func listChain(dir string, entries []gitrepo.Entry) ([]*eventFile, []Finding) {
 			files[e.Name] = e.Hash
 		}
 	}
-	var events []*eventFile
+	var events []*File
 	var findings []Finding
 	for _, e := range entries {
 		name, ok := parseBucketedName(e.Name)
@@ -145,129 +145,129 @@ func listChain(dir string, entries []gitrepo.Entry) ([]*eventFile, []Finding) {
 				findings = append(findings, Finding{Reason: runner.EvidenceLayoutInvalid, Path: prefix + e.Name, Message: "signature without its event"})
 			}
 		default:
-			f := &eventFile{dir: dir, path: prefix + e.Name, seq: name.Seq, typ: name.Type, blob: e.Hash}
-			f.sig, f.hasSig = files[sigPath(e.Name)]
+			f := &File{Dir: dir, Path: prefix + e.Name, Seq: name.Seq, Type: name.Type, Blob: e.Hash}
+			f.Sig, f.HasSig = files[SigPath(e.Name)]
 			events = append(events, f)
 		}
 	}
-	sort.SliceStable(events, func(i, j int) bool { return events[i].seq < events[j].seq })
+	sort.SliceStable(events, func(i, j int) bool { return events[i].Seq < events[j].Seq })
 	return events, findings
 }
 
-// fileCheck is what an event file's bytes and signature say wherever they
+// Check is what an event file's bytes and signature say wherever they
 // lie. Blobs are immutable, so the store keeps it per (blob, signature)
 // and checks a chain's older events only once.
-type fileCheck struct {
-	sum       string
-	event     runner.Event
-	sigErr    error
-	decodeErr error
+type Check struct {
+	Sum       string
+	Event     runner.Event
+	SigErr    error
+	DecodeErr error
 }
 
-func checkFile(body, sig []byte, hasSig bool, keys *signing.KeySet) fileCheck {
+func CheckFile(body, sig []byte, hasSig bool, keys *signing.KeySet) Check {
 	sum := sha256.Sum256(body)
-	c := fileCheck{sum: hex.EncodeToString(sum[:])}
+	c := Check{Sum: hex.EncodeToString(sum[:])}
 	if !hasSig {
-		c.sigErr = errors.New("no .sig beside the event")
+		c.SigErr = errors.New("no .sig beside the event")
 	} else {
-		c.sigErr = keys.Verify(body, sig)
+		c.SigErr = keys.Verify(body, sig)
 	}
-	c.decodeErr = json.Unmarshal(body, &c.event)
+	c.DecodeErr = json.Unmarshal(body, &c.Event)
 	return c
 }
 
-// apply records what c says about f where it lies: a signature proves who
+// Apply records what c says about f where it lies: a signature proves who
 // wrote the bytes, not where they belong, so the event itself must say it
 // is this directory's contract and of its file's type.
-func (f *eventFile) apply(c fileCheck) {
-	f.sum = c.sum
+func (f *File) Apply(c Check) {
+	f.Sum = c.Sum
 	add := func(reason runner.Reason, msg string) {
-		f.findings = append(f.findings, Finding{Reason: reason, Path: f.path, Message: msg})
+		f.Findings = append(f.Findings, Finding{Reason: reason, Path: f.Path, Message: msg})
 	}
-	if c.sigErr != nil {
-		add(runner.EvidenceSignatureInvalid, c.sigErr.Error())
+	if c.SigErr != nil {
+		add(runner.EvidenceSignatureInvalid, c.SigErr.Error())
 	}
-	if c.decodeErr != nil {
-		add(runner.EvidenceLayoutInvalid, "not a JSON event: "+c.decodeErr.Error())
+	if c.DecodeErr != nil {
+		add(runner.EvidenceLayoutInvalid, "not a JSON event: "+c.DecodeErr.Error())
 		return
 	}
-	f.event, f.decoded = c.event, true
-	if f.event.Type != f.typ || contractDir(f.event.ContractID) != f.dir {
-		add(runner.EvidenceLayoutInvalid, fmt.Sprintf("event is %s of contract %q, its path says %s of %s", f.event.Type, f.event.ContractID, f.typ, f.dir))
+	f.Event, f.Decoded = c.Event, true
+	if f.Event.Type != f.Type || Dir(f.Event.ContractID) != f.Dir {
+		add(runner.EvidenceLayoutInvalid, fmt.Sprintf("event is %s of contract %q, its path says %s of %s", f.Event.Type, f.Event.ContractID, f.Type, f.Dir))
 	}
-	if f.event.ID == "" {
+	if f.Event.ID == "" {
 		add(runner.EvidenceLayoutInvalid, "event has no id")
 	}
 }
 
-// linkChain walks checked files in seq order: seq continuous from 1, one
+// LinkChain walks checked files in seq order: seq continuous from 1, one
 // file per seq, each event's seq its file's, each preveventhash the sha256
 // of the previous event file. It returns the decoded events and every
 // finding, the files' own included, in the order the walk meets them.
-func linkChain(dir string, files []*eventFile) ([]runner.Event, []Finding) {
-	return linkChainFrom(dir, files, chainTail{})
+func LinkChain(dir string, files []*File) ([]runner.Event, []Finding) {
+	return LinkChainFrom(dir, files, Tail{})
 }
 
-// chainTail is where a chain stood before the files linkChainFrom walks:
+// Tail is where a chain stood before the files linkChainFrom walks:
 // its last seq and the sha256 of its last event file (zero: no events).
-type chainTail struct {
-	seq int64
-	sum string
+type Tail struct {
+	Seq int64
+	Sum string
 }
 
-// linkChainFrom is linkChain for the files that continue a chain from
+// LinkChainFrom is linkChain for the files that continue a chain from
 // tail: the first must be seq tail.seq+1 linking to tail.sum, and none may
 // claim a seq the chain had already.
-func linkChainFrom(dir string, files []*eventFile, tail chainTail) ([]runner.Event, []Finding) {
+func LinkChainFrom(dir string, files []*File, tail Tail) ([]runner.Event, []Finding) {
 	var events []runner.Event
 	var findings []Finding
-	var prev *eventFile
-	if tail.seq > 0 {
-		prev = &eventFile{seq: tail.seq, sum: tail.sum}
+	var prev *File
+	if tail.Seq > 0 {
+		prev = &File{Seq: tail.Seq, Sum: tail.Sum}
 	}
-	want := tail.seq + 1
+	want := tail.Seq + 1
 	for i := 0; i < len(files); {
 		f := files[i]
-		if tail.seq > 0 && f.seq <= tail.seq {
-			findings = append(findings, Finding{Reason: runner.EvidenceChainBroken, Path: f.path, Message: fmt.Sprintf("seq %d was taken before this file was added", f.seq)})
-			findings = append(findings, f.findings...)
+		if tail.Seq > 0 && f.Seq <= tail.Seq {
+			findings = append(findings, Finding{Reason: runner.EvidenceChainBroken, Path: f.Path, Message: fmt.Sprintf("seq %d was taken before this file was added", f.Seq)})
+			findings = append(findings, f.Findings...)
 			i++
 			continue
 		}
-		for ; want < f.seq; want++ {
+		for ; want < f.Seq; want++ {
 			findings = append(findings, Finding{Reason: runner.EvidenceChainBroken, Path: contractPath(dir), Message: fmt.Sprintf("seq %d is missing", want)})
 			prev = nil
 		}
 		j := i + 1
-		for ; j < len(files) && files[j].seq == f.seq; j++ {
-			findings = append(findings, Finding{Reason: runner.EvidenceChainBroken, Path: files[j].path, Message: fmt.Sprintf("two events claim seq %d (also %s)", f.seq, f.path)})
-			findings = append(findings, files[j].findings...)
+		for ; j < len(files) && files[j].Seq == f.Seq; j++ {
+			findings = append(findings, Finding{Reason: runner.EvidenceChainBroken, Path: files[j].Path, Message: fmt.Sprintf("two events claim seq %d (also %s)", f.Seq, f.Path)})
+			findings = append(findings, files[j].Findings...)
 		}
-		findings = append(findings, f.findings...)
-		if f.decoded {
-			if f.event.Seq != f.seq {
-				findings = append(findings, Finding{Reason: runner.EvidenceChainBroken, Path: f.path, Message: fmt.Sprintf("event says seq %d, its file is seq %d", f.event.Seq, f.seq)})
+		findings = append(findings, f.Findings...)
+		if f.Decoded {
+			if f.Event.Seq != f.Seq {
+				findings = append(findings, Finding{Reason: runner.EvidenceChainBroken, Path: f.Path, Message: fmt.Sprintf("event says seq %d, its file is seq %d", f.Event.Seq, f.Seq)})
 			}
 			link := ""
 			if prev != nil {
-				link = prev.sum
+				link = prev.Sum
 			}
 			// Across a gap the link is not checked: the gap is reported.
-			if (f.seq == tail.seq+1 || prev != nil) && f.event.PrevEventHash != link {
-				findings = append(findings, Finding{Reason: runner.EvidenceChainBroken, Path: f.path, Message: fmt.Sprintf("preveventhash %s does not match the previous event file (%s)", shortSum(f.event.PrevEventHash), shortSum(link))})
+			if (f.Seq == tail.Seq+1 || prev != nil) && f.Event.PrevEventHash != link {
+				findings = append(findings, Finding{Reason: runner.EvidenceChainBroken, Path: f.Path, Message: fmt.Sprintf("preveventhash %s does not match the previous event file (%s)", shortSum(f.Event.PrevEventHash), shortSum(link))})
 			}
-			events = append(events, f.event)
+			events = append(events, f.Event)
 		}
-		prev, want, i = f, f.seq+1, j
+		prev, want, i = f, f.Seq+1, j
 	}
 	return events, findings
 }
 
-// chainError is the store's answer to a chain with findings: the first,
+// ChainError is the store's answer to a chain with findings: the first,
 // with its reason code — never the part of the chain that could be read,
 // which would let someone who can push but not sign hide an event the gate
 // must see.
-func chainError(findings []Finding) error {
+func ChainError(findings []Finding) error {
 	f := findings[0]
 	return runner.Errorf(f.Reason, "%s: %s", f.Path, f.Message)
 }

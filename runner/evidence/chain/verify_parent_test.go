@@ -1,11 +1,51 @@
-package evidence
+package chain
 
 import (
 	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/go-git/go-git/v5/storage/memory"
+
+	"github.com/nova-platform/nova/runner"
 )
+
+// gitEvidenceRepo commits, with git itself, one event file and its
+// signature per commit in the layout and with the message Nova writes
+// (contents and signatures are placeholders: the trees are what is
+// tested), and returns the repo.
+func gitEvidenceRepo(t *testing.T, events []runner.Event) string {
+	t.Helper()
+	dir := t.TempDir()
+	git := func(args ...string) {
+		t.Helper()
+		cmd := exec.Command("git", args...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+	git("init", "-q", "-b", DefaultBranch)
+	for _, e := range events {
+		p := filepath.Join(dir, EventPath(e.ContractID, e.Seq, e.Type))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range []string{p, SigPath(p)} {
+			if err := os.WriteFile(f, []byte(fmt.Sprintf("%s %d", e.ContractID, e.Seq)), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		git("add", ".")
+		git("commit", "-q", "-m", CommitMessage(e))
+	}
+	return dir
+}
 
 // TestExpectParentDerivesTheParentsTrees: for every commit of a healthy
 // repo (a contract's first event, later ones whose files end their
@@ -15,12 +55,18 @@ import (
 // commit as adding only its event; for a commit whose message names
 // another event it keeps nothing and says so.
 func TestExpectParentDerivesTheParentsTrees(t *testing.T) {
-	repo := newBareRepo(t)
-	s := openStore(t, repo, newKeys(t))
-	emitN(t, s, "c-a", 11)
-	emitN(t, s, "c-b", 1)
-	emitN(t, s, "c-a", 1)
-	r, err := OpenRepo(t.Context(), repo, "", Credentials{})
+	var events []runner.Event
+	seq := map[string]int64{}
+	for _, run := range []struct {
+		contract string
+		n        int
+	}{{"c-a", 11}, {"c-b", 1}, {"c-a", 1}} {
+		for range run.n {
+			seq[run.contract]++
+			events = append(events, runner.Event{Type: "nova.test.step", ContractID: run.contract, Environment: "dev", Seq: seq[run.contract]})
+		}
+	}
+	r, err := OpenRepo(t.Context(), gitEvidenceRepo(t, events), "", Credentials{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package evidence
+package chain
 
 import (
 	"crypto/sha256"
@@ -12,8 +12,8 @@ import (
 	"github.com/nova-platform/nova/runner"
 )
 
-// contractsDir is the only top-level entry an evidence repo may hold.
-const contractsDir = "contracts"
+// ContractsDir is the only top-level entry an evidence repo may hold.
+const ContractsDir = "contracts"
 
 // noContractDir holds the events of runs that failed before a contract id
 // was known (a missing or unparsable contract): they are evidence too, and
@@ -29,17 +29,17 @@ var (
 	messagePattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(\S+) (\S+) (\S+) seq=([1-9][0-9]{0,18})\n?$`) })
 )
 
-// contractDir is the directory name of a contract's events.
-func contractDir(contractID string) string {
+// Dir is the directory name of a contract's events.
+func Dir(contractID string) string {
 	if contractID == "" {
 		return noContractDir
 	}
 	return contractID
 }
 
-// checkEventNames refuses events whose contract id or type cannot be part
+// CheckEventNames refuses events whose contract id or type cannot be part
 // of a path: they would escape the layout or be unverifiable.
-func checkEventNames(e runner.Event) error {
+func CheckEventNames(e runner.Event) error {
 	if e.ContractID != "" && !contractIDPattern().MatchString(e.ContractID) {
 		return fmt.Errorf("contract id %q cannot name a directory", e.ContractID)
 	}
@@ -54,24 +54,24 @@ func checkEventNames(e runner.Event) error {
 
 // EventPath is where an event lives in the evidence repo.
 func EventPath(contractID string, seq int64, typ string) string {
-	return eventPath(contractDir(contractID), seq, typ)
+	return eventPath(Dir(contractID), seq, typ)
 }
 
 func eventPath(dir string, seq int64, typ string) string {
-	return contractPath(dir) + "/" + bucketName(seq) + "/" + eventFileName(seq, typ, "json")
+	return contractPath(dir) + "/" + BucketName(seq) + "/" + EventFileName(seq, typ, "json")
 }
 
 // contractPath is a contract directory's path: contracts/<shard>/<dir>.
-func contractPath(dir string) string { return contractsDir + "/" + shardOf(dir) + "/" + dir }
+func contractPath(dir string) string { return ContractsDir + "/" + ShardOf(dir) + "/" + dir }
 
-// shardOf is the directory under contracts/ that holds contract directory
+// ShardOf is the directory under contracts/ that holds contract directory
 // dir: the first two hex digits of the SHA-256 of its name. Every commit
 // rewrites the trees on its event's path, and with every contract listed
 // in contracts/ itself that tree, and so each commit and each read of a
 // chain, grew with the number of contracts in the repo; spread over 256
 // shards, a repo of 10 000 contracts lists ~40 in each. A hash, not the
 // name's first letters, because ids like svc-0001…svc-9999 share those.
-func shardOf(dir string) string {
+func ShardOf(dir string) string {
 	sum := sha256.Sum256([]byte(dir))
 	return hex.EncodeToString(sum[:1])
 }
@@ -83,10 +83,10 @@ func isShard(name string) bool {
 
 func isLowerHex(c byte) bool { return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' }
 
-// splitContractPath reads contracts/<shard>/<dir>/<rest>: the contract
+// SplitContractPath reads contracts/<shard>/<dir>/<rest>: the contract
 // directory, and what follows it (empty for the directory itself).
-func splitContractPath(p string) (dir, rest string, ok bool) {
-	after, ok := strings.CutPrefix(p, contractsDir+"/")
+func SplitContractPath(p string) (dir, rest string, ok bool) {
+	after, ok := strings.CutPrefix(p, ContractsDir+"/")
 	if !ok {
 		return "", "", false
 	}
@@ -95,32 +95,32 @@ func splitContractPath(p string) (dir, rest string, ok bool) {
 		return "", "", false
 	}
 	dir, rest, _ = strings.Cut(after, "/")
-	return dir, rest, shardOf(dir) == shard
+	return dir, rest, ShardOf(dir) == shard
 }
 
-// eventsPerBucket is how many events of a contract share a directory.
+// EventsPerBucket is how many events of a contract share a directory.
 // Every commit rewrites the trees on its event's path, so a contract's
 // events in one flat directory made each commit cost (and add to the
 // repo) in proportion to the contract's whole history; grouped by the
 // hundred, a commit rewrites at most 200 files' entries and one more
 // bucket entry per hundred events.
-const eventsPerBucket = 100
+const EventsPerBucket = 100
 
-// bucketName is the directory of a contract's events seq lies in: 0xx
+// BucketName is the directory of a contract's events seq lies in: 0xx
 // holds seq 1–99, 12xx seq 1200–1299.
-func bucketName(seq int64) string {
-	return strconv.FormatInt(seq/eventsPerBucket, 10) + "xx"
+func BucketName(seq int64) string {
+	return strconv.FormatInt(seq/EventsPerBucket, 10) + "xx"
 }
 
-// isBucket reports whether name can be a bucket directory's name.
-func isBucket(name string) bool { return bucketPattern().MatchString(name) }
+// IsBucket reports whether name can be a bucket directory's name.
+func IsBucket(name string) bool { return bucketPattern().MatchString(name) }
 
-func eventFileName(seq int64, typ, ext string) string {
+func EventFileName(seq int64, typ, ext string) string {
 	return strconv.FormatInt(seq, 10) + "-" + typ + "." + ext
 }
 
-// sigPath is the detached signature beside an event file.
-func sigPath(jsonPath string) string { return strings.TrimSuffix(jsonPath, ".json") + ".sig" }
+// SigPath is the detached signature beside an event file.
+func SigPath(jsonPath string) string { return strings.TrimSuffix(jsonPath, ".json") + ".sig" }
 
 // eventName is what a file name inside the layout says about its event.
 type eventName struct {
@@ -194,7 +194,7 @@ func parseBucketedName(name string) (eventName, bool) {
 		return eventName{}, false
 	}
 	n, ok := parseEventFileName(file)
-	if !ok || bucket != bucketName(n.Seq) {
+	if !ok || bucket != BucketName(n.Seq) {
 		return eventName{}, false
 	}
 	return n, true
@@ -205,8 +205,8 @@ func isEventFileName(name string) bool {
 	return ok
 }
 
-// validDir reports whether name may be a directory under contracts/.
-func validDir(name string) bool {
+// ValidDir reports whether name may be a directory under contracts/.
+func ValidDir(name string) bool {
 	return name == noContractDir || contractIDPattern().MatchString(name)
 }
 
@@ -217,7 +217,7 @@ func CommitMessage(e runner.Event) string {
 	if env == "" {
 		env = "-"
 	}
-	return fmt.Sprintf("%s %s %s seq=%d\n", e.Type, contractDir(e.ContractID), env, e.Seq)
+	return fmt.Sprintf("%s %s %s seq=%d\n", e.Type, Dir(e.ContractID), env, e.Seq)
 }
 
 // commitSubject is what a commit message says about its event.

@@ -1,4 +1,4 @@
-package evidence
+package chain
 
 import (
 	"sync"
@@ -12,13 +12,13 @@ import (
 // items, so a worker's caches stay warm.
 const chunksPerWorker = 8
 
-// forEachChunk splits n items into contiguous chunks, runs do on them from
+// ForEachChunk splits n items into contiguous chunks, runs do on them from
 // workers goroutines, each taking the next chunk in order as it finishes
 // one (w says which worker), and returns the first error; after one, no
 // worker starts another chunk. Contiguous
 // chunks keep a worker's caches warm: verify's workers walk neighbouring
 // commits, whose trees they share.
-func forEachChunk(workers, n int, do func(w, lo, hi int) error) error {
+func ForEachChunk(workers, n int, do func(w, lo, hi int) error) error {
 	workers = max(1, min(workers, n))
 	size := max(1, (n+workers*chunksPerWorker-1)/(workers*chunksPerWorker))
 	var next atomic.Int64

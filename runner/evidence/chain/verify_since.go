@@ -1,4 +1,4 @@
-package evidence
+package chain
 
 import (
 	"context"
@@ -66,18 +66,18 @@ func (v *verifier) checkAdded(ctx context.Context, head, since plumbing.Hash) er
 	}
 	added := map[string][]string{} // contract directory → the paths commits added
 	for p := range v.addedBy {
-		dir, _, _ := splitEventPath(p)
+		dir, _, _ := SplitEventPath(p)
 		added[dir] = append(added[dir], p)
 	}
 	type newChain struct {
 		dir   string
-		tail  chainTail
-		files []*eventFile
+		tail  Tail
+		files []*File
 	}
 	var chains []newChain
-	var all []*eventFile
+	var all []*File
 	for _, dir := range dirs {
-		if v.opts.Contract != "" && dir != contractDir(v.opts.Contract) {
+		if v.opts.Contract != "" && dir != Dir(v.opts.Contract) {
 			continue
 		}
 		old, err := filesAt(r, since, dir)
@@ -88,21 +88,21 @@ func (v *verifier) checkAdded(ctx context.Context, head, since plumbing.Hash) er
 		if err != nil {
 			return err
 		}
-		entries, _, err := contractEntries(r, head, dir)
+		entries, _, err := ContractEntries(r, head, dir)
 		if err != nil {
 			return err
 		}
-		files, layout := listChain(dir, entries)
+		files, layout := ListChain(dir, entries)
 		for _, f := range layout {
 			if _, had := old.names[f.Path]; !had {
 				v.add(f)
 			}
 		}
 		present := map[string]bool{}
-		var fresh []*eventFile
+		var fresh []*File
 		for _, f := range files {
-			present[f.path] = true
-			if o, had := old.byPath[f.path]; !had || o.blob != f.blob || o.sig != f.sig || o.hasSig != f.hasSig {
+			present[f.Path] = true
+			if o, had := old.byPath[f.Path]; !had || o.Blob != f.Blob || o.Sig != f.Sig || o.HasSig != f.HasSig {
 				fresh = append(fresh, f)
 			}
 		}
@@ -121,7 +121,7 @@ func (v *verifier) checkAdded(ctx context.Context, head, since plumbing.Hash) er
 	}
 	ids := map[string]string{}
 	for _, c := range chains {
-		_, findings := linkChainFrom(c.dir, c.files, c.tail)
+		_, findings := LinkChainFrom(c.dir, c.files, c.tail)
 		v.add(findings...)
 		v.uniqueIDs(ids, c.files)
 	}
@@ -179,25 +179,25 @@ func shardsAt(r *gitrepo.Reader, h plumbing.Hash) ([]gitrepo.Entry, error) {
 	if err != nil {
 		return nil, err
 	}
-	return r.Tree(dirHash(root, contractsDir))
+	return r.Tree(gitrepo.FindDir(root, ContractsDir))
 }
 
 // sinceFiles is a contract directory's event files at the since commit.
 type sinceFiles struct {
-	files  []*eventFile
-	byPath map[string]*eventFile
+	files  []*File
+	byPath map[string]*File
 	names  map[string]bool
 }
 
 func filesAt(r *gitrepo.Reader, at plumbing.Hash, dir string) (sinceFiles, error) {
-	entries, _, err := contractEntries(r, at, dir)
+	entries, _, err := ContractEntries(r, at, dir)
 	if err != nil {
 		return sinceFiles{}, err
 	}
-	files, _ := listChain(dir, entries)
-	s := sinceFiles{files: files, byPath: make(map[string]*eventFile, len(files)), names: make(map[string]bool, len(entries))}
+	files, _ := ListChain(dir, entries)
+	s := sinceFiles{files: files, byPath: make(map[string]*File, len(files)), names: make(map[string]bool, len(entries))}
 	for _, f := range files {
-		s.byPath[f.path] = f
+		s.byPath[f.Path] = f
 	}
 	for _, e := range entries {
 		s.names[contractPath(dir)+"/"+e.Name] = true
@@ -207,38 +207,38 @@ func filesAt(r *gitrepo.Reader, at plumbing.Hash, dir string) (sinceFiles, error
 
 // tailOf is where a chain stood: its highest seq and the sha256 of that
 // event file, one blob read.
-func (v *verifier) tailOf(s sinceFiles) (chainTail, error) {
+func (v *verifier) tailOf(s sinceFiles) (Tail, error) {
 	if len(s.files) == 0 {
-		return chainTail{}, nil
+		return Tail{}, nil
 	}
 	last := s.files[len(s.files)-1]
-	body, err := v.readers[0].Blob(last.blob)
+	body, err := v.readers[0].Blob(last.Blob)
 	if err != nil {
-		return chainTail{}, err
+		return Tail{}, err
 	}
 	sum := sha256.Sum256(body)
-	return chainTail{seq: last.seq, sum: hex.EncodeToString(sum[:])}, nil
+	return Tail{Seq: last.Seq, Sum: hex.EncodeToString(sum[:])}, nil
 }
 
 // checkFiles reads files and checks their signatures and layout, on all
 // workers at once.
-func (v *verifier) checkFiles(ctx context.Context, files []*eventFile) error {
-	return forEachChunk(len(v.readers), len(files), func(w, lo, hi int) error {
+func (v *verifier) checkFiles(ctx context.Context, files []*File) error {
+	return ForEachChunk(len(v.readers), len(files), func(w, lo, hi int) error {
 		for _, f := range files[lo:hi] {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			body, err := v.readers[w].Blob(f.blob)
+			body, err := v.readers[w].Blob(f.Blob)
 			if err != nil {
 				return err
 			}
 			var sig []byte
-			if f.hasSig {
-				if sig, err = v.readers[w].Blob(f.sig); err != nil {
+			if f.HasSig {
+				if sig, err = v.readers[w].Blob(f.Sig); err != nil {
 					return err
 				}
 			}
-			f.apply(checkFile(body, sig, f.hasSig, v.opts.EventKeys))
+			f.Apply(CheckFile(body, sig, f.HasSig, v.opts.EventKeys))
 		}
 		return nil
 	})

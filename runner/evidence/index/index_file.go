@@ -1,4 +1,4 @@
-package evidence
+package index
 
 import (
 	"bytes"
@@ -11,6 +11,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 
 	"github.com/nova-platform/nova/runner"
+	"github.com/nova-platform/nova/runner/evidence/chain"
 )
 
 // The index file is read by every query, so it is a compact binary form
@@ -50,7 +51,7 @@ func (w *indexWriter) ref(s string) {
 	w.strings[s] = uint64(len(w.strings) + 1)
 }
 
-func (w *indexWriter) findings(fs []Finding) {
+func (w *indexWriter) findings(fs []chain.Finding) {
 	w.uvarint(uint64(len(fs)))
 	for _, f := range fs {
 		w.ref(string(f.Reason))
@@ -179,10 +180,10 @@ func (r *indexReader) count(min int) int {
 	return int(n)
 }
 
-func (r *indexReader) findings() []Finding {
-	var fs []Finding
+func (r *indexReader) findings() []chain.Finding {
+	var fs []chain.Finding
 	for range r.count(4) {
-		fs = append(fs, Finding{Reason: runner.Reason(r.ref()), Path: r.str(), Commit: r.str(), Message: r.str()})
+		fs = append(fs, chain.Finding{Reason: runner.Reason(r.ref()), Path: r.str(), Commit: r.str(), Message: r.str()})
 	}
 	return fs
 }

@@ -1,4 +1,4 @@
-package evidence
+package chain
 
 import (
 	"github.com/go-git/go-git/v5/plumbing"
@@ -27,7 +27,7 @@ func expectParent(r *gitrepo.Reader, tree, parent plumbing.Hash, subj commitSubj
 		return false
 	}
 	// The trees on the event's path, root first, and where each names the next.
-	path := [...]string{"", contractsDir, shardOf(subj.Dir), subj.Dir, bucketName(subj.Seq)}
+	path := [...]string{"", ContractsDir, ShardOf(subj.Dir), subj.Dir, BucketName(subj.Seq)}
 	const last = len(path) - 1
 	var raws [len(path)][]byte
 	var at [last][2]int
@@ -46,8 +46,8 @@ func expectParent(r *gitrepo.Reader, tree, parent plumbing.Hash, subj commitSubj
 		}
 		raws[i] = raw
 	}
-	file := eventFileName(subj.Seq, subj.Type, "json")
-	dir, ok := withoutFiles(raws[last], file, sigPath(file))
+	file := EventFileName(subj.Seq, subj.Type, "json")
+	dir, ok := withoutFiles(raws[last], file, SigPath(file))
 	if !ok {
 		return false
 	}
