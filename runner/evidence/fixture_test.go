@@ -1,4 +1,4 @@
-package evidence_test
+package evidence
 
 import (
 	"bytes"
@@ -19,7 +19,6 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/nova-platform/nova/runner"
-	"github.com/nova-platform/nova/runner/evidence"
 	"github.com/nova-platform/nova/runner/evidence/chain"
 	"github.com/nova-platform/nova/runner/evidence/evidencetest"
 	"github.com/nova-platform/nova/runner/evidence/signing"
@@ -31,8 +30,8 @@ import (
 func TestFixtureV1Verifies(t *testing.T) {
 	ctx := t.Context()
 	fix := evidencetest.OpenFixtureV1(t)
-	eventKeys, commitKeys := fixtureKeys(t, fix)
-	witness, err := evidence.ReadWitness(fix.Witness)
+	eventKeys, commitKeys := fixtureV1Keys(t, fix)
+	witness, err := ReadWitness(fix.Witness)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,12 +61,14 @@ func TestFixtureV1Verifies(t *testing.T) {
 		}
 	}
 
-	keys := fixtureStoreKeys(t)
+	// The writer's own keys are new: the fixture's are only trusted, as
+	// after a key rotation.
+	keys := newKeys(t)
 	trusted, err := signing.LoadPublicKeys(readFile(t, fix.EventKey))
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := evidence.Open(ctx, evidence.Config{Repo: fix.Repo, StateDir: t.TempDir(), Keys: keys, TrustedEventKeys: trusted, AllowedCommitKeys: commitKeys})
+	s, err := Open(ctx, Config{Repo: fix.Repo, StateDir: t.TempDir(), Keys: keys, TrustedEventKeys: trusted, AllowedCommitKeys: commitKeys})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -279,7 +280,7 @@ func ecdsaKey(t *testing.T, pemBytes []byte) *ecdsa.PublicKey {
 	return k
 }
 
-func fixtureKeys(t *testing.T, fix evidencetest.FixtureV1) (*signing.KeySet, *signing.CommitKeyRing) {
+func fixtureV1Keys(t *testing.T, fix evidencetest.FixtureV1) (*signing.KeySet, *signing.CommitKeyRing) {
 	t.Helper()
 	pub, err := signing.LoadPublicKeys(readFile(t, fix.EventKey))
 	if err != nil {
@@ -294,21 +295,6 @@ func fixtureKeys(t *testing.T, fix evidencetest.FixtureV1) (*signing.KeySet, *si
 		t.Fatal(err)
 	}
 	return events, commits
-}
-
-// fixtureStoreKeys are a writer's own keys, new: the fixture's are only
-// trusted, as after a key rotation.
-func fixtureStoreKeys(t *testing.T) signing.Keys {
-	t.Helper()
-	ev, err := signing.LocalSigner(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	cs, err := signing.GenerateCommitSigner("Nova Fixture", "fixture@example.com")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return signing.Keys{Events: ev, Commit: cs}
 }
 
 // fixtureContracts lists the contract ids in the fixture's head tree.
