@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
-	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -104,21 +103,7 @@ func writeEvidenceFixtureV1(t *testing.T, out string) {
 	root := t.TempDir()
 	home := filepath.Join(root, "home")
 	vars := map[string]string{"HOME": home, "USER": "dev-author"}
-	tf := mustLookPath(t)
-	mode := filepath.Join(root, "tf-mode")
-	wrapper := filepath.Join(root, "terraform")
-	writeFile(t, wrapper, fmt.Sprintf(`#!/bin/sh
-if [ "$1" = apply ]; then
-  case "$(cat %q 2>/dev/null)" in
-    fail) echo "Error: the provider rejected the change <b>&</b>" >&2; exit 1 ;;
-    kill) kill -KILL $$ ;;
-  esac
-fi
-exec %q "$@"
-`, mode, tf))
-	if err := os.Chmod(wrapper, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	wrapper, mode := modeTerraform(t, root, "Error: the provider rejected the change <b>&</b>")
 	consumer := func(name, id, policy string) (dir, trusted string) {
 		dir = filepath.Join(root, name)
 		if err := os.CopyFS(dir, os.DirFS(filepath.Join("..", "examples", "hello"))); err != nil {

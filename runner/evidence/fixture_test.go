@@ -304,11 +304,7 @@ func fixtureContracts(t *testing.T, repo string) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ref, err := r.Reference(plumbing.NewBranchReferenceName(chain.DefaultBranch), true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := r.CommitObject(ref.Hash())
+	c, err := r.CommitObject(headOf(t, repo))
 	if err != nil {
 		t.Fatal(err)
 	}
