@@ -28,8 +28,7 @@ RACE_PKGS := ./runner ./runner/evidence/... ./stages/plan ./action
 
 ## The fuzz targets run on every test run: the contract loader and the
 ## plan bundle loader read what anyone can hand to Nova, and the evidence
-## reader the file names, commit signatures and fetched packs of whoever
-## can push to the evidence repo. Each runs a fixed number of inputs (about ten
+## reader the file names of whoever can push to the evidence repo. Each runs a fixed number of inputs (about ten
 ## seconds' worth on a 2-core machine), not for a time: with -fuzztime
 ## <duration>, Go 1.26's fuzz coordinator can report its own deadline as
 ## the target's failure on a loaded machine (go.dev/issue/75804, fixed in
@@ -37,14 +36,10 @@ RACE_PKGS := ./runner ./runner/evidence/... ./stages/plan ./action
 FUZZ_PARSE ?= 15000x
 FUZZ_MANIFEST ?= 8000x
 FUZZ_EVENT_NAME ?= 30000x
-FUZZ_COMMIT_SIG ?= 80000x
-FUZZ_PACK ?= 20000x
 ifdef FUZZTIME
 FUZZ_PARSE := $(FUZZTIME)
 FUZZ_MANIFEST := $(FUZZTIME)
 FUZZ_EVENT_NAME := $(FUZZTIME)
-FUZZ_COMMIT_SIG := $(FUZZTIME)
-FUZZ_PACK := $(FUZZTIME)
 endif
 
 test: tools check
@@ -52,9 +47,7 @@ test: tools check
 	$(GO) test -count=1 -race -timeout 30m $(RACE_PKGS)
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZ_PARSE) ./stages/schema
 	$(GO) test -run '^$$' -fuzz '^FuzzReadManifest$$' -fuzztime $(FUZZ_MANIFEST) ./runner/bundle
-	$(GO) test -run '^$$' -fuzz '^FuzzEventFileName$$' -fuzztime $(FUZZ_EVENT_NAME) ./runner/evidence
-	$(GO) test -run '^$$' -fuzz '^FuzzCheckFast$$' -fuzztime $(FUZZ_COMMIT_SIG) ./runner/evidence/signing
-	$(GO) test -run '^$$' -fuzz '^FuzzIndexPack$$' -fuzztime $(FUZZ_PACK) ./runner/evidence/gitrepo
+	$(GO) test -run '^$$' -fuzz '^FuzzEventFileName$$' -fuzztime $(FUZZ_EVENT_NAME) ./runner/evidence/chain
 
 check: fmt vet
 

@@ -14,6 +14,8 @@ import (
 	"github.com/nova-platform/nova/runner/audit"
 	"github.com/nova-platform/nova/runner/audit/report"
 	"github.com/nova-platform/nova/runner/evidence"
+	"github.com/nova-platform/nova/runner/evidence/chain"
+	"github.com/nova-platform/nova/runner/evidence/index"
 )
 
 // The commands that answer from verified evidence: `nova evidence query`,
@@ -68,17 +70,17 @@ func (cfg *Config) checkAudit() error {
 // everything the command answers about verifies: the whole history, and
 // the chains of the contracts asked about (of every contract when none
 // is). The error carries verify's reason code.
-func verifiedIndex(ctx context.Context, cfg Config) (*evidence.Repo, *evidence.Index, error) {
+func verifiedIndex(ctx context.Context, cfg Config) (*chain.Repo, *index.Index, error) {
 	s := cfg.Evidence
 	opts, err := verifyOptions(cfg)
 	if err != nil {
 		return nil, nil, err
 	}
-	repo, err := evidence.OpenRepo(ctx, s.Repo, s.Branch, s.Creds)
+	repo, err := chain.OpenRepo(ctx, s.Repo, s.Branch, s.Creds)
 	if err != nil {
 		return nil, nil, err
 	}
-	ix, err := evidence.UpdateIndex(ctx, repo, evidence.IndexFile(evidence.StateDirFor(s.Paths.StateBase, s.Repo)), evidence.IndexOptions{
+	ix, err := index.UpdateIndex(ctx, repo, index.IndexFile(evidence.StateDirFor(s.Paths.StateBase, s.Repo)), index.IndexOptions{
 		Verify: opts, Facets: audit.Facets, FacetsVersion: audit.FacetsVersion, Rebuild: cfg.Audit.Reindex,
 	})
 	if err == nil {
@@ -166,7 +168,7 @@ func auditRecords(ctx context.Context, cfg Config) ([]audit.Record, string, erro
 // verifiedRecords reads every verified event about the contracts asked
 // about, each checked against the bytes that were verified, in chain
 // order.
-func verifiedRecords(repo *evidence.Repo, ix *evidence.Index, contracts []string) ([]audit.Record, error) {
+func verifiedRecords(repo *chain.Repo, ix *index.Index, contracts []string) ([]audit.Record, error) {
 	reader := repo.NewReader()
 	events := ix.Events()
 	var out []audit.Record
@@ -225,7 +227,7 @@ func reportCommand(ctx context.Context, cfg Config, env Env) error {
 		return refused(env, cfg, err)
 	}
 	page, err := report.Render(report.Input{
-		Tables: audit.Build(records), Repo: evidence.RedactURL(cfg.Evidence.Repo), Head: head,
+		Tables: audit.Build(records), Repo: chain.RedactURL(cfg.Evidence.Repo), Head: head,
 		Events: len(records), Generated: time.Now().UTC(), Version: version,
 	})
 	if err != nil {

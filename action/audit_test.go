@@ -19,7 +19,7 @@ import (
 
 	"github.com/nova-platform/nova/runner"
 	"github.com/nova-platform/nova/runner/audit"
-	"github.com/nova-platform/nova/runner/evidence"
+	"github.com/nova-platform/nova/runner/evidence/chain"
 )
 
 // The audit commands are tested over an evidence repo built by real runs
@@ -103,22 +103,7 @@ deny_audience contains msg if {
 }
 `)
 	trusted := signedCheckout(t, r.dir)
-	// A terraform that fails or dies in apply when its mode file says so,
-	// and is the real one otherwise.
-	mode := filepath.Join(root, "tf-mode")
-	wrapper := filepath.Join(root, "terraform")
-	writeFile(t, wrapper, fmt.Sprintf(`#!/bin/sh
-if [ "$1" = apply ]; then
-  case "$(cat %q 2>/dev/null)" in
-    fail) echo "Error: the provider rejected the change" >&2; exit 1 ;;
-    kill) kill -KILL $$ ;;
-  esac
-fi
-exec %q "$@"
-`, mode, mustLookPath(t)))
-	if err := os.Chmod(wrapper, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	wrapper, mode := modeTerraform(t, root, "Error: the provider rejected the change")
 	nova := func(want int, args ...string) {
 		t.Helper()
 		if args[0] != "evidence" {
@@ -161,6 +146,28 @@ exec %q "$@"
 	writeFile(t, mode, "")
 	nova(ExitPass, "run")
 	return r
+}
+
+// modeTerraform writes a terraform into root that fails (printing
+// failure) or dies in apply when its mode file says so, and is the real
+// one otherwise; it returns the wrapper and the mode file.
+func modeTerraform(t *testing.T, root, failure string) (wrapper, mode string) {
+	t.Helper()
+	mode = filepath.Join(root, "tf-mode")
+	wrapper = filepath.Join(root, "terraform")
+	writeFile(t, wrapper, fmt.Sprintf(`#!/bin/sh
+if [ "$1" = apply ]; then
+  case "$(cat %q 2>/dev/null)" in
+    fail) echo %q >&2; exit 1 ;;
+    kill) kill -KILL $$ ;;
+  esac
+fi
+exec %q "$@"
+`, mode, failure, mustLookPath(t)))
+	if err := os.Chmod(wrapper, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return wrapper, mode
 }
 
 // nova runs one command against the fixture's local evidence repo.
@@ -389,8 +396,8 @@ func TestQueryAndExportRefuseTamperedEvidence(t *testing.T) {
 			}
 			tt.tamper(t, c)
 			code, stdout, _ := c.nova(t, "evidence", "verify", "--output", "json")
-			var rep evidence.Report
-			if err := json.Unmarshal([]byte(stdout), &rep); err != nil || code != ExitFail || !slices.ContainsFunc(rep.Findings, func(f evidence.Finding) bool { return f.Reason == tt.want }) {
+			var rep chain.Report
+			if err := json.Unmarshal([]byte(stdout), &rep); err != nil || code != ExitFail || !slices.ContainsFunc(rep.Findings, func(f chain.Finding) bool { return f.Reason == tt.want }) {
 				t.Fatalf("verify of the tampered repo: exit %d, %+v (%v)", code, rep.Findings, err)
 			}
 			// The commands name what verify names first.

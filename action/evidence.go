@@ -10,6 +10,7 @@ import (
 
 	"github.com/nova-platform/nova/runner"
 	"github.com/nova-platform/nova/runner/evidence"
+	"github.com/nova-platform/nova/runner/evidence/chain"
 	"github.com/nova-platform/nova/runner/evidence/signing"
 	"github.com/nova-platform/nova/runner/local"
 )
@@ -35,7 +36,7 @@ type EvidenceConfig struct {
 	// is created on first use and missing keys are generated.
 	Local bool
 	Paths evidence.LocalPaths
-	Creds evidence.Credentials
+	Creds chain.Credentials
 	Keys  signing.KeyConfig
 	// TrustedEventKeys (PEM) and TrustedCommitKeys (armored OpenPGP) are
 	// public keys trusted besides the signing keys' own: after a rotation
@@ -56,10 +57,10 @@ func readEvidenceConfig(repoFlag, branch string, getenv func(string) string) (Ev
 		s.Repo, s.Local = paths.Repo, true
 	}
 	if s.Branch == "" {
-		s.Branch = firstNonEmpty(getenv("NOVA_EVIDENCE_BRANCH"), evidence.DefaultBranch)
+		s.Branch = firstNonEmpty(getenv("NOVA_EVIDENCE_BRANCH"), chain.DefaultBranch)
 	}
 	if token := getenv("NOVA_EVIDENCE_TOKEN"); token != "" {
-		s.Creds = evidence.Credentials{Username: firstNonEmpty(getenv("NOVA_EVIDENCE_USERNAME"), "x-access-token"), Password: token}
+		s.Creds = chain.Credentials{Username: firstNonEmpty(getenv("NOVA_EVIDENCE_USERNAME"), "x-access-token"), Password: token}
 	}
 	s.Keys = evidenceKeyConfig(s, getenv)
 	s.TrustedEventKeys, s.TrustedCommitKeys = getenv("NOVA_EVIDENCE_PUBLIC_KEY"), getenv("NOVA_COMMIT_PUBLIC_KEY")
@@ -153,12 +154,12 @@ func evidenceVerify(ctx context.Context, cfg Config, env Env) error {
 	if err != nil {
 		return failed(env, cfg, err)
 	}
-	repo, err := evidence.OpenRepo(ctx, s.Repo, s.Branch, s.Creds)
+	repo, err := chain.OpenRepo(ctx, s.Repo, s.Branch, s.Creds)
 	if err != nil {
 		return failed(env, cfg, err)
 	}
 	defer repo.Close()
-	report, err := evidence.Verify(ctx, repo, opts)
+	report, err := chain.Verify(ctx, repo, opts)
 	if err != nil {
 		return failed(env, cfg, err)
 	}
@@ -180,9 +181,9 @@ func evidenceVerify(ctx context.Context, cfg Config, env Env) error {
 // verifyOptions reads what a verification trusts from the verify flags:
 // the keys, and the witness (--witness, else the local store's when there
 // is one).
-func verifyOptions(cfg Config) (evidence.VerifyOptions, error) {
+func verifyOptions(cfg Config) (chain.VerifyOptions, error) {
 	s := cfg.Evidence
-	opts := evidence.VerifyOptions{Contract: cfg.Verify.Contract, Since: cfg.Verify.Since}
+	opts := chain.VerifyOptions{Contract: cfg.Verify.Contract, Since: cfg.Verify.Since}
 	var err error
 	if opts.EventKeys, err = loadEventKeys(cfg.Verify.KeyFiles, s); err != nil {
 		return opts, err

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/nova-platform/nova/runner"
-	"github.com/nova-platform/nova/runner/evidence"
+	"github.com/nova-platform/nova/runner/evidence/chain"
 	"github.com/nova-platform/nova/runner/evidence/signing"
 )
 
@@ -73,7 +73,7 @@ func TestEvidenceLocalMode(t *testing.T) {
 	if code := evidenceCommand(ctx, []string{"verify", "--output", "json", "--contract", "c-1"}, env); code != ExitPass {
 		t.Fatalf("verify json: exit %d\n%s%s", code, stdout, stderr)
 	}
-	var rep evidence.Report
+	var rep chain.Report
 	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil || rep.Events != 3 || !rep.OK() {
 		t.Fatalf("json report %+v, %v", rep, err)
 	}

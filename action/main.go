@@ -12,10 +12,6 @@ import (
 	"runtime/debug"
 	"slices"
 	"syscall"
-
-	// For its init alone: it makes the data segment resident before the
-	// large dependencies' initialisers touch it page by page.
-	_ "github.com/nova-platform/nova/action/prefault"
 )
 
 func main() {
@@ -23,10 +19,9 @@ func main() {
 	// while compiling policy and reading plans: at Go's default (a
 	// collection each time the heap doubles) a no-change run spent a fifth
 	// of its own CPU collecting. After start-up a no-change run allocates
-	// about 15 MB, so at 800 it collects only once, as it starts
-	// (preferHugePages), and at 400 it collected again mid-run for ~3 ms of
-	// CPU. The soft limit keeps a large monorepo run from growing nine
-	// times its live heap unchecked. A user's GOGC or GOMEMLIMIT wins.
+	// about 15 MB, so at 800 it seldom collects at all. The soft limit
+	// keeps a large monorepo run from growing nine times its live heap
+	// unchecked. A user's GOGC or GOMEMLIMIT wins.
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(800)
 	}
@@ -35,7 +30,6 @@ func main() {
 	}
 	ctx, stop := context.Background(), func() {}
 	if !printsOnly(os.Args[1:]) {
-		preferHugePages()
 		// Catching signals starts a thread of its own, locked to its
 		// goroutine: a few per cent of what `nova version` costs, for a
 		// command with nothing to interrupt.

@@ -7,7 +7,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/nova-platform/nova/runner"
-	"github.com/nova-platform/nova/runner/evidence"
+	"github.com/nova-platform/nova/runner/evidence/chain"
 )
 
 // writeVerifyReport renders a verify report for a terminal: a summary
@@ -15,7 +15,7 @@ import (
 // reason code, path and commit, so an auditor can go straight to the
 // broken item. repo may be a URL with a token in it
 // (https://x:TOKEN@host/…); it is shown without.
-func writeVerifyReport(w io.Writer, r *evidence.Report, repo string) error {
+func writeVerifyReport(w io.Writer, r *chain.Report, repo string) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	head := r.Head
 	if head == "" {
@@ -25,7 +25,7 @@ func writeVerifyReport(w io.Writer, r *evidence.Report, repo string) error {
 	if !r.OK() {
 		status = fmt.Sprintf("FAILED (%d findings)", len(r.Findings))
 	}
-	fmt.Fprintf(tw, "evidence repo\t%s\n", evidence.RedactURL(repo))
+	fmt.Fprintf(tw, "evidence repo\t%s\n", chain.RedactURL(repo))
 	fmt.Fprintf(tw, "head\t%s\n", head)
 	if r.Since != "" {
 		// The counts below are what is new since it.

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nova-platform/nova/runner/evidence"
+	"github.com/nova-platform/nova/runner/evidence/chain"
 )
 
 // TestVerifyReportRedactsTheRepoURL: a token given in the repo URL never
@@ -18,7 +18,7 @@ func TestVerifyReportRedactsTheRepoURL(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var b strings.Builder
-			if err := writeVerifyReport(&b, &evidence.Report{}, tt.repo); err != nil {
+			if err := writeVerifyReport(&b, &chain.Report{}, tt.repo); err != nil {
 				t.Fatal(err)
 			}
 			if strings.Contains(b.String(), "s3cr3t") || !strings.Contains(b.String(), tt.want) {

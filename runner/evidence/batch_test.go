@@ -7,13 +7,14 @@ import (
 	"testing"
 
 	"github.com/nova-platform/nova/runner"
+	"github.com/nova-platform/nova/runner/evidence/chain"
 )
 
 // firstParentLog is the messages of the branch's first-parent history,
 // newest first, as git reads them.
 func firstParentLog(t *testing.T, repo string) []string {
 	t.Helper()
-	out, err := exec.Command("git", "--git-dir", repo, "log", "--first-parent", "--format=%s", "refs/heads/"+DefaultBranch).CombinedOutput()
+	out, err := exec.Command("git", "--git-dir", repo, "log", "--first-parent", "--format=%s", "refs/heads/"+chain.DefaultBranch).CombinedOutput()
 	if err != nil {
 		t.Fatalf("git log: %v\n%s", err, out)
 	}
@@ -57,7 +58,7 @@ func TestARunsEventsArePushedInOneBatch(t *testing.T) {
 			for _, typ := range []string{"nova.schema.completed", runner.EventPlanCreated, "nova.policy.completed"} {
 				emit(typ)
 			}
-			if out, err := exec.Command("git", "--git-dir", repo, "rev-parse", "--verify", "-q", "refs/heads/"+DefaultBranch).Output(); err == nil {
+			if out, err := exec.Command("git", "--git-dir", repo, "rev-parse", "--verify", "-q", "refs/heads/"+chain.DefaultBranch).Output(); err == nil {
 				t.Fatalf("ordinary events were pushed one by one (head %s)", out)
 			}
 			if p, err := s.Pending(); err != nil || len(p) != 3 {

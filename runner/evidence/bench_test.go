@@ -21,6 +21,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 
 	"github.com/nova-platform/nova/runner"
+	"github.com/nova-platform/nova/runner/evidence/chain"
 	"github.com/nova-platform/nova/runner/evidence/gitrepo"
 	"github.com/nova-platform/nova/runner/evidence/signing"
 )
@@ -175,7 +176,7 @@ func newSignatureFloor(b *testing.B) *signatureFloor {
 // run checks n events' two signatures on one worker per CPU, as verify
 // spreads its work.
 func (f *signatureFloor) run(b *testing.B, n int) {
-	err := forEachChunk(runtime.GOMAXPROCS(0), n, func(_, lo, hi int) error {
+	err := chain.ForEachChunk(runtime.GOMAXPROCS(0), n, func(_, lo, hi int) error {
 		for i := lo; i < hi; i++ {
 			j := i % len(f.events)
 			sum := sha256.Sum256(f.events[j])
@@ -223,7 +224,7 @@ func verifyFixture(b *testing.B, contracts, perContract int) (string, signing.Ke
 // own commit code, straight into a bare repo without fsync or outbox (what
 // BenchmarkEvidenceAppend measures), then packs it.
 func buildFixture(path string, keys signing.Keys, contracts, perContract int) error {
-	branch := plumbing.NewBranchReferenceName(DefaultBranch)
+	branch := plumbing.NewBranchReferenceName(chain.DefaultBranch)
 	if err := gitrepo.InitBare(path, branch); err != nil {
 		return err
 	}
@@ -257,7 +258,7 @@ func buildFixture(path string, keys signing.Keys, contracts, perContract int) er
 		if err != nil {
 			return err
 		}
-		ec, err := writeEventCommit(reader, commit, c, e.Seq, e.Type, canon, sig, CommitMessage(e), keys.Commit, e.Time)
+		ec, err := writeEventCommit(reader, commit, c, e.Seq, e.Type, canon, sig, chain.CommitMessage(e), keys.Commit, e.Time)
 		if err != nil {
 			return err
 		}
@@ -296,11 +297,11 @@ func benchmarkVerifySince(b *testing.B, contracts, perContract, fresh int) {
 	repo, keys := verifyFixture(b, contracts, perContract)
 	opts := verifyOptions(b, keys)
 	ctx := context.Background()
-	r, err := OpenRepo(ctx, repo, "", Credentials{})
+	r, err := chain.OpenRepo(ctx, repo, "", chain.Credentials{})
 	if err != nil {
 		b.Fatal(err)
 	}
-	since := r.head
+	since := r.HeadHash()
 	reader := r.NewReader()
 	for range fresh {
 		c, err := reader.Commit(since)

@@ -9,6 +9,7 @@ import (
 	"github.com/go-git/go-git/v5"
 
 	"github.com/nova-platform/nova/runner"
+	"github.com/nova-platform/nova/runner/evidence/chain"
 )
 
 // TestEventsCrossIntoTheNextBucket writes a contract's events past seq 99,
@@ -130,8 +131,8 @@ func assertStoreRefuses(t *testing.T, f *tamperFixture, want string) {
 func TestContractsSharingAShard(t *testing.T) {
 	ids := []string{"c-a", "c-a.13", "c-a-143"}
 	for _, id := range ids {
-		if shardOf(id) != "87" {
-			t.Fatalf("test broken: %s is in shard %s", id, shardOf(id))
+		if chain.ShardOf(id) != "87" {
+			t.Fatalf("test broken: %s is in shard %s", id, chain.ShardOf(id))
 		}
 	}
 	repo := newBareRepo(t)

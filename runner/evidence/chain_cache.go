@@ -15,6 +15,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 
 	"github.com/nova-platform/nova/runner"
+	"github.com/nova-platform/nova/runner/evidence/chain"
 )
 
 // The chain cache is what the store verified of each contract's chain,
@@ -70,7 +71,7 @@ func (s *Store) loadChain(dir string) *chainState {
 		if !errors.Is(err, os.ErrNotExist) {
 			s.logf("evidence: %v; reading the chain of %s from the repo", err, dir)
 		}
-		return &chainState{ids: map[string]bool{}, checks: map[[2]plumbing.Hash]fileCheck{}}
+		return &chainState{ids: map[string]bool{}, checks: map[[2]plumbing.Hash]chain.Check{}}
 	}
 	return c
 }
@@ -85,12 +86,12 @@ func readChainCache(path, dir, keys string) (*chainState, error) {
 	}
 	c := &chainState{tree: sc.Tree, filesTree: sc.Tree, stored: true,
 		events: make([]runner.Event, 0, len(sc.Files)), ids: make(map[string]bool, len(sc.Files)),
-		checks: make(map[[2]plumbing.Hash]fileCheck, len(sc.Files)), files: make([]*eventFile, 0, len(sc.Files))}
+		checks: make(map[[2]plumbing.Hash]chain.Check, len(sc.Files)), files: make([]*chain.File, 0, len(sc.Files))}
 	for _, f := range sc.Files {
 		c.events = append(c.events, f.Event)
 		c.ids[f.Event.ID] = true
-		c.checks[[2]plumbing.Hash{f.Blob, f.Sig}] = fileCheck{sum: f.Sum, event: f.Event}
-		c.files = append(c.files, &eventFile{dir: dir, path: f.Path, seq: f.Seq, typ: f.Type, blob: f.Blob, sig: f.Sig, hasSig: f.HasSig, sum: f.Sum, event: f.Event, decoded: true})
+		c.checks[[2]plumbing.Hash{f.Blob, f.Sig}] = chain.Check{Sum: f.Sum, Event: f.Event}
+		c.files = append(c.files, &chain.File{Dir: dir, Path: f.Path, Seq: f.Seq, Type: f.Type, Blob: f.Blob, Sig: f.Sig, HasSig: f.HasSig, Sum: f.Sum, Event: f.Event, Decoded: true})
 		c.hash = f.Sum
 	}
 	return c, nil
@@ -132,7 +133,7 @@ func (s *Store) saveChains() {
 func writeChainCache(path, dir, keys string, c *chainState) error {
 	sc := storedChain{Keys: keys, Dir: dir, Tree: c.filesTree, Files: make([]storedFile, 0, len(c.files))}
 	for _, f := range c.files {
-		sc.Files = append(sc.Files, storedFile{Path: f.path, Seq: f.seq, Type: f.typ, Blob: f.blob, Sig: f.sig, HasSig: f.hasSig, Sum: f.sum, Event: f.event})
+		sc.Files = append(sc.Files, storedFile{Path: f.Path, Seq: f.Seq, Type: f.Type, Blob: f.Blob, Sig: f.Sig, HasSig: f.HasSig, Sum: f.Sum, Event: f.Event})
 	}
 	return writeSealed(path, chainCacheMagic, sc)
 }

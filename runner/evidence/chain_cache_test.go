@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/nova-platform/nova/runner"
+	"github.com/nova-platform/nova/runner/evidence/chain"
 )
 
 // TestChainCacheAcrossProcesses: a store reads the chain a store before it
@@ -99,7 +100,7 @@ func TestChainCacheDoesNotHideTampering(t *testing.T) {
 	f.rewriteFiles(t, f.keys.Commit, func(files map[string][]byte) {
 		const a2 = "contracts/87/c-a/0xx/2-nova.test.step.json"
 		delete(files, a2)
-		delete(files, sigPath(a2))
+		delete(files, chain.SigPath(a2))
 	})
 	s := openStoreIn(t, f.repo, filepath.Dir(f.store.WitnessPath()), f.keys)
 	if _, err := s.Chain(ctx, "c-a"); runner.ReasonOf(err) != runner.EvidenceChainBroken {

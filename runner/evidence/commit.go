@@ -9,6 +9,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/nova-platform/nova/runner"
+	"github.com/nova-platform/nova/runner/evidence/chain"
 	"github.com/nova-platform/nova/runner/evidence/gitrepo"
 	"github.com/nova-platform/nova/runner/evidence/signing"
 )
@@ -43,7 +44,7 @@ type eventCommits struct {
 // newEventCommits starts a batch for contract directory dir on parent,
 // reading parent's trees through r.
 func newEventCommits(r *gitrepo.Reader, parent plumbing.Hash, dir string) (*eventCommits, error) {
-	b := &eventCommits{objs: gitrepo.NewObjects(), parent: parent, head: parent, dir: dir, shardName: shardOf(dir), r: r}
+	b := &eventCommits{objs: gitrepo.NewObjects(), parent: parent, head: parent, dir: dir, shardName: chain.ShardOf(dir), r: r}
 	if parent.IsZero() {
 		return b, nil
 	}
@@ -52,13 +53,13 @@ func newEventCommits(r *gitrepo.Reader, parent plumbing.Hash, dir string) (*even
 		b.root, err = subtree(r, c.TreeHash)
 	}
 	if err == nil {
-		b.contracts, err = subtree(r, dirHash(b.root, contractsDir))
+		b.contracts, err = subtree(r, gitrepo.FindDir(b.root, chain.ContractsDir))
 	}
 	if err == nil {
-		b.shard, err = subtree(r, dirHash(b.contracts, b.shardName))
+		b.shard, err = subtree(r, gitrepo.FindDir(b.contracts, b.shardName))
 	}
 	if err == nil {
-		b.parentTree = dirHash(b.shard, dir)
+		b.parentTree = gitrepo.FindDir(b.shard, dir)
 		b.contract, err = subtree(r, b.parentTree)
 	}
 	b.tree = b.parentTree
@@ -79,22 +80,22 @@ func (b *eventCommits) add(seq int64, typ string, event, sig []byte, msg string,
 	tree := func(name string, entries []gitrepo.Entry, prev plumbing.Hash) gitrepo.Entry {
 		return gitrepo.Entry{Name: name, Mode: filemode.Dir, Hash: b.objs.PutNext(plumbing.TreeObject, gitrepo.EncodeTree(entries), prev)}
 	}
-	if name := bucketName(seq); name != b.bucketName {
+	if name := chain.BucketName(seq); name != b.bucketName {
 		b.bucket, b.bucketName = nil, name
-		if h := dirHash(b.contract, name); !h.IsZero() {
+		if h := gitrepo.FindDir(b.contract, name); !h.IsZero() {
 			var err error
 			if b.bucket, err = subtree(b.r, h); err != nil {
 				return err
 			}
 		}
 	}
-	name := eventFileName(seq, typ, "json")
-	b.bucket = gitrepo.Upsert(gitrepo.Upsert(b.bucket, file(name, event)), file(sigPath(name), sig))
-	b.contract = gitrepo.Upsert(b.contract, tree(b.bucketName, b.bucket, dirHash(b.contract, b.bucketName)))
+	name := chain.EventFileName(seq, typ, "json")
+	b.bucket = gitrepo.Upsert(gitrepo.Upsert(b.bucket, file(name, event)), file(chain.SigPath(name), sig))
+	b.contract = gitrepo.Upsert(b.contract, tree(b.bucketName, b.bucket, gitrepo.FindDir(b.contract, b.bucketName)))
 	dirEntry := tree(b.dir, b.contract, b.tree)
 	b.shard = gitrepo.Upsert(b.shard, dirEntry)
-	b.contracts = gitrepo.Upsert(b.contracts, tree(b.shardName, b.shard, dirHash(b.contracts, b.shardName)))
-	b.root = gitrepo.Upsert(b.root, tree(contractsDir, b.contracts, dirHash(b.root, contractsDir)))
+	b.contracts = gitrepo.Upsert(b.contracts, tree(b.shardName, b.shard, gitrepo.FindDir(b.contracts, b.shardName)))
+	b.root = gitrepo.Upsert(b.root, tree(chain.ContractsDir, b.contracts, gitrepo.FindDir(b.root, chain.ContractsDir)))
 	b.rootTree = b.objs.PutNext(plumbing.TreeObject, gitrepo.EncodeTree(b.root), b.rootTree)
 
 	who := cs.Identity(when)
@@ -118,13 +119,4 @@ func (b *eventCommits) add(seq int64, typ string, event, sig []byte, msg string,
 func subtree(r *gitrepo.Reader, h plumbing.Hash) ([]gitrepo.Entry, error) {
 	t, err := r.Tree(h)
 	return slices.Clone(t), err
-}
-
-// dirHash is the tree of directory name in entries, zero when there is
-// none.
-func dirHash(entries []gitrepo.Entry, name string) plumbing.Hash {
-	if i := gitrepo.Find(entries, name); i >= 0 && entries[i].Mode == filemode.Dir {
-		return entries[i].Hash
-	}
-	return plumbing.ZeroHash
 }

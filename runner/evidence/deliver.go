@@ -14,6 +14,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 
 	"github.com/nova-platform/nova/runner"
+	"github.com/nova-platform/nova/runner/evidence/chain"
 	"github.com/nova-platform/nova/runner/evidence/gitrepo"
 )
 
@@ -72,10 +73,10 @@ func sleep(ctx context.Context, d time.Duration) error {
 // and the outbox keeps the events for the next run. Every other event
 // only waits in the outbox, and Record returns nil.
 func (s *Store) Record(ctx context.Context, e runner.Event) error {
-	if err := checkEventNames(e); err != nil {
+	if err := chain.CheckEventNames(e); err != nil {
 		return runner.Errorf(runner.EventWriteFailed, "recording event: %w", err)
 	}
-	dir := contractDir(e.ContractID)
+	dir := chain.Dir(e.ContractID)
 	if err := s.outbox.add(dir, e); err != nil {
 		return runner.Errorf(runner.EventWriteFailed, "recording %s event: %w", e.Type, err)
 	}
@@ -90,7 +91,7 @@ func (s *Store) Record(ctx context.Context, e runner.Event) error {
 // run (perhaps on another machine) sees this one's outcome. A failed push
 // leaves them in the outbox and is an error; Drain tries them again.
 func (s *Store) Flush(ctx context.Context, contractID string) error {
-	return pushFailed(s.drainContract(ctx, contractDir(contractID)), "pushing the events of contract %s", contractID)
+	return pushFailed(s.drainContract(ctx, chain.Dir(contractID)), "pushing the events of contract %s", contractID)
 }
 
 // pushFailed gives a failed push EVIDENCE_PUSH_FAILED, unless the head
@@ -263,7 +264,7 @@ func (s *Store) prepare(head plumbing.Hash, dir string, pending []runner.Event) 
 		if err != nil {
 			return nil, nil, nil, err
 		}
-		if err := b.add(e.Seq, e.Type, canon, sig, CommitMessage(e), s.cfg.Keys.Commit, s.now()); err != nil {
+		if err := b.add(e.Seq, e.Type, canon, sig, chain.CommitMessage(e), s.cfg.Keys.Commit, s.now()); err != nil {
 			return nil, nil, nil, err
 		}
 		h := sha256.Sum256(canon)

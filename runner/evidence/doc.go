@@ -6,9 +6,9 @@
 // The Store is a runner.Recorder that writes an event to a local outbox
 // before acknowledging it, then pushes it as a signed commit, re-chaining
 // on conflicts; it is also the runner.EvidenceReader the gate decides
-// from, returning only whole verified chains. Verify is what an auditor
-// runs over the repo; it names every break with a reason code. Both read a
-// contract's chain with the same code, so the store refuses exactly what
-// Verify reports. Keys live in runner/evidence/signing, git mechanics in
-// runner/evidence/gitrepo.
+// from, returning only whole verified chains. It reads a contract's chain
+// with runner/evidence/chain, which also holds Verify, what an auditor runs
+// over the repo, so the store refuses exactly what Verify reports. The
+// audit index is runner/evidence/index, keys live in
+// runner/evidence/signing, git mechanics in runner/evidence/gitrepo.
 package evidence

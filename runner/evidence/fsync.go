@@ -1,6 +1,10 @@
 package evidence
 
-import "os"
+import (
+	"os"
+
+	"github.com/nova-platform/nova/runner/evidence/chain"
+)
 
 // syncDir makes a rename or create in dir durable.
 func syncDir(dir string) error { return syncPath(dir) }
@@ -23,5 +27,5 @@ var syncPath = func(path string) error {
 // syncAll fsyncs paths all at once, so the file system can commit them
 // together instead of flushing once per path (about a dozen per event).
 func syncAll(paths ...string) error {
-	return forEachChunk(len(paths), len(paths), func(_, i, _ int) error { return syncPath(paths[i]) })
+	return chain.ForEachChunk(len(paths), len(paths), func(_, i, _ int) error { return syncPath(paths[i]) })
 }

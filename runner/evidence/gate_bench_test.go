@@ -19,6 +19,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/nova-platform/nova/runner"
+	"github.com/nova-platform/nova/runner/evidence/chain"
 	"github.com/nova-platform/nova/runner/evidence/gitrepo"
 	"github.com/nova-platform/nova/runner/evidence/signing"
 )
@@ -97,7 +98,7 @@ func (f *gateHistory) runEnd(ctx context.Context, b *testing.B, summary bool) ti
 		Time: time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC), DataContentType: "application/json", RunID: "run-next", ContractID: "c-gate",
 		Environment: string(runner.Dev), Data: []byte(`{"decisionId":"dec-next","chosenAction":"proceed"}`)}
 	o := outbox{dir: filepath.Join(state, outboxDir), lock: filepath.Join(state, lockName)}
-	if err := o.add(contractDir("c-gate"), e); err != nil {
+	if err := o.add(chain.Dir("c-gate"), e); err != nil {
 		b.Fatal(err)
 	}
 	start := time.Now()
@@ -206,7 +207,7 @@ func (f *gateHistory) decide(ctx context.Context, b *testing.B, pending bool) ti
 			Time: time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC), DataContentType: "application/json", RunID: "run-next", ContractID: "c-gate",
 			Environment: string(runner.Dev), Data: []byte(`{"environment":"dev","imported":0}`)}
 		o := outbox{dir: filepath.Join(state, outboxDir), lock: filepath.Join(state, lockName)}
-		if err := o.add(contractDir("c-gate"), e); err != nil {
+		if err := o.add(chain.Dir("c-gate"), e); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -263,7 +264,7 @@ func ledgerShape(i int) (string, string, []byte) {
 // signed commit: what the gate reads is the head's tree, however many
 // commits made it, and one commit keeps the fixture cheap to build.
 func buildHistory(path string, keys signing.Keys, contract string, n, others int, shape historyShape) (plumbing.Hash, error) {
-	branch := plumbing.NewBranchReferenceName(DefaultBranch)
+	branch := plumbing.NewBranchReferenceName(chain.DefaultBranch)
 	if err := gitrepo.InitBare(path, branch); err != nil {
 		return plumbing.ZeroHash, err
 	}
@@ -288,7 +289,7 @@ func buildHistory(path string, keys signing.Keys, contract string, n, others int
 		if err != nil {
 			return plumbing.ZeroHash, err
 		}
-		bucket := bucketName(e.Seq)
+		bucket := chain.BucketName(e.Seq)
 		buckets[bucket] = append(buckets[bucket], files...)
 		sum := sha256.Sum256(canon)
 		prev = hex.EncodeToString(sum[:])
@@ -300,7 +301,7 @@ func buildHistory(path string, keys signing.Keys, contract string, n, others int
 	}
 	slices.SortFunc(dirs, gitrepo.CompareEntries)
 	dir := objs.Put(plumbing.TreeObject, gitrepo.EncodeTree(dirs))
-	shards := map[string][]gitrepo.Entry{shardOf(contract): {{Name: contractDir(contract), Mode: filemode.Dir, Hash: dir}}}
+	shards := map[string][]gitrepo.Entry{chain.ShardOf(contract): {{Name: chain.Dir(contract), Mode: filemode.Dir, Hash: dir}}}
 	for k := range others {
 		// Ids shaped as real ones are, a UUID each.
 		id := fmt.Sprintf("%08x-0000-4000-8000-%012x", k, k)
@@ -315,8 +316,8 @@ func buildHistory(path string, keys signing.Keys, contract string, n, others int
 		}
 		slices.SortFunc(files, gitrepo.CompareEntries)
 		bucket := objs.Put(plumbing.TreeObject, gitrepo.EncodeTree(files))
-		d := objs.Put(plumbing.TreeObject, gitrepo.EncodeTree([]gitrepo.Entry{{Name: bucketName(1), Mode: filemode.Dir, Hash: bucket}}))
-		shards[shardOf(id)] = append(shards[shardOf(id)], gitrepo.Entry{Name: contractDir(id), Mode: filemode.Dir, Hash: d})
+		d := objs.Put(plumbing.TreeObject, gitrepo.EncodeTree([]gitrepo.Entry{{Name: chain.BucketName(1), Mode: filemode.Dir, Hash: bucket}}))
+		shards[chain.ShardOf(id)] = append(shards[chain.ShardOf(id)], gitrepo.Entry{Name: chain.Dir(id), Mode: filemode.Dir, Hash: d})
 	}
 	var entries []gitrepo.Entry
 	for name, dirs := range shards {
@@ -325,7 +326,7 @@ func buildHistory(path string, keys signing.Keys, contract string, n, others int
 	}
 	slices.SortFunc(entries, gitrepo.CompareEntries)
 	contracts := objs.Put(plumbing.TreeObject, gitrepo.EncodeTree(entries))
-	root := objs.Put(plumbing.TreeObject, gitrepo.EncodeTree([]gitrepo.Entry{{Name: contractsDir, Mode: filemode.Dir, Hash: contracts}}))
+	root := objs.Put(plumbing.TreeObject, gitrepo.EncodeTree([]gitrepo.Entry{{Name: chain.ContractsDir, Mode: filemode.Dir, Hash: contracts}}))
 	who := keys.Commit.Identity(t0)
 	c := &object.Commit{Author: who, Committer: who, Message: "history fixture\n", TreeHash: root}
 	if err := keys.Commit.SignCommit(c); err != nil {
@@ -349,10 +350,10 @@ func sealedFiles(objs *gitrepo.Objects, keys signing.Keys, e runner.Event) ([]gi
 	if err != nil {
 		return nil, nil, err
 	}
-	name := eventFileName(e.Seq, e.Type, "json")
+	name := chain.EventFileName(e.Seq, e.Type, "json")
 	return []gitrepo.Entry{
 		{Name: name, Mode: filemode.Regular, Hash: objs.Put(plumbing.BlobObject, canon)},
-		{Name: sigPath(name), Mode: filemode.Regular, Hash: objs.Put(plumbing.BlobObject, sig)},
+		{Name: chain.SigPath(name), Mode: filemode.Regular, Hash: objs.Put(plumbing.BlobObject, sig)},
 	}, canon, nil
 }
 

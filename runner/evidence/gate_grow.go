@@ -6,6 +6,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 
+	"github.com/nova-platform/nova/runner/evidence/chain"
 	"github.com/nova-platform/nova/runner/evidence/gitrepo"
 )
 
@@ -24,22 +25,22 @@ func (s *Store) growGateHead(dir string, g *gateHead, tree plumbing.Hash) *gateH
 	if g.tree.IsZero() || tree.IsZero() || g.seq == 0 {
 		return nil
 	}
-	added, ok := s.addedFiles(g.tree, tree, bucketName(g.seq))
+	added, ok := s.addedFiles(g.tree, tree, chain.BucketName(g.seq))
 	if !ok || len(added) == 0 {
 		return nil
 	}
-	files, findings := listChain(dir, added)
+	files, findings := chain.ListChain(dir, added)
 	if len(findings) > 0 {
 		return nil
 	}
 	if _, err := s.checkFiles(files, nil); err != nil {
 		return nil
 	}
-	events, findings := linkChainFrom(dir, files, chainTail{seq: g.seq, sum: g.hash})
+	events, findings := chain.LinkChainFrom(dir, files, chain.Tail{Seq: g.seq, Sum: g.hash})
 	if len(findings) > 0 || len(events) != len(files) {
 		return nil
 	}
-	next := &gateHead{tree: tree, seq: g.seq + int64(len(events)), hash: files[len(files)-1].sum, summary: g.summary.Clone(),
+	next := &gateHead{tree: tree, seq: g.seq + int64(len(events)), hash: files[len(files)-1].Sum, summary: g.summary.Clone(),
 		idsTree: g.idsTree, ids: g.ids, added: slices.Clone(g.added), unsaved: true}
 	for _, e := range events {
 		next.summary.Fold(e)
@@ -72,7 +73,7 @@ func (s *Store) addedFiles(was, now plumbing.Hash, last string) (added []gitrepo
 		if had && old == b {
 			continue
 		}
-		if !isBucket(b.Name) || b.Mode != filemode.Dir || had && (b.Name != last || old.Mode != filemode.Dir) {
+		if !chain.IsBucket(b.Name) || b.Mode != filemode.Dir || had && (b.Name != last || old.Mode != filemode.Dir) {
 			return nil, false
 		}
 		var kept []gitrepo.Entry

@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/nova-platform/nova/runner"
+	"github.com/nova-platform/nova/runner/evidence/chain"
 )
 
 // TestGateHeadGrowsOverAnotherWritersEvents: after another writer (its
@@ -31,11 +32,11 @@ func TestGateHeadGrowsOverAnotherWritersEvents(t *testing.T) {
 	emitGateRound(t, other, contract, 2, true)
 	emitN(t, other, contract, 100)
 	other.Close()
-	chain := chainOf(t, repo, keys, contract)
-	if n := len(chain); n <= eventsPerBucket {
+	events := chainOf(t, repo, keys, contract)
+	if n := len(events); n <= chain.EventsPerBucket {
 		t.Fatalf("the other writer left %d events: the test needs a bucket begun after the stored head's", n)
 	}
-	want := runner.SummarizeGate(chain)
+	want := runner.SummarizeGate(events)
 
 	for i, what := range []string{"grown over the other writer's events", "stored by the process before"} {
 		s := openStoreIn(t, repo, state, keys)
@@ -43,7 +44,7 @@ func TestGateHeadGrowsOverAnotherWritersEvents(t *testing.T) {
 			s.mu.Lock()
 			stored := s.loadGateHead(contract)
 			s.mu.Unlock()
-			if stored == nil || stored.seq != int64(len(chain)) {
+			if stored == nil || stored.seq != int64(len(events)) {
 				t.Fatalf("Close did not store the grown gate head: %+v", stored)
 			}
 		}
@@ -54,7 +55,7 @@ func TestGateHeadGrowsOverAnotherWritersEvents(t *testing.T) {
 			t.Fatalf("the summary %s read the whole chain", what)
 		}
 		seq, hash, err := s.ChainHead(ctx, contract)
-		last := chain[len(chain)-1]
+		last := events[len(events)-1]
 		if err != nil || seq != last.Seq || hash != eventHash(t, last) {
 			t.Fatalf("process %d: ChainHead = %d %s %v, want %d %s", i, seq, hash, err, last.Seq, eventHash(t, last))
 		}
@@ -74,19 +75,19 @@ func TestGrownGateHeadHoldsWhatItAdded(t *testing.T) {
 	gateSummaryOf(t, first, contract)
 	first.Close()
 	emitGateRound(t, openStore(t, repo, keys), contract, 2, true)
-	chain := chainOf(t, repo, keys, contract)
+	events := chainOf(t, repo, keys, contract)
 
 	s := openStoreIn(t, repo, state, keys)
 	defer s.Close()
-	if err := s.outbox.add(contract, chain[len(chain)-1]); err != nil {
+	if err := s.outbox.add(contract, events[len(events)-1]); err != nil {
 		t.Fatal(err)
 	}
 	got := gateSummaryOf(t, s, contract)
 	if _, read := s.chains[contract]; read {
 		t.Fatal("a delivered event in the outbox made the store read the chain")
 	}
-	if diff := cmp.Diff(runner.SummarizeGate(chain), got); diff != "" || got.Folded != int64(len(chain)) {
-		t.Fatalf("summary with a delivered event in the outbox: %d folded, want %d (-chain +summary):\n%s", got.Folded, len(chain), diff)
+	if diff := cmp.Diff(runner.SummarizeGate(events), got); diff != "" || got.Folded != int64(len(events)) {
+		t.Fatalf("summary with a delivered event in the outbox: %d folded, want %d (-chain +summary):\n%s", got.Folded, len(events), diff)
 	}
 }
 
@@ -120,23 +121,23 @@ func TestGrownGateHeadDoesNotHideTampering(t *testing.T) {
 		}},
 		{"an added copy of an event at a seq taken", nil, func(t *testing.T, f *tamperFixture) {
 			f.rewriteFiles(t, f.keys.Commit, func(files map[string][]byte) {
-				files[dir+"0xx/4-nova.test.other.json"], files[dir+"0xx/4-nova.test.other.sig"] = files[a4], files[sigPath(a4)]
+				files[dir+"0xx/4-nova.test.other.json"], files[dir+"0xx/4-nova.test.other.sig"] = files[a4], files[chain.SigPath(a4)]
 			})
 		}},
 		{"a folded event deleted", nil, func(t *testing.T, f *tamperFixture) {
-			f.rewriteFiles(t, f.keys.Commit, func(files map[string][]byte) { delete(files, a2); delete(files, sigPath(a2)) })
+			f.rewriteFiles(t, f.keys.Commit, func(files map[string][]byte) { delete(files, a2); delete(files, chain.SigPath(a2)) })
 		}},
 		{"a folded event's signature replaced and an event added", nil, func(t *testing.T, f *tamperFixture) {
 			emitN(t, openStore(t, f.repo, f.keys), "c-a", 1)
-			f.rewriteFiles(t, f.keys.Commit, func(files map[string][]byte) { files[sigPath(a2)] = files[sigPath(a4)] })
+			f.rewriteFiles(t, f.keys.Commit, func(files map[string][]byte) { files[chain.SigPath(a2)] = files[chain.SigPath(a4)] })
 		}},
 		{"a folded event deleted and an event added", nil, func(t *testing.T, f *tamperFixture) {
 			emitN(t, openStore(t, f.repo, f.keys), "c-a", 1)
-			f.rewriteFiles(t, f.keys.Commit, func(files map[string][]byte) { delete(files, a2); delete(files, sigPath(a2)) })
+			f.rewriteFiles(t, f.keys.Commit, func(files map[string][]byte) { delete(files, a2); delete(files, chain.SigPath(a2)) })
 		}},
 		{"the last folded event deleted and the next added", nil, func(t *testing.T, f *tamperFixture) {
 			emitN(t, openStore(t, f.repo, f.keys), "c-a", 1)
-			f.rewriteFiles(t, f.keys.Commit, func(files map[string][]byte) { delete(files, a4); delete(files, sigPath(a4)) })
+			f.rewriteFiles(t, f.keys.Commit, func(files map[string][]byte) { delete(files, a4); delete(files, chain.SigPath(a4)) })
 		}},
 		{"a full bucket deleted and an event added", func(t *testing.T, f *tamperFixture) { emitN(t, f.store, "c-a", 100) }, func(t *testing.T, f *tamperFixture) {
 			emitN(t, openStore(t, f.repo, f.keys), "c-a", 1)

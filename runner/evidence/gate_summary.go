@@ -10,6 +10,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 
 	"github.com/nova-platform/nova/runner"
+	"github.com/nova-platform/nova/runner/evidence/chain"
 )
 
 // The gate reads a contract's runner.GateSummary, not its chain: the
@@ -67,7 +68,7 @@ type storedGate struct {
 // with the contract's events still waiting in the outbox folded on top,
 // numbered as they will be written — the chain Chain returns, folded.
 func (s *Store) GateSummary(ctx context.Context, contractID string) (*runner.GateSummary, error) {
-	dir := contractDir(contractID)
+	dir := chain.Dir(contractID)
 	pending, head, err := s.pendingAtHead(ctx, dir)
 	if err != nil {
 		return nil, err
@@ -113,7 +114,7 @@ func (g *gateHead) extend(b *eventCommits) *gateHead {
 // that the chain holds none of pending; otherwise the chain is read, as
 // chainAt does. The caller holds s.mu.
 func (s *Store) gateHeadWith(head plumbing.Hash, dir string, pending []runner.Event) (*gateHead, error) {
-	tree, err := contractTree(s.objects, head, dir)
+	tree, err := chain.ContractTree(s.objects, head, dir)
 	if err != nil {
 		return nil, err
 	}
@@ -151,7 +152,7 @@ func (c *chainState) gateHead() *gateHead {
 // seq, which pins every event before it.
 func (c *chainState) extendSummary(old *chainState) {
 	n := len(old.events)
-	if old.summary == nil || n == 0 || n > len(c.events) || c.files[n-1].sum != old.hash {
+	if old.summary == nil || n == 0 || n > len(c.events) || c.files[n-1].Sum != old.hash {
 		return
 	}
 	c.summary = old.summary.Clone()

@@ -7,6 +7,7 @@ import (
 	"github.com/go-git/go-git/v5"
 
 	"github.com/nova-platform/nova/runner"
+	"github.com/nova-platform/nova/runner/evidence/chain"
 	"github.com/nova-platform/nova/runner/evidence/signing"
 )
 
@@ -56,14 +57,14 @@ func newGateFixture(t *testing.T) (*tamperFixture, string) {
 // copyResolution puts c-a's signed resolution into c-b's directory.
 func copyResolution(files map[string][]byte) {
 	files[gateCopiedB] = files[gateResolvedA]
-	files[sigPath(gateCopiedB)] = files[sigPath(gateResolvedA)]
+	files[chain.SigPath(gateCopiedB)] = files[chain.SigPath(gateResolvedA)]
 }
 
 // deleteIndeterminate removes c-b's open indeterminate apply, the last
 // event of its chain, so the chain that is left is still continuous.
 func deleteIndeterminate(files map[string][]byte) {
 	delete(files, gateIndeterminate)
-	delete(files, sigPath(gateIndeterminate))
+	delete(files, chain.SigPath(gateIndeterminate))
 }
 
 // TestGateRefusesUnsignedTampering reproduces the review's attacks: with
@@ -129,7 +130,7 @@ func TestGateRefusesMisplacedEvents(t *testing.T) {
 		name: "event renamed to another type",
 		mutate: func(_ *tamperFixture, files map[string][]byte) {
 			renamed := "contracts/7b/c-b/0xx/2-nova.apply.completed.json"
-			files[renamed], files[sigPath(renamed)] = files[gateIndeterminate], files[sigPath(gateIndeterminate)]
+			files[renamed], files[chain.SigPath(renamed)] = files[gateIndeterminate], files[chain.SigPath(gateIndeterminate)]
 			deleteIndeterminate(files)
 		},
 		want: runner.EvidenceLayoutInvalid,
@@ -137,7 +138,7 @@ func TestGateRefusesMisplacedEvents(t *testing.T) {
 		name: "event renumbered past the end",
 		mutate: func(_ *tamperFixture, files map[string][]byte) {
 			renamed := "contracts/7b/c-b/0xx/5-nova.apply.indeterminate.json"
-			files[renamed], files[sigPath(renamed)] = files[gateIndeterminate], files[sigPath(gateIndeterminate)]
+			files[renamed], files[chain.SigPath(renamed)] = files[gateIndeterminate], files[chain.SigPath(gateIndeterminate)]
 			deleteIndeterminate(files)
 		},
 		want: runner.EvidenceChainBroken,
@@ -146,14 +147,14 @@ func TestGateRefusesMisplacedEvents(t *testing.T) {
 		mutate: func(_ *tamperFixture, files map[string][]byte) {
 			first := "contracts/7b/c-b/0xx/1-nova.plan.created.json"
 			delete(files, first)
-			delete(files, sigPath(first))
+			delete(files, chain.SigPath(first))
 		},
 		want: runner.EvidenceChainBroken,
 	}, {
 		name: "two events with one seq",
 		mutate: func(_ *tamperFixture, files map[string][]byte) {
 			dup := "contracts/7b/c-b/0xx/2-nova.plan.created.json"
-			files[dup], files[sigPath(dup)] = files["contracts/7b/c-b/0xx/1-nova.plan.created.json"], files["contracts/7b/c-b/0xx/1-nova.plan.created.sig"]
+			files[dup], files[chain.SigPath(dup)] = files["contracts/7b/c-b/0xx/1-nova.plan.created.json"], files["contracts/7b/c-b/0xx/1-nova.plan.created.sig"]
 		},
 		want: runner.EvidenceChainBroken,
 	}, {

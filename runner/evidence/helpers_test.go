@@ -16,6 +16,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 
 	"github.com/nova-platform/nova/runner"
+	"github.com/nova-platform/nova/runner/evidence/chain"
 	"github.com/nova-platform/nova/runner/evidence/gitrepo"
 	"github.com/nova-platform/nova/runner/evidence/signing"
 )
@@ -33,7 +34,7 @@ var testRetry = Retry{Conflicts: 1000, Unreachable: 2, Base: time.Millisecond, M
 func newBareRepo(t testing.TB) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "evidence.git")
-	if err := gitrepo.InitBare(dir, plumbing.NewBranchReferenceName(DefaultBranch)); err != nil {
+	if err := gitrepo.InitBare(dir, plumbing.NewBranchReferenceName(chain.DefaultBranch)); err != nil {
 		t.Fatal(err)
 	}
 	r, err := git.PlainOpen(dir)
@@ -110,7 +111,7 @@ func emitN(t testing.TB, rec runner.Recorder, contract string, n int) []runner.E
 	return out
 }
 
-func verifyOptions(t testing.TB, keys ...signing.Keys) VerifyOptions {
+func verifyOptions(t testing.TB, keys ...signing.Keys) chain.VerifyOptions {
 	t.Helper()
 	var ks []crypto.PublicKey
 	var rings [][]byte
@@ -130,17 +131,17 @@ func verifyOptions(t testing.TB, keys ...signing.Keys) VerifyOptions {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return VerifyOptions{EventKeys: eventKeys, CommitKeys: commitKeys}
+	return chain.VerifyOptions{EventKeys: eventKeys, CommitKeys: commitKeys}
 }
 
-func verifyRepo(t testing.TB, repo string, opts VerifyOptions) *Report {
+func verifyRepo(t testing.TB, repo string, opts chain.VerifyOptions) *chain.Report {
 	t.Helper()
-	r, err := OpenRepo(context.Background(), repo, "", Credentials{})
+	r, err := chain.OpenRepo(context.Background(), repo, "", chain.Credentials{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	rep, err := Verify(context.Background(), r, opts)
+	rep, err := chain.Verify(context.Background(), r, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,13 +150,13 @@ func verifyRepo(t testing.TB, repo string, opts VerifyOptions) *Report {
 
 // hasFinding reports whether rep names reason at path (any path when
 // path is "") and, when commit is set, at that commit.
-func hasFinding(rep *Report, reason runner.Reason, path, commit string) bool {
-	return slices.ContainsFunc(rep.Findings, func(f Finding) bool {
+func hasFinding(rep *chain.Report, reason runner.Reason, path, commit string) bool {
+	return slices.ContainsFunc(rep.Findings, func(f chain.Finding) bool {
 		return f.Reason == reason && (path == "" || f.Path == path) && (commit == "" || f.Commit == commit)
 	})
 }
 
-func dumpFindings(rep *Report) string {
+func dumpFindings(rep *chain.Report) string {
 	s := ""
 	for _, f := range rep.Findings {
 		s += fmt.Sprintf("\n  %s %s %s %s", f.Reason, f.Path, f.Commit, f.Message)
@@ -169,7 +170,7 @@ func headOf(t testing.TB, repo string) plumbing.Hash {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ref, err := r.Reference(plumbing.NewBranchReferenceName(DefaultBranch), true)
+	ref, err := r.Reference(plumbing.NewBranchReferenceName(chain.DefaultBranch), true)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,11 +11,13 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/nova-platform/nova/runner"
+	"github.com/nova-platform/nova/runner/evidence/chain"
+	"github.com/nova-platform/nova/runner/evidence/index"
 )
 
 // indexed is what a query sees of an index: the events' envelopes, facets
 // and commits, in order.
-func indexed(ix *Index) []string {
+func indexed(ix *index.Index) []string {
 	var out []string
 	for _, e := range ix.Events() {
 		out = append(out, strings.Join([]string{e.Path(), e.ID, e.RunID, e.Environment, e.Time.String(), e.Commit.String(), strings.Join(e.Facets, ",")}, " "))
@@ -23,14 +25,14 @@ func indexed(ix *Index) []string {
 	return out
 }
 
-func updateIndex(t *testing.T, repo, path string, opts IndexOptions) (*Index, error) {
+func updateIndex(t *testing.T, repo, path string, opts index.IndexOptions) (*index.Index, error) {
 	t.Helper()
-	r, err := OpenRepo(context.Background(), repo, "", Credentials{})
+	r, err := chain.OpenRepo(context.Background(), repo, "", chain.Credentials{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	return UpdateIndex(context.Background(), r, path, opts)
+	return index.UpdateIndex(context.Background(), r, path, opts)
 }
 
 // countingFacets tags each event with its type and counts the events it
@@ -46,7 +48,7 @@ func TestIndexIsReusedThenExtended(t *testing.T) {
 	f := newTamperFixture(t)
 	path := filepath.Join(t.TempDir(), "index")
 	calls := 0
-	opts := IndexOptions{Verify: verifyOptions(t, f.keys), Facets: countingFacets(&calls), FacetsVersion: "1"}
+	opts := index.IndexOptions{Verify: verifyOptions(t, f.keys), Facets: countingFacets(&calls), FacetsVersion: "1"}
 
 	ix, err := updateIndex(t, f.repo, path, opts)
 	if err != nil || ix.Check() != nil {
@@ -86,9 +88,9 @@ func TestIndexIsReusedThenExtended(t *testing.T) {
 	}
 }
 
-func mustOpen(t *testing.T, repo string) *Repo {
+func mustOpen(t *testing.T, repo string) *chain.Repo {
 	t.Helper()
-	r, err := OpenRepo(context.Background(), repo, "", Credentials{})
+	r, err := chain.OpenRepo(context.Background(), repo, "", chain.Credentials{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,15 +103,15 @@ func mustOpen(t *testing.T, repo string) *Repo {
 func TestIndexIsNotTrustedOverTheRepo(t *testing.T) {
 	f := newTamperFixture(t)
 	path := filepath.Join(t.TempDir(), "index")
-	opts := IndexOptions{Verify: verifyOptions(t, f.keys), FacetsVersion: "1"}
+	opts := index.IndexOptions{Verify: verifyOptions(t, f.keys), FacetsVersion: "1"}
 	if _, err := updateIndex(t, f.repo, path, opts); err != nil {
 		t.Fatal(err)
 	}
 	tests := []struct {
 		name   string
-		change func(t *testing.T) IndexOptions
+		change func(t *testing.T) index.IndexOptions
 	}{
-		{"byte flipped in the file", func(t *testing.T) IndexOptions {
+		{"byte flipped in the file", func(t *testing.T) index.IndexOptions {
 			b, err := os.ReadFile(path)
 			if err != nil {
 				t.Fatal(err)
@@ -120,18 +122,18 @@ func TestIndexIsNotTrustedOverTheRepo(t *testing.T) {
 			}
 			return opts
 		}},
-		{"file truncated", func(t *testing.T) IndexOptions {
+		{"file truncated", func(t *testing.T) index.IndexOptions {
 			if err := os.Truncate(path, 40); err != nil {
 				t.Fatal(err)
 			}
 			return opts
 		}},
-		{"other keys", func(t *testing.T) IndexOptions {
+		{"other keys", func(t *testing.T) index.IndexOptions {
 			o := opts
 			o.Verify = verifyOptions(t, f.keys, newKeys(t))
 			return o
 		}},
-		{"another facets version", func(t *testing.T) IndexOptions {
+		{"another facets version", func(t *testing.T) index.IndexOptions {
 			o := opts
 			o.FacetsVersion = "2"
 			return o
@@ -165,7 +167,7 @@ func TestIndexAgreesWithVerify(t *testing.T) {
 		{"event deleted", func(t *testing.T, f *tamperFixture) {
 			f.rewriteFiles(t, f.keys.Commit, func(files map[string][]byte) {
 				delete(files, a2)
-				delete(files, sigPath(a2))
+				delete(files, chain.SigPath(a2))
 			})
 		}, false},
 		{"file outside the layout", func(t *testing.T, f *tamperFixture) {
@@ -190,7 +192,7 @@ func TestIndexAgreesWithVerify(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newTamperFixture(t)
 			path := filepath.Join(t.TempDir(), "index")
-			opts := IndexOptions{Verify: verifyOptions(t, f.keys)}
+			opts := index.IndexOptions{Verify: verifyOptions(t, f.keys)}
 			if _, err := updateIndex(t, f.repo, path, opts); err != nil {
 				t.Fatal(err)
 			}
@@ -236,7 +238,7 @@ func TestIndexCheckIsPerContract(t *testing.T) {
 	// A forger with push access and the commit key, but not the event
 	// key, adds an event to c-b: its commit is in order, its chain is not.
 	f.forgeEvent(t, "c-b")
-	opts := IndexOptions{Verify: verifyOptions(t, f.keys)}
+	opts := index.IndexOptions{Verify: verifyOptions(t, f.keys)}
 	ix, err := updateIndex(t, f.repo, filepath.Join(t.TempDir(), "index"), opts)
 	if err != nil {
 		t.Fatal(err)
@@ -262,7 +264,7 @@ func TestIndexCheckIsPerContract(t *testing.T) {
 func TestIndexWitness(t *testing.T) {
 	f := newTamperFixture(t)
 	path := filepath.Join(t.TempDir(), "index")
-	opts := IndexOptions{Verify: verifyOptions(t, f.keys)}
+	opts := index.IndexOptions{Verify: verifyOptions(t, f.keys)}
 	back := f.commit(t, f.head(t)).ParentHashes[0]
 	f.setHead(t, back)
 	if _, err := updateIndex(t, f.repo, path, opts); err != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing/object"
 
+	"github.com/nova-platform/nova/runner/evidence/chain"
 	"github.com/nova-platform/nova/runner/evidence/signing"
 )
 
@@ -127,15 +128,15 @@ func TestCosignVerifyBlobAcceptsEventSignatures(t *testing.T) {
 		return string(out), err
 	}
 	for i := 1; i <= 2; i++ {
-		p := EventPath("c-1", int64(i), "nova.test.step")
-		out, err := verifyBlob(filepath.Base(p), files[p], files[sigPath(p)])
+		p := chain.EventPath("c-1", int64(i), "nova.test.step")
+		out, err := verifyBlob(filepath.Base(p), files[p], files[chain.SigPath(p)])
 		if err != nil || !strings.Contains(out, "Verified OK") {
 			t.Errorf("cosign verify-blob %s: %v\n%s", p, err, out)
 		}
 	}
 	// A flipped byte must fail.
 	p := "contracts/a6/c-1/0xx/1-nova.test.step.json"
-	if out, err := verifyBlob("flipped", strings.Replace(files[p], "c-1", "c-2", 1), files[sigPath(p)]); err == nil {
+	if out, err := verifyBlob("flipped", strings.Replace(files[p], "c-1", "c-2", 1), files[chain.SigPath(p)]); err == nil {
 		t.Errorf("cosign verify-blob accepted a modified event:\n%s", out)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/nova-platform/nova/runner"
+	"github.com/nova-platform/nova/runner/evidence/chain"
 )
 
 // outbox is the local, durable queue between "the stage's effect is
@@ -166,7 +167,7 @@ func (o outbox) migrate(legacy string) error {
 			return err
 		}
 		for _, e := range pending {
-			if err := o.addLocked(contractDir(e.ContractID), e); err != nil {
+			if err := o.addLocked(chain.Dir(e.ContractID), e); err != nil {
 				return err
 			}
 		}

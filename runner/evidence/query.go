@@ -8,6 +8,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 
 	"github.com/nova-platform/nova/runner"
+	"github.com/nova-platform/nova/runner/evidence/chain"
 )
 
 // chainState is a contract's verified chain at one version of its
@@ -20,12 +21,12 @@ type chainState struct {
 	// checks are its files' checks by (blob, signature): blobs are
 	// immutable, so when the chain grows its older events are not read
 	// and verified again.
-	checks map[[2]plumbing.Hash]fileCheck
+	checks map[[2]plumbing.Hash]chain.Check
 	// files are the chain's files in seq order at filesTree, as the chain
 	// cache keeps them. A delivery carries tree, events and hash forward
 	// without them, so the cache stores the state at filesTree, which the
 	// files describe exactly; stored says it holds that state already.
-	files     []*eventFile
+	files     []*chain.File
 	filesTree plumbing.Hash
 	stored    bool
 	// summary is the gate summary of events, folded once (gateHead); it
@@ -46,7 +47,7 @@ type chainState struct {
 // included, reaches the repo before they do. They are numbered as they
 // will be written on this head.
 func (s *Store) Chain(ctx context.Context, contractID string) ([]runner.Event, error) {
-	dir := contractDir(contractID)
+	dir := chain.Dir(contractID)
 	pending, head, err := s.pendingAtHead(ctx, dir)
 	if err != nil {
 		return nil, err
@@ -94,7 +95,7 @@ func onTop(pending []runner.Event, seq int64, hash string, holds func(string) bo
 // of the chain, so numbering within a run stays continuous while the
 // remote is down.
 func (s *Store) ChainHead(ctx context.Context, contractID string) (int64, string, error) {
-	dir := contractDir(contractID)
+	dir := chain.Dir(contractID)
 	pending, err := s.outbox.load(dir)
 	if err != nil {
 		return 0, "", err
@@ -120,7 +121,7 @@ func (s *Store) ChainHead(ctx context.Context, contractID string) (int64, string
 // problem with it as an error carrying verify's reason code. The caller
 // holds s.mu.
 func (s *Store) chainAt(head plumbing.Hash, dir string) (*chainState, error) {
-	tree, err := contractTree(s.objects, head, dir)
+	tree, err := chain.ContractTree(s.objects, head, dir)
 	if err != nil {
 		return nil, err
 	}
@@ -151,25 +152,25 @@ func (s *Store) chainAt(head plumbing.Hash, dir string) (*chainState, error) {
 // readChain reads contract directory dir's chain at its tree, reading and
 // verifying only the files old has not checked. The caller holds s.mu.
 func (s *Store) readChain(dir string, tree plumbing.Hash, old *chainState) (*chainState, error) {
-	entries, err := contractFiles(s.objects, tree)
+	entries, err := chain.ContractFiles(s.objects, tree)
 	if err != nil {
 		return nil, err
 	}
-	files, findings := listChain(dir, entries)
+	files, findings := chain.ListChain(dir, entries)
 	checks, err := s.checkFiles(files, old.checks)
 	if err != nil {
 		return nil, err
 	}
-	events, more := linkChain(dir, files)
+	events, more := chain.LinkChain(dir, files)
 	if findings = append(findings, more...); len(findings) > 0 {
-		return nil, chainError(findings)
+		return nil, chain.ChainError(findings)
 	}
 	c := &chainState{tree: tree, events: events, ids: make(map[string]bool, len(events)), checks: checks, files: files, filesTree: tree}
 	for _, e := range events {
 		c.ids[e.ID] = true
 	}
 	if len(files) > 0 {
-		c.hash = files[len(files)-1].sum
+		c.hash = files[len(files)-1].Sum
 	}
 	c.extendSummary(old)
 	return c, nil
@@ -185,19 +186,19 @@ var checkBatch = 1024
 // and the checks, a signature verification each, run on every core: they
 // are most of what a chain read from nothing costs, and a hosted CI job
 // starts with no state dir (BenchmarkGateFresh). The caller holds s.mu.
-func (s *Store) checkFiles(files []*eventFile, known map[[2]plumbing.Hash]fileCheck) (map[[2]plumbing.Hash]fileCheck, error) {
+func (s *Store) checkFiles(files []*chain.File, known map[[2]plumbing.Hash]chain.Check) (map[[2]plumbing.Hash]chain.Check, error) {
 	type job struct {
 		key       [2]plumbing.Hash
 		hasSig    bool
 		body, sig []byte
-		check     fileCheck
+		check     chain.Check
 	}
-	checks := make(map[[2]plumbing.Hash]fileCheck, len(files))
+	checks := make(map[[2]plumbing.Hash]chain.Check, len(files))
 	var todo []job
 	run := func() {
-		_ = forEachChunk(runtime.GOMAXPROCS(0), len(todo), func(_, lo, hi int) error {
+		_ = chain.ForEachChunk(runtime.GOMAXPROCS(0), len(todo), func(_, lo, hi int) error {
 			for i := lo; i < hi; i++ {
-				todo[i].check = checkFile(todo[i].body, todo[i].sig, todo[i].hasSig, s.eventKeys)
+				todo[i].check = chain.CheckFile(todo[i].body, todo[i].sig, todo[i].hasSig, s.eventKeys)
 			}
 			return nil
 		})
@@ -207,28 +208,28 @@ func (s *Store) checkFiles(files []*eventFile, known map[[2]plumbing.Hash]fileCh
 		todo = todo[:0]
 	}
 	for _, f := range files {
-		key := [2]plumbing.Hash{f.blob, f.sig}
+		key := [2]plumbing.Hash{f.Blob, f.Sig}
 		if c, ok := known[key]; ok {
 			checks[key] = c
 			continue
 		}
-		body, err := s.objects.Blob(f.blob)
+		body, err := s.objects.Blob(f.Blob)
 		if err != nil {
 			return nil, err
 		}
 		var sig []byte
-		if f.hasSig {
-			if sig, err = s.objects.Blob(f.sig); err != nil {
+		if f.HasSig {
+			if sig, err = s.objects.Blob(f.Sig); err != nil {
 				return nil, err
 			}
 		}
-		if todo = append(todo, job{key: key, hasSig: f.hasSig, body: body, sig: sig}); len(todo) == checkBatch {
+		if todo = append(todo, job{key: key, hasSig: f.HasSig, body: body, sig: sig}); len(todo) == checkBatch {
 			run()
 		}
 	}
 	run()
 	for _, f := range files {
-		f.apply(checks[[2]plumbing.Hash{f.blob, f.sig}])
+		f.Apply(checks[[2]plumbing.Hash{f.Blob, f.Sig}])
 	}
 	return checks, nil
 }

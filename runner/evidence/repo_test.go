@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/nova-platform/nova/runner"
+	"github.com/nova-platform/nova/runner/evidence/chain"
 )
 
 // TestOpenRepoBranch: verify reads exactly the branch it is given. A
@@ -29,10 +30,10 @@ func TestOpenRepoBranch(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r, err := OpenRepo(t.Context(), tt.repo, tt.branch, Credentials{})
+			r, err := chain.OpenRepo(t.Context(), tt.repo, tt.branch, chain.Credentials{})
 			if tt.wantErr != "" {
 				if runner.ReasonOf(err) != runner.EvidenceRepoUnavailable || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("OpenRepo(%s) = %v; want %s naming %s", tt.branch, err, runner.EvidenceRepoUnavailable, tt.wantErr)
+					t.Fatalf("chain.OpenRepo(%s) = %v; want %s naming %s", tt.branch, err, runner.EvidenceRepoUnavailable, tt.wantErr)
 				}
 				return
 			}

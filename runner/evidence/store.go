@@ -15,13 +15,10 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 
 	"github.com/nova-platform/nova/runner"
+	"github.com/nova-platform/nova/runner/evidence/chain"
 	"github.com/nova-platform/nova/runner/evidence/gitrepo"
 	"github.com/nova-platform/nova/runner/evidence/signing"
 )
-
-// DefaultBranch is the evidence repo's branch unless WithBranch says
-// otherwise.
-const DefaultBranch = "main"
 
 // Files in a store's state dir.
 const (
@@ -66,7 +63,7 @@ type Store struct {
 	retry  Retry
 	now    func() time.Time
 	logf   func(format string, args ...any)
-	creds  Credentials
+	creds  chain.Credentials
 	branch plumbing.ReferenceName
 	create bool
 
@@ -122,7 +119,7 @@ func WithBranch(name string) Option {
 func WithBasicAuth(username, token string) Option {
 	return func(s *Store) {
 		if token != "" {
-			s.creds = Credentials{Username: username, Password: token}
+			s.creds = chain.Credentials{Username: username, Password: token}
 		}
 	}
 }
@@ -160,7 +157,7 @@ func Open(ctx context.Context, cfg Config, opts ...Option) (*Store, error) {
 		retry:      DefaultRetry,
 		now:        time.Now,
 		logf:       func(string, ...any) {},
-		branch:     plumbing.NewBranchReferenceName(DefaultBranch),
+		branch:     plumbing.NewBranchReferenceName(chain.DefaultBranch),
 		commitKeys: cfg.Keys.Commit.KeyRing().With(cfg.AllowedCommitKeys),
 		eventKeys:  eventKeys,
 		outbox:     outbox{dir: filepath.Join(cfg.StateDir, outboxDir), lock: filepath.Join(cfg.StateDir, lockName)},
@@ -199,7 +196,7 @@ func Open(ctx context.Context, cfg Config, opts ...Option) (*Store, error) {
 // dir.
 func (s *Store) openTarget() (gitrepo.Remote, error) {
 	repo := s.cfg.Repo
-	if isLocalPath(repo) && !strings.HasPrefix(repo, "file://") {
+	if chain.IsLocalPath(repo) && !strings.HasPrefix(repo, "file://") {
 		p, err := filepath.Abs(repo)
 		if err != nil {
 			return nil, fmt.Errorf("evidence repo path: %w", err)
@@ -214,8 +211,8 @@ func (s *Store) openTarget() (gitrepo.Remote, error) {
 		}
 		repo = p
 	}
-	url, creds := splitCredentials(repo, s.creds)
-	return gitrepo.OpenClone(filepath.Join(s.cfg.StateDir, cloneDir), url, s.branch, creds.auth())
+	url, creds := chain.SplitCredentials(repo, s.creds)
+	return gitrepo.OpenClone(filepath.Join(s.cfg.StateDir, cloneDir), url, s.branch, creds.Auth())
 }
 
 // Close stores the chains it verified for the next process (chain_cache.go)
@@ -256,9 +253,9 @@ func StateDirFor(base, repo string) string {
 // repoKey names a repo's state dir: a digest of its credential-free
 // address, so a token never lands in a path.
 func repoKey(repo string) string {
-	addr := RedactURL(repo)
-	if isLocalPath(repo) {
-		if p, err := filepath.Abs(trimFileScheme(repo)); err == nil {
+	addr := chain.RedactURL(repo)
+	if chain.IsLocalPath(repo) {
+		if p, err := filepath.Abs(chain.TrimFileScheme(repo)); err == nil {
 			addr = p
 		}
 	}

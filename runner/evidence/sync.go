@@ -7,6 +7,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 
 	"github.com/nova-platform/nova/runner"
+	"github.com/nova-platform/nova/runner/evidence/chain"
 	"github.com/nova-platform/nova/runner/evidence/gitrepo"
 )
 
@@ -133,8 +134,8 @@ func untrustedHead(err error) bool {
 // copy another contract's signed events, and the store would then sign an
 // authorization on top. The walk is a few commits normally, the whole
 // history on a store's first sync without a witness, as a hosted CI job
-// starts: the commits are read in order and their signatures checked in
-// batches on every core (BenchmarkFirstSync). The caller holds s.mu.
+// starts: the commits are read in order and their signatures checked on
+// every core (BenchmarkFirstSync). The caller holds s.mu.
 func (s *Store) checkHead(head, witnessed plumbing.Hash) error {
 	checking := true
 	var unsigned error
@@ -144,10 +145,10 @@ func (s *Store) checkHead(head, witnessed plumbing.Hash) error {
 	// witness: a rewrite is the graver news.
 	check := func() {
 		errs := make([]error, len(batch))
-		_ = forEachChunk(runtime.GOMAXPROCS(0), len(batch), func(_, lo, hi int) error {
-			for i, verdict := range s.commitKeys.CheckCommits(signedCommits(batch[lo:hi])) {
-				if verdict.Err != nil {
-					errs[lo+i] = runner.Errorf(verdict.Reason, "evidence commit %s: %w; not reading or extending a history that holds it", short(batch[lo+i].Hash), verdict.Err)
+		_ = chain.ForEachChunk(runtime.GOMAXPROCS(0), len(batch), func(_, lo, hi int) error {
+			for i := lo; i < hi; i++ {
+				if reason, err := s.commitKeys.CheckCommit(batch[i].Signed, batch[i].PGPSignature); err != nil {
+					errs[i] = runner.Errorf(reason, "evidence commit %s: %w; not reading or extending a history that holds it", short(batch[i].Hash), err)
 				}
 			}
 			return nil

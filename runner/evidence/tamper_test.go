@@ -15,6 +15,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/nova-platform/nova/runner"
+	"github.com/nova-platform/nova/runner/evidence/chain"
 	"github.com/nova-platform/nova/runner/evidence/signing"
 )
 
@@ -43,7 +44,7 @@ func TestTamperMatrix(t *testing.T) {
 		tamper: func(t *testing.T, f *tamperFixture) (string, string) {
 			f.rewriteFiles(t, f.keys.Commit, func(files map[string][]byte) {
 				delete(files, a2)
-				delete(files, sigPath(a2))
+				delete(files, chain.SigPath(a2))
 			})
 			return "contracts/87/c-a", ""
 		},
@@ -54,7 +55,7 @@ func TestTamperMatrix(t *testing.T) {
 			last := "contracts/87/c-a/0xx/4-nova.test.step.json"
 			f.rewriteFiles(t, f.keys.Commit, func(files map[string][]byte) {
 				delete(files, last)
-				delete(files, sigPath(last))
+				delete(files, chain.SigPath(last))
 			})
 			return last, ""
 		},
@@ -65,7 +66,7 @@ func TestTamperMatrix(t *testing.T) {
 			a3 := "contracts/87/c-a/0xx/3-nova.test.step.json"
 			f.rewriteFiles(t, f.keys.Commit, func(files map[string][]byte) {
 				files[a2], files[a3] = files[a3], files[a2]
-				files[sigPath(a2)], files[sigPath(a3)] = files[sigPath(a3)], files[sigPath(a2)]
+				files[chain.SigPath(a2)], files[chain.SigPath(a3)] = files[chain.SigPath(a3)], files[chain.SigPath(a2)]
 			})
 			return a2, ""
 		},
@@ -74,7 +75,7 @@ func TestTamperMatrix(t *testing.T) {
 		name: "sig replaced by another event's",
 		tamper: func(t *testing.T, f *tamperFixture) (string, string) {
 			f.rewriteFiles(t, f.keys.Commit, func(files map[string][]byte) {
-				files[sigPath(a2)] = files["contracts/7b/c-b/0xx/1-nova.test.step.sig"]
+				files[chain.SigPath(a2)] = files["contracts/7b/c-b/0xx/1-nova.test.step.sig"]
 			})
 			return a2, ""
 		},
@@ -251,7 +252,7 @@ func (f *tamperFixture) commit(t *testing.T, h plumbing.Hash) *object.Commit {
 // setHead moves the branch as a force-push would.
 func (f *tamperFixture) setHead(t *testing.T, h plumbing.Hash) {
 	t.Helper()
-	if err := f.git.Storer.SetReference(plumbing.NewHashReference(plumbing.NewBranchReferenceName(DefaultBranch), h)); err != nil {
+	if err := f.git.Storer.SetReference(plumbing.NewHashReference(plumbing.NewBranchReferenceName(chain.DefaultBranch), h)); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -297,7 +298,7 @@ func (f *tamperFixture) rewriteFiles(t *testing.T, signer *signing.CommitSigner,
 func (f *tamperFixture) moveEvent(t *testing.T, from, to string) string {
 	t.Helper()
 	f.rewriteFiles(t, f.keys.Commit, func(files map[string][]byte) {
-		for _, p := range [][2]string{{from, to}, {sigPath(from), sigPath(to)}} {
+		for _, p := range [][2]string{{from, to}, {chain.SigPath(from), chain.SigPath(to)}} {
 			files[p[1]] = files[p[0]]
 			delete(files, p[0])
 		}

@@ -9,6 +9,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/nova-platform/nova/runner"
+	"github.com/nova-platform/nova/runner/evidence/chain"
 )
 
 // sinceFixture is the tamper fixture verified at its head (since), then
@@ -16,7 +17,7 @@ import (
 type sinceFixture struct {
 	*tamperFixture
 	since plumbing.Hash
-	opts  VerifyOptions
+	opts  chain.VerifyOptions
 }
 
 func newSinceFixture(t *testing.T) *sinceFixture {
@@ -97,7 +98,7 @@ func TestVerifySinceDetectsTamperingInTheNewRange(t *testing.T) {
 		tamper: func(t *testing.T, f *sinceFixture) (string, string) {
 			f.rewriteFiles(t, f.keys.Commit, func(files map[string][]byte) {
 				delete(files, a6)
-				delete(files, sigPath(a6))
+				delete(files, chain.SigPath(a6))
 			})
 			return a6, ""
 		},
@@ -107,7 +108,7 @@ func TestVerifySinceDetectsTamperingInTheNewRange(t *testing.T) {
 		tamper: func(t *testing.T, f *sinceFixture) (string, string) {
 			f.rewriteFiles(t, f.keys.Commit, func(files map[string][]byte) {
 				files[a5], files[a6] = files[a6], files[a5]
-				files[sigPath(a5)], files[sigPath(a6)] = files[sigPath(a6)], files[sigPath(a5)]
+				files[chain.SigPath(a5)], files[chain.SigPath(a6)] = files[chain.SigPath(a6)], files[chain.SigPath(a5)]
 			})
 			return a5, ""
 		},
@@ -175,22 +176,22 @@ func TestVerifySinceRefusesWhatItCannotContinue(t *testing.T) {
 
 	opts := f.opts
 	opts.Since = dropped.String()
-	r, err := OpenRepo(context.Background(), f.repo, "", Credentials{})
+	r, err := chain.OpenRepo(context.Background(), f.repo, "", chain.Credentials{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	if _, err := Verify(context.Background(), r, opts); runner.ReasonOf(err) != runner.EvidenceHistoryRewritten {
+	if _, err := chain.Verify(context.Background(), r, opts); runner.ReasonOf(err) != runner.EvidenceHistoryRewritten {
 		t.Errorf("verify --since a dropped head = %v, want EVIDENCE_HISTORY_REWRITTEN", err)
 	}
 	// The new head is an ancestor-free stranger to the witness.
 	opts.Since = f.head(t).String()
-	if _, err := Verify(context.Background(), r, opts); runner.ReasonOf(err) != runner.ConfigInvalid {
+	if _, err := chain.Verify(context.Background(), r, opts); runner.ReasonOf(err) != runner.ConfigInvalid {
 		t.Errorf("verify --since an unwitnessed head = %v, want CONFIG_INVALID", err)
 	}
 	// Without a witness, a since outside the history is still refused.
 	opts.Since, opts.Witness = dropped.String(), nil
-	if _, err := Verify(context.Background(), r, opts); runner.ReasonOf(err) != runner.EvidenceHistoryRewritten {
+	if _, err := chain.Verify(context.Background(), r, opts); runner.ReasonOf(err) != runner.EvidenceHistoryRewritten {
 		t.Errorf("verify --since a dropped head, no witness = %v, want EVIDENCE_HISTORY_REWRITTEN", err)
 	}
 }

@@ -28,7 +28,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/nova-platform/nova/runner"
-	"github.com/nova-platform/nova/runner/evidence"
+	"github.com/nova-platform/nova/runner/evidence/chain"
 	"github.com/nova-platform/nova/runner/evidence/gitrepo"
 	"github.com/nova-platform/nova/runner/evidence/signing"
 )
@@ -41,7 +41,7 @@ const maxDepth = 50
 // path: each contract's events in the order given (seq and preveventhash
 // are set here), on branch main. It needs git on PATH to index the pack.
 func Build(path string, keys signing.Keys, events []runner.Event) (head string, err error) {
-	branch := plumbing.NewBranchReferenceName(evidence.DefaultBranch)
+	branch := plumbing.NewBranchReferenceName(chain.DefaultBranch)
 	if err := gitrepo.InitBare(path, branch); err != nil {
 		return "", err
 	}
@@ -116,7 +116,7 @@ func sealEvents(keys signing.Keys, events []runner.Event) ([]sealed, error) {
 			seq  int64
 			hash string
 		}{e.Seq, hex.EncodeToString(sum[:])}
-		p := evidence.EventPath(e.ContractID, e.Seq, e.Type)
+		p := chain.EventPath(e.ContractID, e.Seq, e.Type)
 		bucket := filepath.Dir(p)
 		dir := filepath.Dir(bucket)
 		out[i] = sealed{json: canon, shard: filepath.Base(filepath.Dir(dir)), dir: filepath.Base(dir), bucket: filepath.Base(bucket), name: filepath.Base(p), event: e}
@@ -180,7 +180,7 @@ func (b *builder) addEvent(e runner.Event, s sealed, parent plumbing.Hash) (plum
 	b.w.upsert(&b.root, gitrepo.Entry{Name: s.shard, Mode: filemode.Dir, Hash: shard.id})
 	rootID := b.w.full(plumbing.TreeObject, gitrepo.EncodeTree([]gitrepo.Entry{{Name: "contracts", Mode: filemode.Dir, Hash: b.root.id}}))
 	who := b.keys.Commit.Identity(e.Time)
-	c := &object.Commit{Author: who, Committer: who, Message: evidence.CommitMessage(s.event), TreeHash: rootID}
+	c := &object.Commit{Author: who, Committer: who, Message: chain.CommitMessage(s.event), TreeHash: rootID}
 	if !parent.IsZero() {
 		c.ParentHashes = []plumbing.Hash{parent}
 	}

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nova-platform/nova/runner/evidence"
+	"github.com/nova-platform/nova/runner/evidence/chain"
 	"github.com/nova-platform/nova/runner/evidence/signing"
 )
 
@@ -41,7 +41,7 @@ func TestBuiltRepoVerifies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	repo, err := evidence.OpenRepo(context.Background(), path, "", evidence.Credentials{})
+	repo, err := chain.OpenRepo(context.Background(), path, "", chain.Credentials{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +58,7 @@ func TestBuiltRepoVerifies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := evidence.Verify(context.Background(), repo, evidence.VerifyOptions{EventKeys: ks, CommitKeys: ring})
+	rep, err := chain.Verify(context.Background(), repo, chain.VerifyOptions{EventKeys: ks, CommitKeys: ring})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package gitrepo
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +13,7 @@ import (
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
 	"github.com/go-git/go-git/v5/plumbing/format/packfile"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp/capability"
@@ -187,15 +189,27 @@ func (c *cloneTarget) Install(f Fetched) error {
 }
 
 // store stores a fetched pack in the clone as it came, with the index
-// indexPack makes of it. A thin pack (a later fetch's, whose deltas name
-// bases the clone has) goes through go-git's parser, which finds them.
-// Like go-git's writer, it does not sync: the clone is a copy of the
-// remote, not the record.
+// go-git's parser makes of it (which also checks the pack's checksum). A
+// thin pack, whose deltas name bases the clone has, is left to go-git's
+// object storage. Like go-git's writer, it does not sync: the clone is a
+// copy of the remote, not the record.
 func (c *cloneTarget) store(pack []byte) error {
-	index, sum, err := indexPack(pack)
-	if errors.Is(err, errRefDelta) {
+	if err := checkPackCount(pack); err != nil {
+		return err
+	}
+	var w idxfile.Writer
+	p, err := packfile.NewParser(packfile.NewScanner(bytes.NewReader(pack)), &w)
+	if err != nil {
+		return err
+	}
+	sum, err := p.Parse()
+	if errors.Is(err, packfile.ErrReferenceDeltaNotFound) {
 		return packfile.UpdateObjectStorage(c.repo.Storer, bytes.NewReader(pack))
 	}
+	if err != nil {
+		return err
+	}
+	index, err := w.Index()
 	if err != nil {
 		return err
 	}
@@ -205,6 +219,24 @@ func (c *cloneTarget) store(pack []byte) error {
 	// go-git's storage lists packs once; it must see the new one.
 	if r, ok := c.repo.Storer.(interface{ Reindex() }); ok {
 		r.Reindex()
+	}
+	return nil
+}
+
+// minPackEntry is the size of the smallest pack entry: a header byte and
+// an empty zlib stream.
+const minPackEntry = 9
+
+// checkPackCount refuses a pack whose header counts more objects than its
+// bytes can hold. go-git's index writer allocates room for the count the
+// header states before it reads an entry (32 bytes each: 128 GiB for the
+// largest), which a fetched pack must not get to ask for.
+func checkPackCount(pack []byte) error {
+	if len(pack) < 12+20 || string(pack[:4]) != "PACK" {
+		return errors.New("the fetched data is not a pack")
+	}
+	if count := binary.BigEndian.Uint32(pack[8:12]); uint64(count) > uint64(len(pack)-12-20)/minPackEntry {
+		return fmt.Errorf("a pack of %d bytes cannot hold the %d objects it counts", len(pack), count)
 	}
 	return nil
 }

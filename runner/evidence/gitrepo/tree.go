@@ -102,6 +102,15 @@ func Find(entries []Entry, name string) int {
 	return slices.IndexFunc(entries, func(e Entry) bool { return e.Name == name })
 }
 
+// FindDir is the tree of directory name in entries, zero when there is
+// none.
+func FindDir(entries []Entry, name string) plumbing.Hash {
+	if i := Find(entries, name); i >= 0 && entries[i].Mode == filemode.Dir {
+		return entries[i].Hash
+	}
+	return plumbing.ZeroHash
+}
+
 // Upsert puts e into entries, replacing the entry of its name or inserting
 // it in git's order; git rejects trees in any other order.
 func Upsert(entries []Entry, e Entry) []Entry {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/ProtonMail/go-crypto/openpgp"
@@ -138,9 +137,6 @@ func (c *CommitSigner) SignCommit(commit *object.Commit) error {
 // commits.
 type CommitKeyRing struct {
 	keys openpgp.EntityList
-
-	fastOnce sync.Once
-	fast     map[uint64][]fastKey // fastKeys, made at the first check
 }
 
 // LoadCommitKeyRing reads armored public (or private) keys; each argument
@@ -191,18 +187,9 @@ func (k *CommitKeyRing) Fingerprint() string {
 // CheckCommit returns "" when signature, a commit's gpgsig header, is a
 // valid signature by an allowed key of signed, the commit without its
 // signature headers (what git's verify-commit checks), otherwise the
-// reason it is not.
+// reason it is not. go-crypto's OpenPGP reader decides, one signature at
+// a time; it is safe to call from several goroutines.
 func (k *CommitKeyRing) CheckCommit(signed []byte, signature string) (runner.Reason, error) {
-	f, ok := readFast(k.readyKeys(), signed, signature, time.Now())
-	return k.decide(signed, signature, f, ok)
-}
-
-// decide is CheckCommit's verdict on a signature readFast has read (ok)
-// or could not read: its Ed25519 check alone, else openpgp's.
-func (k *CommitKeyRing) decide(signed []byte, signature string, f fastSignature, ok bool) (runner.Reason, error) {
-	if ok && f.verify() {
-		return "", nil
-	}
 	if signature == "" {
 		return runner.EvidenceCommitUnsigned, errors.New("commit is not signed")
 	}
@@ -218,12 +205,6 @@ func (k *CommitKeyRing) decide(signed []byte, signature string, f fastSignature,
 	default:
 		return runner.EvidenceCommitSignatureInvalid, fmt.Errorf("commit signature does not verify: %w", err)
 	}
-}
-
-// readyKeys returns the ring's fast keys, made at its first check.
-func (k *CommitKeyRing) readyKeys() map[uint64][]fastKey {
-	k.fastOnce.Do(func() { k.fast = fastKeys(k.keys, time.Now()) })
-	return k.fast
 }
 
 // armoredBlocks splits b at each "-----BEGIN PGP" line: openpgp reads only
