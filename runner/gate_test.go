@@ -28,6 +28,9 @@ type world struct {
 	authors   []Login
 	unlinked  []string
 	teams     map[string][]string
+	// teamErr is what the forge answers about any team, when it cannot
+	// tell (a token that may not read them).
+	teamErr error
 	// change is what every run deploys; newWorld records it applied in
 	// dev, qa and prod, so each environment's gate may be reached.
 	change string
@@ -90,8 +93,13 @@ func (w *world) applied(env Environment, change string) {
 }
 
 func (w *world) IsTeamMember(_ context.Context, team, login string) (bool, error) {
+	if w.teamErr != nil {
+		return false, w.teamErr
+	}
 	return slices.Contains(w.teams[team], login), nil
 }
+
+func (w *world) CheckTeam(context.Context, string) error { return w.teamErr }
 
 // fakeClaims verifies a signed claim whose signature is the sha256 of the
 // claim's canonical JSON: enough to tell a tampered claim from a good one.
@@ -498,6 +506,52 @@ func TestGateRechecksMembership(t *testing.T) {
 	if out, _ := w2.run(Prod, digestB, ""); out.Reason != ApproverLeftGroup {
 		t.Errorf("after the team lost its member: %s %s, want %s", out.Verdict, out.Reason, ApproverLeftGroup)
 	}
+}
+
+// TestTeamsTheTokenCannotReadStopTheRun: a token that may not read the
+// approver group's teams is a configuration error, named by the first run
+// of the environment (before anyone approves) and by the gate's recheck,
+// never "ignored": a team member's rejection would go unheard.
+func TestTeamsTheTokenCannotReadStopTheRun(t *testing.T) {
+	unreadable := Errorf(ApproverTeamUnreadable, "reading team platform/sre: 403 Forbidden")
+	for _, tt := range []struct {
+		name   string
+		claims []ApprovalClaim
+	}{
+		{"the first run, before anyone approved", nil},
+		{"a team member's rejection", []ApprovalClaim{func() ApprovalClaim {
+			c := claim("sre-team-member", Prod, digestA, "r1")
+			c.Decision, c.Reason = Reject, "not this week"
+			return c
+		}()}},
+		{"a listed member's approval", []ApprovalClaim{claim("sre-oncall", Prod, digestA, "r2")}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			w := newWorld(t)
+			w.teamErr = unreadable
+			start := len(w.rec.events)
+			out, st := w.run(Prod, digestA, "", tt.claims...)
+			if out.Verdict != Errored || out.Reason != ApproverTeamUnreadable || st.Authorization != nil {
+				t.Fatalf("%s %s %+v, want an error with %s", out.Verdict, out.Reason, st.Authorization, ApproverTeamUnreadable)
+			}
+			if n := countType(w.rec.events[start:], EventApprovalRecorded) + countType(w.rec.events[start:], EventApprovalRejected) + countType(w.rec.events[start:], EventApprovalChecked); n != 0 {
+				t.Errorf("%d approval events recorded; a run that cannot read the teams decides nothing", n)
+			}
+		})
+	}
+
+	t.Run("the gate's recheck", func(t *testing.T) {
+		w := newWorld(t)
+		if out, _ := w.run(Prod, digestB, "", claim("sre-team-member", Prod, digestB, "r3")); out.Verdict != Pass {
+			t.Fatalf("sre-team-member approves: %s %s", out.Verdict, out.Reason)
+		}
+		w.teamErr = unreadable
+		st := &State{RunID: "recheck", Contract: &Contract{ID: contractID, Environment: Prod}, Plan: &Plan{Digest: digestB}, Change: &ChangeRecord{ID: w.change}}
+		_, err := Gate{Evidence: w, Approvers: StaticApprovers{w.approvers}, Membership: w, Now: func() time.Time { return w.now }}.Run(t.Context(), st)
+		if ReasonOf(err) != ApproverTeamUnreadable {
+			t.Errorf("gate: %v, want reason %s", err, ApproverTeamUnreadable)
+		}
+	})
 }
 
 // TestGateEnforcesPromotionOrder: an environment applies a change only

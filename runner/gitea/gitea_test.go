@@ -1,6 +1,7 @@
 package gitea
 
 import (
+	"errors"
 	"net/http"
 	"strconv"
 	"strings"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/nova-platform/nova/runner"
 	"github.com/nova-platform/nova/runner/forgehttp"
+	"github.com/nova-platform/nova/runner/gitea/giteatest"
 )
 
 // These tests run against a real Gitea (giteatest.Start): reviews,
@@ -384,17 +386,40 @@ func testTeams(t *testing.T, f *forge) {
 	_, err := teams.IsTeamMember(ctx, "platform/release-managers", f.qa.Name)
 	wantReason(t, err, runner.ApproversInvalid, "platform/release-managers", `has no team "release-managers"`)
 	_, err = teams.IsTeamMember(ctx, "nowhere/qa", f.qa.Name)
-	wantReason(t, err, runner.ForgeAPIFailed, "finding team nowhere/qa", "404")
+	wantReason(t, err, runner.ApproverTeamUnreadable, "finding team nowhere/qa", "404")
 	_, err = teams.IsTeamMember(ctx, "qa", f.qa.Name)
 	wantReason(t, err, runner.ApproversInvalid, "not org/team")
+	if err := teams.CheckTeam(ctx, "platform/qa"); err != nil {
+		t.Errorf("CheckTeam with an owner's token: %v", err)
+	}
 
 	// A token of someone in the organisation but neither an owner nor in
-	// the team: Gitea refuses to say, and that is an error, never "no".
-	_, err = f.client(t, f.author.Token).Teams().IsTeamMember(ctx, "platform/qa", f.qa.Name)
-	wantReason(t, err, runner.ForgeAPIFailed, "checking whether bob is in team platform/qa", "403", "Must be a team member")
+	// the team: Gitea refuses to say, and that is an error, never "no",
+	// from the first check on.
+	member := f.client(t, f.author.Token).Teams()
+	err = member.CheckTeam(ctx, "platform/qa")
+	wantReason(t, err, runner.ApproverTeamUnreadable, "reading the members of team platform/qa", "403", "Must be a team member", "read:organization")
+	_, err = member.IsTeamMember(ctx, "platform/qa", f.qa.Name)
+	wantReason(t, err, runner.ApproverTeamUnreadable, "reading the members of team platform/qa", "403", "Must be a team member")
 	if strings.Contains(err.Error(), f.author.Token) {
 		t.Errorf("error holds the token: %v", err)
 	}
+	// The team it is in, it may read: there a 404 is "not a member".
+	if got, err := member.IsTeamMember(ctx, "platform/dev", f.qa.Name); err != nil || got {
+		t.Errorf("IsTeamMember(platform/dev, %s) with a dev's token = %t, %v; want false", f.qa.Name, got, err)
+	}
+
+	// A token of someone outside the organisation. Gitea answers its
+	// membership questions with the 404 of "not a member"; the team is
+	// never read, so that 404 is never taken for an answer.
+	var probe any
+	apiErr := f.s.Do(ctx, f.outsider.Token, http.MethodGet, "/teams/"+idKey(f.teamID(t, "qa"))+"/members/"+f.qa.Name, nil, &probe)
+	var ae *giteatest.APIError
+	if !errors.As(apiErr, &ae) || ae.Status != http.StatusNotFound {
+		t.Errorf("gitea's answer to an outsider asking about a member: %v, want 404 (what this test guards against)", apiErr)
+	}
+	_, err = f.client(t, f.outsider.Token).Teams().IsTeamMember(ctx, "platform/qa", f.qa.Name)
+	wantReason(t, err, runner.ApproverTeamUnreadable, "finding team platform/qa", "403", "Must be an organization member")
 }
 
 func testChange(t *testing.T, f *forge) {
@@ -465,7 +490,8 @@ func testTokenErrors(t *testing.T, f *forge) {
 	scoped := f.scopedToken(t, f.bot, "read:repository")
 	c := f.client(t, scoped)
 	errs := map[string]error{}
-	_, errs["read:organization"] = c.Teams().IsTeamMember(ctx, "platform/qa", f.qa.Name)
+	_, err = c.Teams().IsTeamMember(ctx, "platform/qa", f.qa.Name)
+	wantReason(t, err, runner.ApproverTeamUnreadable, "403", "lacks a scope", "read:organization")
 	_, errs["read:issue"] = c.Comments().Claims(ctx, runner.ApprovalRequest{Environment: runner.QA, PlanDigest: digest, Commit: f.head})
 	errs["read:user"] = c.PullRequest().UpsertComment(ctx, "<!-- nova -->", "body")
 	errs["write:repository"] = c.Statuses().SetStatus(ctx, f.head, runner.CommitStatus{Context: "nova/qa", State: runner.StatePending})
