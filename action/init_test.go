@@ -132,3 +132,36 @@ func TestInitRefusesBadFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestScaffoldedApproversShowTeamsAndKeys: the approver config `nova init`
+// writes parses, shows where teams and keys go, and its team example,
+// uncommented, is what the parser accepts.
+func TestScaffoldedApproversShowTeamsAndKeys(t *testing.T) {
+	dir := t.TempDir()
+	if code, _, stderr := runCLI(t, "init", "--forge", "github", "--dir", dir); code != ExitPass {
+		t.Fatalf("init: exit %d, %s", code, stderr)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, runner.ApproversFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"# teams: [my-org/qa]", "keys:", "BEGIN PUBLIC KEY"} {
+		if !strings.Contains(string(data), want) {
+			t.Errorf("the scaffold's approver config lacks %q:\n%s", want, data)
+		}
+	}
+	if _, err := runner.ParseApprovers(data); err != nil {
+		t.Errorf("the scaffold's approver config does not parse: %v", err)
+	}
+	uncommented := strings.ReplaceAll(string(data), "# teams:", "teams:")
+	cfg, err := runner.ParseApprovers([]byte(uncommented))
+	if err != nil {
+		t.Fatalf("the team example does not parse: %v\n%s", err, uncommented)
+	}
+	if got := cfg.Groups["qa"].Teams; len(got) != 1 || got[0] != "my-org/qa" {
+		t.Errorf("qa's teams = %v", got)
+	}
+	if code, stdout, stderr := runCLI(t, "validate", "--dir", dir); code != ExitPass || !strings.Contains(stdout, "approvers") {
+		t.Errorf("validate of the scaffold: exit %d\n%s%s", code, stdout, stderr)
+	}
+}

@@ -3,6 +3,7 @@ package gitea
 import (
 	"context"
 	"fmt"
+	"io/fs"
 	"net/http"
 	"sync"
 
@@ -38,7 +39,7 @@ func (t *TrustedBase) TrustedFile(ctx context.Context, path string) ([]byte, str
 	activity := fmt.Sprintf("reading %s at %s", path, where)
 	data, resp, err := c.api(ctx).GetFile(c.owner, c.repo, t.sha, path)
 	if resp != nil && resp.StatusCode == http.StatusNotFound {
-		return nil, where, fmt.Errorf("%s is not in the trusted base %s: only a config already merged there counts", path, where)
+		return nil, where, fmt.Errorf("%s is not in the trusted base %s: only a config already merged there counts (%w)", path, where, fs.ErrNotExist)
 	}
 	if err != nil {
 		return nil, where, c.fail(ctx, activity, resp, err)
