@@ -17,9 +17,11 @@ import (
 const maxComment = 65536 - 512
 
 // commentMarker finds nova's comment for one contract and environment on a
-// pull request again, so each run updates it instead of adding another.
+// pull request again, so each run updates it instead of adding another. It
+// starts with runner.CommentPrefix, which the scaffolded workflows'
+// conditions skip, so the comment starts no run.
 func commentMarker(contractID string, env string) string {
-	return fmt.Sprintf("<!-- nova:comment contract=%s env=%s -->", markerValue(contractID), markerValue(env))
+	return fmt.Sprintf("%scomment contract=%s env=%s -->", runner.CommentPrefix, markerValue(contractID), markerValue(env))
 }
 
 // markerValue keeps a value inside the HTML comment of a marker:

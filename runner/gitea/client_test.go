@@ -187,7 +187,7 @@ func TestTokenNeverInErrors(t *testing.T) {
 			wantReason(t, err, teamReason, append([]string{"finding team platform/qa"}, tc.says...)...)
 			_, err = c.PullRequest().Change(ctx)
 			wantReason(t, err, runner.ForgeAPIFailed, tc.says...)
-			err = c.PullRequest().UpsertComment(ctx, "<!-- nova -->", "body")
+			err = c.PullRequest().UpsertComment(ctx, runner.CommentPrefix+" -->", runner.CommentPrefix+" -->\nbody")
 			wantReason(t, err, runner.ForgeAPIFailed, append([]string{"updating nova's comment"}, tc.says...)...)
 			err = c.Statuses().SetStatus(ctx, commit, runner.CommitStatus{Context: "nova/qa", State: runner.StatePending})
 			wantReason(t, err, runner.ForgeAPIFailed, append([]string{"setting status nova/qa on platform/infra@" + commit}, tc.says...)...)
@@ -228,7 +228,7 @@ func TestWithoutAPullRequest(t *testing.T) {
 	wantReason(t, err, runner.ConfigInvalid, "no pull request")
 	_, err = c.PullRequest().Change(ctx)
 	wantReason(t, err, runner.ConfigInvalid, "no pull request")
-	err = c.PullRequest().UpsertComment(ctx, "<!-- nova -->", "body")
+	err = c.PullRequest().UpsertComment(ctx, runner.CommentPrefix+" -->", runner.CommentPrefix+" -->\nbody")
 	wantReason(t, err, runner.ConfigInvalid, "no pull request")
 }
 
