@@ -373,6 +373,39 @@ func TestGateTimeoutsCountBusinessDays(t *testing.T) {
 	}
 }
 
+// TestGateShowsEachPlansOwnRequestTime: two pull requests of one contract
+// wait in qa at once; each plan's message gives its own request's time,
+// not the environment's pending request, which is the other's.
+func TestGateShowsEachPlansOwnRequestTime(t *testing.T) {
+	w := newWorld(t)
+	message := func(out Outcome, _ *State) string {
+		t.Helper()
+		last := out.Results[len(out.Results)-1]
+		if out.Verdict != AwaitingApproval || len(last.Findings) == 0 {
+			t.Fatalf("%s %s, want awaiting approval", out.Verdict, out.Reason)
+		}
+		return last.Findings[0].Message
+	}
+	first := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
+	second := first.Add(3 * time.Hour)
+	w.now = first
+	if m := message(w.run(QA, digestA, "")); strings.Contains(m, "requested") && !strings.Contains(m, "(requested 2026-11-30T09:00:00Z)") {
+		t.Errorf("PR #1's first plan: %s", m)
+	}
+	w.now = second
+	// Its first run makes its request: there is no earlier one to show.
+	if m := message(w.run(QA, digestB, "")); strings.Contains(m, "09:00:00Z") {
+		t.Errorf("PR #2's plan shows PR #1's request time: %s", m)
+	}
+	w.now = second.Add(time.Hour)
+	if m := message(w.run(QA, digestA, "")); !strings.Contains(m, "(requested 2026-11-30T09:00:00Z)") {
+		t.Errorf("PR #1's plan again: %s\nwant its own request's time, 2026-11-30T09:00:00Z", m)
+	}
+	if m := message(w.run(QA, digestB, "")); !strings.Contains(m, "(requested 2026-11-30T12:00:00Z)") {
+		t.Errorf("PR #2's plan again: %s\nwant its own request's time, 2026-11-30T12:00:00Z", m)
+	}
+}
+
 func TestGateAcceptsASignedClaimOnce(t *testing.T) {
 	w := newWorld(t)
 	c := claim("qa-lead", QA, digestA, "claim-7")
