@@ -34,18 +34,14 @@ type TrustedApprovers struct {
 var _ runner.ApproversReader = TrustedApprovers{}
 
 // Approvers implements runner.ApproversReader.
-func (t TrustedApprovers) Approvers(context.Context) (*runner.ApproverConfig, error) {
+func (t TrustedApprovers) Approvers(ctx context.Context) (*runner.ApproverConfig, error) {
 	file := t.Path
 	if file == "" {
 		file = runner.ApproversFile
 	}
 	repo, err := git.PlainOpenWithOptions(t.Dir, &git.PlainOpenOptions{DetectDotGit: true, EnableDotGitCommonDir: true})
 	if errors.Is(err, git.ErrRepositoryNotExists) {
-		data, err := checkout.ReadFile(t.Dir, file, maxApproversBytes)
-		if err != nil {
-			return nil, runner.Errorf(runner.ApproversInvalid, "reading %s: %w", file, err)
-		}
-		return runner.ParseApprovers(data)
+		return CheckoutApprovers{Dir: t.Dir, Path: t.Path}.Approvers(ctx)
 	}
 	if err != nil {
 		return nil, runner.Errorf(runner.ApproversInvalid, "opening the git checkout of %s: %w", t.Dir, err)
