@@ -74,7 +74,7 @@ func (t *Teams) CheckTeam(ctx context.Context, team string) error {
 	_, _, err = t.c.gh.Teams.GetTeamBySlug(ctx, org, slug)
 	switch status := statusOfErr(err); {
 	case err == nil:
-	case (status == http.StatusNotFound || status == http.StatusForbidden):
+	case status == http.StatusNotFound || status == http.StatusForbidden:
 		return t.unreadable(err, "reading team %s", team)
 	default:
 		return t.c.fail(ctx, err, permMembersRead, "reading team %s", team)
