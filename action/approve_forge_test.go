@@ -59,7 +59,7 @@ func TestApproveOnAForgeNeedsARegisteredKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	writeFile(t, filepath.Join(c.dir, runner.ApproversFile), testApprovers+"keys:\n  qa-lead: |\n"+indent(string(pub), "    "))
+	writeFile(t, filepath.Join(c.dir, runner.ApproversFile), testApprovers+"keys:\n  qa-lead: |\n"+indentBy(string(pub), "    "))
 	if code, out := approve(forge, "qa-lead"); code != ExitFail || !strings.Contains(out, string(runner.ApprovalClaimInvalid)) {
 		t.Errorf("on a forge, approve with a key other than the registered one: exit %d\n%s", code, out)
 	}
@@ -76,7 +76,7 @@ func TestApproveOnAForgeNeedsARegisteredKey(t *testing.T) {
 	}
 }
 
-func indent(s, prefix string) string {
+func indentBy(s, prefix string) string {
 	var b strings.Builder
 	for _, line := range strings.SplitAfter(strings.TrimRight(s, "\n"), "\n") {
 		b.WriteString(prefix + line)

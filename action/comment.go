@@ -17,9 +17,11 @@ import (
 const maxComment = 65536 - 512
 
 // commentMarker finds nova's comment for one contract and environment on a
-// pull request again, so each run updates it instead of adding another.
+// pull request again, so each run updates it instead of adding another. It
+// starts with runner.CommentPrefix, which the scaffolded workflows'
+// conditions skip, so the comment starts no run.
 func commentMarker(contractID string, env string) string {
-	return fmt.Sprintf("<!-- nova:comment contract=%s env=%s -->", markerValue(contractID), markerValue(env))
+	return fmt.Sprintf("%scomment contract=%s env=%s -->", runner.CommentPrefix, markerValue(contractID), markerValue(env))
 }
 
 // markerValue keeps a value inside the HTML comment of a marker:
@@ -39,6 +41,7 @@ type commentData struct {
 	Changes                                                 *runner.ChangeSummary
 	Resources                                               []commentResource
 	Failing                                                 []commentPCR
+	Ignored                                                 []commentIgnored
 	Confidence                                              string
 	Truncated                                               string
 	SummaryURL                                              string
@@ -53,6 +56,14 @@ type commentStage struct{ Stage, Verdict, Summary string }
 type commentResource struct{ Address, Actions string }
 
 type commentPCR struct{ Severity, RuleID, Where, Message string }
+
+// commentIgnored is a decision the approvals stage did not count: who,
+// through which source, the reason code and why.
+type commentIgnored struct{ Approver, Source, Reason, Why string }
+
+// maxIgnoredRows is how many uncounted decisions a shortened comment
+// still lists.
+const maxIgnoredRows = 20
 
 // renderComment renders the comment for a finished run, shortened to fit a
 // comment when the plan or the findings are long: first the list of
@@ -88,6 +99,9 @@ func renderComment(v runView, group, summaryURL string) (string, error) {
 		}
 		d.Failing = append(d.Failing, commentPCR{esc(string(p.Severity)), esc(p.RuleID), esc(p.ResourceRef), esc(oneLine(p.Message))})
 	}
+	for _, c := range v.Ignored {
+		d.Ignored = append(d.Ignored, commentIgnored{esc(c.Approver), esc(c.Source), esc(string(c.Reason)), esc(oneLine(c.Why))})
+	}
 	if v.Confidence != nil {
 		d.Confidence = confidence.Markdown(*v.Confidence)
 	}
@@ -102,6 +116,10 @@ func renderComment(v runView, group, summaryURL string) (string, error) {
 	if len(d.Failing) > 50 {
 		d.Truncated += fmt.Sprintf(", and %d of %d failing checks", len(d.Failing)-50, len(d.Failing))
 		d.Failing = d.Failing[:50]
+	}
+	if len(d.Ignored) > maxIgnoredRows {
+		d.Truncated += fmt.Sprintf(", and %d of %d decisions not counted", len(d.Ignored)-maxIgnoredRows, len(d.Ignored))
+		d.Ignored = d.Ignored[:maxIgnoredRows]
 	}
 	d.Confidence = ""
 	body, err = executeComment(d)

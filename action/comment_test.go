@@ -7,6 +7,8 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/nova-platform/nova/runner"
 )
 
@@ -41,6 +43,15 @@ func commentCases() map[string]runView {
 		"awaiting-approval": {Command: "run", Verdict: "awaiting_approval", Reason: string(runner.ApprovalRequired), ContractID: contractUUID, Environment: "prod", PlanDigest: digest, Changes: changes, Resources: resources,
 			Stages: append(stages, stageView{Stage: "gate", Verdict: runner.AwaitingApproval, Summary: "approval required: prod needs a human approval of plan 9f2c1d0e7a6b",
 				Findings: []runner.Finding{{Reason: runner.ApprovalRequired, Message: "environment prod requires an approval bound to plan digest " + digest + " from group sre"}}}), Confidence: conf},
+		"ignored": {Command: "run", Verdict: "awaiting_approval", Reason: string(runner.ApprovalRequired), ContractID: contractUUID, Environment: "prod", PlanDigest: digest,
+			Stages: append(stages, stageView{Stage: "approvals", Verdict: runner.Pass, Summary: "0 decision(s) on plan 9f2c1d0e7a6b imported for prod, 3 ignored"},
+				stageView{Stage: "gate", Verdict: runner.AwaitingApproval, Summary: "approval required: prod needs a human approval of plan 9f2c1d0e7a6b",
+					Findings: []runner.Finding{{Reason: runner.ApprovalRequired, Message: "environment prod requires an approval bound to plan digest " + digest + " from group sre"}}}),
+			Ignored: []runner.IgnoredClaim{
+				{Approver: "dev-author", Source: runner.SourceGiteaReview, SourceRef: "12", Reason: runner.ApproverNotEligible, Why: "dev-author wrote this change and may not approve it"},
+				{Approver: "qa-lead", Source: runner.SourceGiteaComment, SourceRef: "31", Reason: runner.ApprovalClaimInvalid, Why: `unknown environment "production": name dev, qa, prod or dr`},
+				{Approver: "sre-2", Source: runner.SourceGiteaComment, SourceRef: "33", Reason: runner.ApprovalClaimInvalid, Why: "the approval names 12 hex digits of the plan digest; name at least 32, or the whole digest, so it binds one plan"},
+			}},
 		"truncated": {Command: "plan", Verdict: "pass", ContractID: contractUUID, Environment: "dev", PlanDigest: digest, Changes: &runner.ChangeSummary{Add: 3000}, Resources: many, Stages: stages},
 	}
 }
@@ -62,5 +73,21 @@ func TestPullRequestComment(t *testing.T) {
 			}
 			golden(t, filepath.Join("comment", name), ".md", body)
 		})
+	}
+}
+
+// TestRunViewListsIgnoredDecisions: what the approvals stage did not count
+// reaches the run's view, which the comment is rendered from.
+func TestRunViewListsIgnoredDecisions(t *testing.T) {
+	ignored := []runner.IgnoredClaim{{Approver: "olga", Source: runner.SourceGiteaReview, SourceRef: "7", Reason: runner.ApproverNotEligible, Why: "olga is not in approver group qa"}}
+	out := runner.Outcome{Verdict: runner.AwaitingApproval, Results: []runner.Result{
+		{Stage: "approvals", Verdict: runner.Pass, Data: runner.ApprovalCheck{Environment: runner.QA, Ignored: ignored}},
+		{Stage: "gate", Verdict: runner.AwaitingApproval},
+	}}
+	var stdout strings.Builder
+	rep := newReporter(Config{Command: "run"}, Env{Stdout: &stdout, Stderr: &stdout})
+	v := rep.finish(out, &runner.State{}, "")
+	if diff := cmp.Diff(ignored, v.Ignored); diff != "" {
+		t.Errorf("ignored (-want +got):\n%s", diff)
 	}
 }

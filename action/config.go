@@ -383,6 +383,7 @@ func (cfg *Config) flags(fs *flag.FlagSet, getenv func(string) string) *rawFlags
 		fs.StringVar(&cfg.Init.NovaSHA256, "nova-sha256", "", "Gitea: sha256 the fetched binary must have")
 		fs.StringVar(&cfg.Init.NovaSource, "nova-source", "", "Gitea: git URL nova is built from when no release binary is given (default: "+novaSource+")")
 		fs.StringVar(&cfg.Init.NovaCommit, "nova-commit", "", "Gitea: commit of nova to build (default: the commit this nova was built from)")
+		fs.StringVar(&cfg.Init.NovaReleases, "nova-releases", "", "Gitea: where nova's releases are downloaded from, a mirror's address (default: "+novaReleases+")")
 	case "pin":
 		fs.StringVar(&cfg.Dir, "dir", ".", "a directory of the repository whose workflows are pinned")
 		fs.StringVar(&cfg.Pin.Source, "source", novaSource, "git remote the tags are resolved at")

@@ -30,6 +30,8 @@ func hostileView(h string, verdict runner.Verdict, env string) runView {
 		PCRs: []runner.PCR{{Engine: "rego", RuleID: "R1 " + h, Severity: runner.Severity("V1 " + h), Result: runner.PCRFail,
 			ResourceRef: "W1 " + h, Message: "P1 " + h}},
 		Confidence: conf,
+		Ignored: []runner.IgnoredClaim{{Approver: "I1 " + h, Source: runner.SourceGiteaComment, SourceRef: "17", Reason: runner.ApprovalClaimInvalid,
+			Why: "Y1 " + h}},
 	}
 }
 
@@ -57,7 +59,8 @@ func TestCommentShowsChangeTextAsText(t *testing.T) {
 			}
 			allow := markdowntest.Allow{Comments: []string{"nova:comment "}, Links: []string{summaryURL}, Headings: 1}
 			checkMarkdown(t, body, allow, "C1 "+h.Value, oneLine("S1 "+h.Value), oneLine("M1 "+h.Value), "A1 "+h.Value,
-				"V1 "+h.Value, "R1 "+h.Value, "W1 "+h.Value, oneLine("P1 "+h.Value), "X1 "+h.Value, "G1 "+h.Value)
+				"V1 "+h.Value, "R1 "+h.Value, "W1 "+h.Value, oneLine("P1 "+h.Value), "X1 "+h.Value, "G1 "+h.Value,
+				"I1 "+h.Value, oneLine("Y1 "+h.Value))
 			// A failed run whose environment is the change's own text
 			// (the contract did not validate).
 			v = hostileView(h.Value, runner.Fail, "E1 "+h.Value)

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/nova-platform/nova/runner"
 )
 
 func TestDetectForge(t *testing.T) {
@@ -94,5 +96,40 @@ func TestExitCodes(t *testing.T) {
 		if got := exitCode(tt.err); got != tt.want {
 			t.Errorf("exitCode(%v) = %d, want %d", tt.err, got, tt.want)
 		}
+	}
+}
+
+// TestRunURL: a status's and a comment's link to the run is the address
+// the forge's web UI serves: GitHub's run id; on Gitea the run's index in
+// its repository (GITHUB_RUN_NUMBER), never the instance-wide id
+// GITHUB_RUN_ID carries there (runner/gitea's TestRunLinksOnGitea shows
+// both on the real server).
+func TestRunURL(t *testing.T) {
+	tests := []struct {
+		name  string
+		forge Forge
+		vars  map[string]string
+		want  string
+	}{
+		{"GitHub", GitHub, map[string]string{"GITHUB_SERVER_URL": "https://github.com", "GITHUB_REPOSITORY": "octo-org/infra", "GITHUB_RUN_ID": "9876543210", "GITHUB_RUN_NUMBER": "17"},
+			"https://github.com/octo-org/infra/actions/runs/9876543210"},
+		{"Gitea", Gitea, map[string]string{"GITHUB_SERVER_URL": "https://gitea.example/", "GITHUB_REPOSITORY": "platform/infra", "GITHUB_RUN_ID": "57", "GITHUB_RUN_NUMBER": "3"},
+			"https://gitea.example/platform/infra/actions/runs/3"},
+		{"Gitea without a run number", Gitea, map[string]string{"GITHUB_SERVER_URL": "https://gitea.example", "GITHUB_REPOSITORY": "platform/infra", "GITHUB_RUN_ID": "57"}, ""},
+		{"no run", GitHub, map[string]string{"GITHUB_SERVER_URL": "https://github.com", "GITHUB_REPOSITORY": "octo-org/infra"}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fc, err := readForgeConfig(tt.forge, func(k string) string { return tt.vars[k] })
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := runURL(tt.forge, fc); got != tt.want {
+				t.Errorf("runURL = %q, want %q", got, tt.want)
+			}
+		})
+	}
+	if _, err := readForgeConfig(Gitea, func(k string) string { return map[string]string{"GITHUB_RUN_NUMBER": "three"}[k] }); runner.ReasonOf(err) != runner.ConfigInvalid {
+		t.Errorf("a run number that is not one: %v, want %s", err, runner.ConfigInvalid)
 	}
 }

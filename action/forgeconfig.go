@@ -23,8 +23,11 @@ type ForgeConfig struct {
 	Owner, Repo string
 	// PullRequest is the pull request the event is about (0: none).
 	PullRequest int64
-	// RunID is the workflow run.
-	RunID int64
+	// RunID is the workflow run (GITHUB_RUN_ID): unique across GitHub,
+	// and across the whole instance on Gitea. RunNumber (GITHUB_RUN_NUMBER)
+	// is, on Gitea, the run's index among its repository's runs, which is
+	// what Gitea's web UI addresses a run by (runURL).
+	RunID, RunNumber int64
 	// EventName is the event that started the workflow.
 	EventName string
 	// BaseSHA and HeadSHA are the pull request's base and head commits.
@@ -76,6 +79,13 @@ func readForgeConfig(forge Forge, getenv func(string) string) (ForgeConfig, erro
 			return fc, runner.Errorf(runner.ConfigInvalid, "GITHUB_RUN_ID %q is not a run id", id)
 		}
 		fc.RunID = n
+	}
+	if num := getenv("GITHUB_RUN_NUMBER"); num != "" {
+		n, err := strconv.ParseInt(num, 10, 64)
+		if err != nil || n < 0 {
+			return fc, runner.Errorf(runner.ConfigInvalid, "GITHUB_RUN_NUMBER %q is not a run number", num)
+		}
+		fc.RunNumber = n
 	}
 	if path := getenv("GITHUB_EVENT_PATH"); path != "" {
 		if err := fc.readEvent(path); err != nil {

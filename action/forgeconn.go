@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/url"
 
 	"github.com/nova-platform/nova/runner"
 	"github.com/nova-platform/nova/runner/gitea"
@@ -171,11 +172,22 @@ func (r *forgeReport) commit() string {
 }
 
 func (r *forgeReport) runURL() string {
-	fc := r.cfg.ForgeAPI
-	if fc.ServerURL == "" || fc.Owner == "" || fc.RunID == 0 {
+	return runURL(r.cfg.Forge, r.cfg.ForgeAPI)
+}
+
+// runURL is where the forge's web UI shows this workflow run: GitHub
+// addresses a run by its id; Gitea by its index among the repository's
+// runs (GITHUB_RUN_NUMBER there), while its GITHUB_RUN_ID counts the runs
+// of the whole instance and names another repository's run, or none.
+func runURL(forge Forge, fc ForgeConfig) string {
+	n := fc.RunID
+	if forge == Gitea {
+		n = fc.RunNumber
+	}
+	if fc.ServerURL == "" || fc.Owner == "" || fc.Repo == "" || n <= 0 {
 		return ""
 	}
-	return fmt.Sprintf("%s/%s/%s/actions/runs/%d", fc.ServerURL, fc.Owner, fc.Repo, fc.RunID)
+	return fmt.Sprintf("%s/%s/%s/actions/runs/%d", fc.ServerURL, url.PathEscape(fc.Owner), url.PathEscape(fc.Repo), n)
 }
 
 func commitState(v runView) runner.CommitState {

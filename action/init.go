@@ -31,8 +31,10 @@ type InitFlags struct {
 	Force bool
 	// How the Gitea workflow obtains nova: a release binary by URL and
 	// sha256, else a build of Source at Commit. Empty values are taken
-	// from this binary's own build.
-	NovaURL, NovaSHA256, NovaSource, NovaCommit string
+	// from this binary's own build (giteaBinary). NovaReleases is where
+	// releases are published (a mirror's address, on a forge that cannot
+	// reach GitHub).
+	NovaURL, NovaSHA256, NovaSource, NovaCommit, NovaReleases string
 }
 
 // novaRepo is where Nova's action and source live.
@@ -51,7 +53,7 @@ type scaffoldFile struct {
 // .gitignore entries and the forge's workflow. It writes nothing when any
 // of the files exists and --force is not given, so a refusal leaves the
 // checkout as it was.
-func initCommand(_ context.Context, cfg Config, env Env) error {
+func initCommand(ctx context.Context, cfg Config, env Env) error {
 	root := repositoryRoot(cfg.Dir)
 	rel, err := filepath.Rel(root, cfg.Dir)
 	if err != nil || !filepath.IsLocal(rel) && rel != "." {
@@ -85,7 +87,7 @@ func initCommand(_ context.Context, cfg Config, env Env) error {
 	if err != nil {
 		return err
 	}
-	wf, workflowPath, err := renderConsumerWorkflow(cfg, name, filepath.ToSlash(rel), id)
+	wf, workflowPath, binaryNote, err := renderConsumerWorkflow(ctx, cfg, name, filepath.ToSlash(rel), id)
 	if err != nil {
 		return err
 	}
@@ -115,6 +117,9 @@ func initCommand(_ context.Context, cfg Config, env Env) error {
 	}
 	for _, f := range files {
 		fmt.Fprintf(env.Stdout, "wrote %s\n", displayPath(cfg.WorkDir, f.path))
+	}
+	if binaryNote != "" {
+		fmt.Fprintf(env.Stdout, "\nnova in the workflow: %s\n", binaryNote)
 	}
 	fmt.Fprint(env.Stdout, nextSteps(cfg, displayPath(cfg.WorkDir, cfg.Dir)))
 	return nil
@@ -217,8 +222,9 @@ func renderTemplate(t interface {
 }
 
 // renderConsumerWorkflow renders the forge's workflow for the contract at
-// dir (relative to the repository root) and says where it goes.
-func renderConsumerWorkflow(cfg Config, name, dir, id string) ([]byte, string, error) {
+// dir (relative to the repository root) and says where it goes, and, for
+// Gitea, how the workflow obtains nova.
+func renderConsumerWorkflow(ctx context.Context, cfg Config, name, dir, id string) ([]byte, string, string, error) {
 	w := templates.Workflow{
 		Name: name, Key: name + "-" + id[:8], Dir: dir, Contract: schema.DefaultContractPath,
 		Environments: []string{"dev", "qa", "prod", "dr"},
@@ -228,19 +234,19 @@ func renderConsumerWorkflow(cfg Config, name, dir, id string) ([]byte, string, e
 		// new repository on either forge starts with.
 		DefaultBranch: "main",
 	}
-	kind, path := templates.GitHubWorkflow, filepath.Join(".github", "workflows", "nova-"+name+".yml")
+	kind, path, note := templates.GitHubWorkflow, filepath.Join(".github", "workflows", "nova-"+name+".yml"), ""
 	if cfg.Init.Forge == Gitea {
 		kind, path = templates.GiteaWorkflow, filepath.Join(".gitea", "workflows", "nova-"+name+".yml")
 		var err error
-		if w.Nova, err = giteaBinary(cfg.Init); err != nil {
-			return nil, "", err
+		if w.Nova, note, err = giteaBinary(ctx, cfg.Init, version, buildCommit()); err != nil {
+			return nil, "", "", err
 		}
 	}
 	out, err := templates.RenderWorkflow(kind, w)
 	if err != nil {
-		return nil, "", runner.Errorf(runner.InternalError, "rendering the workflow: %w", err)
+		return nil, "", "", runner.Errorf(runner.InternalError, "rendering the workflow: %w", err)
 	}
-	return out, path, nil
+	return out, path, note, nil
 }
 
 var releaseVersion = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^v[0-9]+\.[0-9]+\.[0-9]+$`) })
@@ -273,22 +279,6 @@ func actionRef() templates.ActionRef {
 		ref.Tag, ref.Commit = version, buildCommit()
 	}
 	return ref
-}
-
-// giteaBinary is how the Gitea workflow obtains nova: the flags' release
-// binary, else a build of the commit this binary was built from.
-func giteaBinary(f InitFlags) (templates.Binary, error) {
-	b := templates.Binary{Version: version, ReleaseURL: f.NovaURL, SHA256: f.NovaSHA256,
-		Source: firstNonEmpty(f.NovaSource, novaSource), Commit: firstNonEmpty(f.NovaCommit, buildCommit())}
-	switch {
-	case b.ReleaseURL != "" || b.SHA256 != "":
-		if b.ReleaseURL == "" || !sha256Hex().MatchString(b.SHA256) {
-			return b, runner.Errorf(runner.ConfigInvalid, "--nova-url and --nova-sha256 (64 lower-case hex) go together")
-		}
-	case !commitHex().MatchString(b.Commit):
-		return b, runner.Errorf(runner.ConfigInvalid, "this nova does not know the commit it was built from, so the Gitea workflow cannot pin it: pass --nova-commit, or --nova-url and --nova-sha256 of a release binary")
-	}
-	return b, nil
 }
 
 var (

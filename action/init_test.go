@@ -1,15 +1,20 @@
 package main
 
 import (
+	"fmt"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/rhysd/actionlint"
 
 	"github.com/nova-platform/nova/runner"
+	"github.com/nova-platform/nova/templates"
 )
 
 const testRelease = "--nova-url=https://nova.example.com/nova-linux-amd64"
@@ -28,7 +33,8 @@ func TestInitGiteaThenRun(t *testing.T) {
 	if code != ExitPass {
 		t.Fatalf("init: exit %d\n%s%s", code, stdout, stderr)
 	}
-	for _, want := range []string{"Next:", "1. nova run", "2. list who approves", "3. set the variable NOVA_EVIDENCE_REPO"} {
+	for _, want := range []string{"Next:", "1. nova run", "2. list who approves", "3. set the variable NOVA_EVIDENCE_REPO",
+		"nova in the workflow: the Gitea workflow fetches nova from https://nova.example.com/nova-linux-amd64", "to build nova from source instead"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("init's output lacks %q:\n%s", want, stdout)
 		}
@@ -130,5 +136,130 @@ func TestInitRefusesBadFlags(t *testing.T) {
 		if entries, _ := os.ReadDir(dir); len(entries) > 0 {
 			t.Errorf("%v wrote %d entries", args, len(entries))
 		}
+	}
+}
+
+// TestScaffoldedApproversShowTeamsAndKeys: the approver config `nova init`
+// writes parses, shows where teams and keys go, and its team example,
+// uncommented, is what the parser accepts.
+func TestScaffoldedApproversShowTeamsAndKeys(t *testing.T) {
+	dir := t.TempDir()
+	if code, _, stderr := runCLI(t, "init", "--forge", "github", "--dir", dir); code != ExitPass {
+		t.Fatalf("init: exit %d, %s", code, stderr)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, runner.ApproversFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"# teams: [my-org/qa]", "keys:", "BEGIN PUBLIC KEY"} {
+		if !strings.Contains(string(data), want) {
+			t.Errorf("the scaffold's approver config lacks %q:\n%s", want, data)
+		}
+	}
+	if _, err := runner.ParseApprovers(data); err != nil {
+		t.Errorf("the scaffold's approver config does not parse: %v", err)
+	}
+	uncommented := strings.ReplaceAll(string(data), "# teams:", "teams:")
+	cfg, err := runner.ParseApprovers([]byte(uncommented))
+	if err != nil {
+		t.Fatalf("the team example does not parse: %v\n%s", err, uncommented)
+	}
+	if got := cfg.Groups["qa"].Teams; len(got) != 1 || got[0] != "my-org/qa" {
+		t.Errorf("qa's teams = %v", got)
+	}
+	if code, stdout, stderr := runCLI(t, "validate", "--dir", dir); code != ExitPass || !strings.Contains(stdout, "approvers") {
+		t.Errorf("validate of the scaffold: exit %d\n%s%s", code, stdout, stderr)
+	}
+}
+
+// TestGiteaBinaryDefaultsToTheRelease: a release of nova scaffolds a Gitea
+// workflow that fetches that release's binary, pinned by the sha256 its
+// SHA256SUMS lists, so the runner needs no Go; building from source stays
+// a flag away, and a nova that has no release says so and builds.
+func TestGiteaBinaryDefaultsToTheRelease(t *testing.T) {
+	const (
+		sum    = "9b74c9897bac770ffc029102a200c5de2bd1a0c1e3e47b5b2e7d4b2a1c2f7a11"
+		commit = "0123456789abcdef0123456789abcdef01234567"
+	)
+	releases := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/v1.4.0/SHA256SUMS" {
+			http.NotFound(w, r)
+			return
+		}
+		fmt.Fprintf(w, "%s  nova_v1.4.0_darwin_arm64\n%s *nova_v1.4.0_linux_amd64\n", strings.Repeat("a", 64), sum)
+	}))
+	t.Cleanup(releases.Close)
+
+	tests := []struct {
+		name    string
+		flags   InitFlags
+		version string
+		// builtFrom is the commit the nova running init was built from.
+		builtFrom string
+		want      templates.Binary
+		says      []string
+		reason    runner.Reason
+	}{
+		{
+			name: "a release", version: "v1.4.0", builtFrom: commit, flags: InitFlags{NovaReleases: releases.URL},
+			want: templates.Binary{Version: "v1.4.0", ReleaseURL: releases.URL + "/v1.4.0/nova_v1.4.0_linux_amd64", SHA256: sum, Source: novaSource, Commit: commit},
+			says: []string{"fetches nova v1.4.0's release binary", sum, "to build nova from source instead", "--nova-commit " + commit},
+		},
+		{
+			name: "a release asked to build from source", version: "v1.4.0", builtFrom: commit, flags: InitFlags{NovaReleases: releases.URL, NovaSource: "https://gitea.example/mirrors/nova.git"},
+			want: templates.Binary{Version: "v1.4.0", Source: "https://gitea.example/mirrors/nova.git", Commit: commit},
+			says: []string{"builds nova from source", commit, "needs Go"},
+		},
+		{
+			name: "a release never published", version: "v1.5.0", builtFrom: commit, flags: InitFlags{NovaReleases: releases.URL},
+			want: templates.Binary{Version: "v1.5.0", Source: novaSource, Commit: commit},
+			says: []string{"no release binary of nova v1.5.0 could be read", "404", "builds nova from source", "needs Go", "--nova-url and --nova-sha256"},
+		},
+		{
+			name: "a development build", version: "dev", builtFrom: commit, flags: InitFlags{NovaReleases: releases.URL},
+			want: templates.Binary{Version: "dev", Source: novaSource, Commit: commit},
+			says: []string{"development build (dev), not a release", "builds nova from source", "--nova-url and --nova-sha256"},
+		},
+		{
+			name: "a development build that does not know its commit", version: "dev", flags: InitFlags{NovaReleases: releases.URL},
+			reason: runner.ConfigInvalid,
+			says:   []string{"development build (dev), not a release", "--nova-commit", "--nova-url and --nova-sha256"},
+		},
+		{
+			name: "a binary given", version: "dev", flags: InitFlags{NovaURL: "https://mirror.example/nova", NovaSHA256: sum},
+			want: templates.Binary{Version: "dev", ReleaseURL: "https://mirror.example/nova", SHA256: sum, Source: novaSource},
+			says: []string{"fetches nova from https://mirror.example/nova"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, note, err := giteaBinary(t.Context(), tt.flags, tt.version, tt.builtFrom)
+			text := note
+			if err != nil {
+				text = err.Error()
+			}
+			if runner.ReasonOf(err) != tt.reason && (err != nil || tt.reason != "") {
+				t.Fatalf("error %v, want reason %q", err, tt.reason)
+			}
+			if err == nil {
+				if diff := cmp.Diff(tt.want, got); diff != "" {
+					t.Errorf("binary (-want +got):\n%s", diff)
+				}
+				out, err := templates.RenderWorkflow(templates.GiteaWorkflow, templates.Workflow{Name: "app", Key: "app-1", Dir: ".", Contract: ".nova/contract.yml",
+					Environments: []string{"dev"}, EvidenceRepo: "x", Nova: got, DefaultBranch: "main"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				// A runner without Go runs the binary's workflow.
+				if binary := got.ReleaseURL != ""; binary == strings.Contains(string(out), "go build") {
+					t.Errorf("binary %v, and the workflow builds with go: %v", binary, !binary)
+				}
+			}
+			for _, s := range tt.says {
+				if !strings.Contains(text, s) {
+					t.Errorf("%q does not say %q", text, s)
+				}
+			}
+		})
 	}
 }

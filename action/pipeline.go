@@ -209,7 +209,7 @@ func (w wiring) stages(ctx context.Context) ([]runner.Stage, error) {
 	}
 	validate := schema.New(reg)
 	if cfg.Command == "validate" {
-		return []runner.Stage{validate}, nil
+		return []runner.Stage{validate, w.approversCheck()}, nil
 	}
 	if cfg.Command == "apply" {
 		// The apply job trusts the plan job's evaluation: it re-validates
@@ -231,6 +231,14 @@ func (w wiring) stages(ctx context.Context) ([]runner.Stage, error) {
 			return nil, err
 		}
 		return []runner.Stage{validate, drift.New(engine, w.evidence)}, nil
+	}
+	if cfg.Command == "plan" || cfg.Command == "run" {
+		// Before anything is evaluated, and without an event of its own
+		// (validate shows it as a stage): a broken approver config
+		// stops dev's run, not first qa's approval.
+		if _, err := w.approversCheck().Check(ctx); err != nil {
+			return nil, err
+		}
 	}
 	policyCfg, err := policy.LoadConfig(cfg.Dir)
 	if err != nil {
@@ -274,6 +282,22 @@ func (w wiring) stages(ctx context.Context) ([]runner.Stage, error) {
 		return planned, nil
 	}
 	return slices.Concat(planned, w.gate(), []runner.Stage{apply.New(engine)}), nil
+}
+
+// approversCheck checks the approver config of the trusted base and the
+// checkout's own copy, when the checkout has one.
+func (w wiring) approversCheck() runner.CheckApprovers {
+	var trusted runner.ApproversReader
+	if w.forge != nil {
+		trusted = w.forge.approvers
+	}
+	if trusted == nil {
+		trusted = w.cfg.localApprovers()
+	}
+	return runner.CheckApprovers{
+		Proposed: local.CheckoutApprovers{Dir: w.cfg.Dir, Path: w.cfg.ApproversPath},
+		Trusted:  trusted, Keys: local.ClaimKeys{},
+	}
 }
 
 // change names the run's change, and ends the run with a receipt when the

@@ -83,6 +83,9 @@ type runView struct {
 	// PCRs are every policy record of the run; Confidence the last signal.
 	PCRs       []runner.PCR       `json:"pcrs,omitempty"`
 	Confidence *runner.Confidence `json:"confidence,omitempty"`
+	// Ignored are the approvals and rejections the approvals stage did
+	// not count, and why.
+	Ignored []runner.IgnoredClaim `json:"ignored,omitempty"`
 }
 
 type stageView struct {
@@ -113,6 +116,9 @@ func (r *reporter) finish(out runner.Outcome, st *runner.State, eventsFile strin
 	for _, res := range out.Results {
 		if r, ok := res.Data.(runner.ReceiptRecord); ok && res.Verdict == runner.Pass {
 			v.Receipt = r.Receipt
+		}
+		if c, ok := res.Data.(runner.ApprovalCheck); ok {
+			v.Ignored = append(v.Ignored, c.Ignored...)
 		}
 		v.Stages = append(v.Stages, stageView{res.Stage, res.Verdict, res.Summary, res.Duration.Milliseconds(), res.Findings})
 	}

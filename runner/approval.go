@@ -103,9 +103,16 @@ type ChangeReader interface {
 }
 
 // TeamMembership answers whether a forge login belongs to a forge team
-// ("org/team").
+// ("org/team"). A team the token cannot read is an error
+// (APPROVER_TEAM_UNREADABLE), never "not a member": that answer would
+// silently drop the team's approvals and, worse, its rejections.
 type TeamMembership interface {
 	IsTeamMember(ctx context.Context, team, login string) (bool, error)
+	// CheckTeam says whether the token can tell who is in team at all,
+	// before anyone's membership is asked: a run learns that its token
+	// cannot read the approver teams the first time it needs them, not
+	// when the first approval arrives.
+	CheckTeam(ctx context.Context, team string) error
 }
 
 // SignedClaim is a local approval: the claim's canonical JSON and the

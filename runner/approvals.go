@@ -114,6 +114,9 @@ func (s *ImportApprovals) Run(ctx context.Context, st *State) (Result, error) {
 		}
 	}
 	group := approvers.GroupFor(env)
+	if err := checkTeams(ctx, s.Membership, group, approvers.Groups[group]); err != nil {
+		return Result{}, err
+	}
 	check := ApprovalCheck{Environment: env, PlanDigest: st.Plan.Digest, Group: group}
 	var also []EventSpec
 	for _, src := range s.Sources {
@@ -128,7 +131,11 @@ func (s *ImportApprovals) Run(ctx context.Context, st *State) (Result, error) {
 			if imported[ref] {
 				continue
 			}
-			if reason, why := s.eligible(ctx, c, req, approvers, group, change, usedClaims); reason != "" {
+			reason, why, err := s.eligible(ctx, c, req, approvers, group, change, usedClaims)
+			if err != nil {
+				return Result{}, err
+			}
+			if reason != "" {
 				check.Ignored = append(check.Ignored, IgnoredClaim{Approver: c.Approver, Source: c.Source, SourceRef: c.SourceRef, Reason: reason, Why: why})
 				continue
 			}
@@ -180,8 +187,27 @@ func unlinkedMessage(commits []string) string {
 // used twice), come from someone who did not write the change, and from a
 // member of the environment's approver group. A member may reject their
 // own change, or one whose authors are unknown: a rejection only holds
-// the plan.
-func (s *ImportApprovals) eligible(ctx context.Context, c ApprovalClaim, req ApprovalRequest, approvers *ApproverConfig, group string, change Change, usedClaims map[string]bool) (Reason, string) {
+// the plan. A membership the forge cannot answer is the stage's error,
+// never a reason to ignore the claim: ignored, a team member's rejection
+// would go unheard.
+func (s *ImportApprovals) eligible(ctx context.Context, c ApprovalClaim, req ApprovalRequest, approvers *ApproverConfig, group string, change Change, usedClaims map[string]bool) (Reason, string, error) {
+	reason, why := s.claimProblem(ctx, c, req, change, usedClaims)
+	if reason != "" {
+		return reason, why, nil
+	}
+	login := LoginOf(c.Approver)
+	member, err := IsMember(ctx, s.Membership, approvers.Groups[group], login)
+	if err != nil {
+		return "", "", Errorf(ReasonOf(err), "checking whether %s is in approver group %s: %w", login, group, err)
+	}
+	if !member {
+		return ApproverNotEligible, fmt.Sprintf("%s is not in approver group %s (%s)", login, group, approvers.Groups[group]), nil
+	}
+	return "", "", nil
+}
+
+// claimProblem is what is wrong with a claim whoever made it.
+func (s *ImportApprovals) claimProblem(ctx context.Context, c ApprovalClaim, req ApprovalRequest, change Change, usedClaims map[string]bool) (Reason, string) {
 	switch {
 	case c.Problem != "":
 		return ApprovalClaimInvalid, c.Problem
@@ -218,14 +244,22 @@ func (s *ImportApprovals) eligible(ctx context.Context, c ApprovalClaim, req App
 			return ApproverNotEligible, fmt.Sprintf("%s wrote this change and may not approve it", login)
 		}
 	}
-	member, err := IsMember(ctx, s.Membership, approvers.Groups[group], login)
-	if err != nil {
-		return ApproverNotEligible, fmt.Sprintf("membership of %s could not be checked: %v", login, err)
-	}
-	if !member {
-		return ApproverNotEligible, fmt.Sprintf("%s is not in approver group %s (%s)", login, group, approvers.Groups[group])
-	}
 	return "", ""
+}
+
+// checkTeams asks the forge whether each team of the environment's group
+// can be read, before any claim is weighed: a token that cannot read them
+// is a configuration error the first run names, not "1 ignored" later.
+func checkTeams(ctx context.Context, m TeamMembership, group string, g ApproverGroup) error {
+	if m == nil {
+		return nil
+	}
+	for _, team := range g.Teams {
+		if err := m.CheckTeam(ctx, team); err != nil {
+			return Errorf(ReasonOf(err), "approver group %s: %w", group, err)
+		}
+	}
+	return nil
 }
 
 // IsMember reports whether login is in g: listed, or a member of one of

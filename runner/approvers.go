@@ -3,9 +3,11 @@ package runner
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"regexp"
 	"slices"
+	"strings"
 	"sync"
 
 	"go.yaml.in/yaml/v3"
@@ -72,6 +74,12 @@ func ParseApprovers(data []byte) (*ApproverConfig, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(&c); err != nil {
+		// yaml lists each unknown field on a line of its own; one line
+		// shows them all wherever errors are shown one line each.
+		var te *yaml.TypeError
+		if errors.As(err, &te) {
+			return nil, Errorf(ApproversInvalid, "%s: %s", ApproversFile, strings.Join(te.Errors, "; "))
+		}
 		return nil, Errorf(ApproversInvalid, "%s: %w", ApproversFile, err)
 	}
 	for name, g := range c.Groups {

@@ -140,7 +140,9 @@ func stillMembers(ctx context.Context, m TeamMembership, approvals []Approval, c
 		}
 		ok, err := IsMember(ctx, m, cfg.Groups[a.Group], login)
 		if err != nil {
-			return nil, Errorf(ForgeAPIFailed, "checking that %s is still in approver group %s: %w", login, a.Group, err)
+			// The adapter's reason stands: a team the token cannot read
+			// is a configuration error, not the forge failing.
+			return nil, Errorf(ReasonOf(err), "checking that %s is still in approver group %s: %w", login, a.Group, err)
 		}
 		out[login] = ok
 	}

@@ -28,6 +28,9 @@ type world struct {
 	authors   []Login
 	unlinked  []string
 	teams     map[string][]string
+	// teamErr is what the forge answers about any team, when it cannot
+	// tell (a token that may not read them).
+	teamErr error
 	// change is what every run deploys; newWorld records it applied in
 	// dev, qa and prod, so each environment's gate may be reached.
 	change string
@@ -90,8 +93,13 @@ func (w *world) applied(env Environment, change string) {
 }
 
 func (w *world) IsTeamMember(_ context.Context, team, login string) (bool, error) {
+	if w.teamErr != nil {
+		return false, w.teamErr
+	}
 	return slices.Contains(w.teams[team], login), nil
 }
+
+func (w *world) CheckTeam(context.Context, string) error { return w.teamErr }
 
 // fakeClaims verifies a signed claim whose signature is the sha256 of the
 // claim's canonical JSON: enough to tell a tampered claim from a good one.
@@ -366,6 +374,39 @@ func TestGateTimeoutsCountBusinessDays(t *testing.T) {
 	}
 }
 
+// TestGateShowsEachPlansOwnRequestTime: two pull requests of one contract
+// wait in qa at once; each plan's message gives its own request's time,
+// not the environment's pending request, which is the other's.
+func TestGateShowsEachPlansOwnRequestTime(t *testing.T) {
+	w := newWorld(t)
+	message := func(out Outcome, _ *State) string {
+		t.Helper()
+		last := out.Results[len(out.Results)-1]
+		if out.Verdict != AwaitingApproval || len(last.Findings) == 0 {
+			t.Fatalf("%s %s, want awaiting approval", out.Verdict, out.Reason)
+		}
+		return last.Findings[0].Message
+	}
+	first := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
+	second := first.Add(3 * time.Hour)
+	w.now = first
+	if m := message(w.run(QA, digestA, "")); strings.Contains(m, "requested") && !strings.Contains(m, "(requested 2026-11-30T09:00:00Z)") {
+		t.Errorf("PR #1's first plan: %s", m)
+	}
+	w.now = second
+	// Its first run makes its request: there is no earlier one to show.
+	if m := message(w.run(QA, digestB, "")); strings.Contains(m, "09:00:00Z") {
+		t.Errorf("PR #2's plan shows PR #1's request time: %s", m)
+	}
+	w.now = second.Add(time.Hour)
+	if m := message(w.run(QA, digestA, "")); !strings.Contains(m, "(requested 2026-11-30T09:00:00Z)") {
+		t.Errorf("PR #1's plan again: %s\nwant its own request's time, 2026-11-30T09:00:00Z", m)
+	}
+	if m := message(w.run(QA, digestB, "")); !strings.Contains(m, "(requested 2026-11-30T12:00:00Z)") {
+		t.Errorf("PR #2's plan again: %s\nwant its own request's time, 2026-11-30T12:00:00Z", m)
+	}
+}
+
 func TestGateAcceptsASignedClaimOnce(t *testing.T) {
 	w := newWorld(t)
 	c := claim("qa-lead", QA, digestA, "claim-7")
@@ -499,6 +540,52 @@ func TestGateRechecksMembership(t *testing.T) {
 	if out, _ := w2.run(Prod, digestB, ""); out.Reason != ApproverLeftGroup {
 		t.Errorf("after the team lost its member: %s %s, want %s", out.Verdict, out.Reason, ApproverLeftGroup)
 	}
+}
+
+// TestTeamsTheTokenCannotReadStopTheRun: a token that may not read the
+// approver group's teams is a configuration error, named by the first run
+// of the environment (before anyone approves) and by the gate's recheck,
+// never "ignored": a team member's rejection would go unheard.
+func TestTeamsTheTokenCannotReadStopTheRun(t *testing.T) {
+	unreadable := Errorf(ApproverTeamUnreadable, "reading team platform/sre: 403 Forbidden")
+	for _, tt := range []struct {
+		name   string
+		claims []ApprovalClaim
+	}{
+		{"the first run, before anyone approved", nil},
+		{"a team member's rejection", []ApprovalClaim{func() ApprovalClaim {
+			c := claim("sre-team-member", Prod, digestA, "r1")
+			c.Decision, c.Reason = Reject, "not this week"
+			return c
+		}()}},
+		{"a listed member's approval", []ApprovalClaim{claim("sre-oncall", Prod, digestA, "r2")}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			w := newWorld(t)
+			w.teamErr = unreadable
+			start := len(w.rec.events)
+			out, st := w.run(Prod, digestA, "", tt.claims...)
+			if out.Verdict != Errored || out.Reason != ApproverTeamUnreadable || st.Authorization != nil {
+				t.Fatalf("%s %s %+v, want an error with %s", out.Verdict, out.Reason, st.Authorization, ApproverTeamUnreadable)
+			}
+			if n := countType(w.rec.events[start:], EventApprovalRecorded) + countType(w.rec.events[start:], EventApprovalRejected) + countType(w.rec.events[start:], EventApprovalChecked); n != 0 {
+				t.Errorf("%d approval events recorded; a run that cannot read the teams decides nothing", n)
+			}
+		})
+	}
+
+	t.Run("the gate's recheck", func(t *testing.T) {
+		w := newWorld(t)
+		if out, _ := w.run(Prod, digestB, "", claim("sre-team-member", Prod, digestB, "r3")); out.Verdict != Pass {
+			t.Fatalf("sre-team-member approves: %s %s", out.Verdict, out.Reason)
+		}
+		w.teamErr = unreadable
+		st := &State{RunID: "recheck", Contract: &Contract{ID: contractID, Environment: Prod}, Plan: &Plan{Digest: digestB}, Change: &ChangeRecord{ID: w.change}}
+		_, err := Gate{Evidence: w, Approvers: StaticApprovers{w.approvers}, Membership: w, Now: func() time.Time { return w.now }}.Run(t.Context(), st)
+		if ReasonOf(err) != ApproverTeamUnreadable {
+			t.Errorf("gate: %v, want reason %s", err, ApproverTeamUnreadable)
+		}
+	})
 }
 
 // TestGateEnforcesPromotionOrder: an environment applies a change only

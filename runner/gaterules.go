@@ -189,7 +189,7 @@ func waiting(es *EnvGateSummary, in gateInput) gateDecision {
 		Request: RequestRecord{Environment: in.Env, PlanDigest: in.Digest}}
 	start, escalated := es.Request, es.Escalated
 	if start == nil {
-		d.Message = fmt.Sprintf("environment %s requires an approval bound to plan digest %s from group %s", in.Env, in.Digest, in.Approvers.GroupFor(in.Env))
+		d.Message = fmt.Sprintf("environment %s requires an approval bound to plan digest %s from group %s%s", in.Env, in.Digest, in.Approvers.GroupFor(in.Env), requestedSince(es, in.Digest))
 		return d
 	}
 	if resubmits(es, in) {
@@ -207,8 +207,19 @@ func waiting(es *EnvGateSummary, in gateInput) gateDecision {
 	case age >= EscalateAfter && !escalated:
 		d.Also = []EventSpec{{Type: EventApprovalEscalated, Data: EscalationRecord{Environment: in.Env, PlanDigest: in.Digest, Request: start.ID, Since: start.Time}}}
 	}
-	d.Message = fmt.Sprintf("environment %s requires an approval bound to plan digest %s from group %s (requested %s)", in.Env, in.Digest, in.Approvers.GroupFor(in.Env), start.Time.Format(time.RFC3339))
+	d.Message = fmt.Sprintf("environment %s requires an approval bound to plan digest %s from group %s%s", in.Env, in.Digest, in.Approvers.GroupFor(in.Env), requestedSince(es, in.Digest))
 	return d
+}
+
+// requestedSince says when this plan's approval was first asked for. The
+// environment's pending request may be another plan's (another pull
+// request of the contract): its time is not this plan's.
+func requestedSince(es *EnvGateSummary, digest string) string {
+	at, ok := es.Requested[digest]
+	if !ok {
+		return ""
+	}
+	return " (requested " + at.UTC().Format(time.RFC3339) + ")"
 }
 
 // resubmits reports whether the run re-submits the pending request: the

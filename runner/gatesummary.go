@@ -115,9 +115,14 @@ type EnvGateSummary struct {
 	// that what runs no longer matches it: the change must be applied
 	// again, so no receipt answers for it.
 	Drifted bool `json:",omitempty"`
-	// Request is the pending approval request (pendingRequest).
+	// Request is the pending approval request (pendingRequest): the
+	// environment's clock, which escalates and freezes whatever plan is
+	// on show. Requested is when each plan digest was first asked for:
+	// the time a plan's own request shows, which another pull request's
+	// plan of the contract must not lend it.
 	Request   *EventRef
 	Escalated bool
+	Requested map[string]time.Time `json:",omitempty"`
 	// Approvals are the approvals recorded for the environment (as their
 	// data names it) by plan digest, oldest first; Approvers the event ids
 	// of each approver's approvals of any digest (separation of duties).
@@ -283,6 +288,12 @@ func (s *GateSummary) Fold(e Event) {
 		if es.Request == nil || (r.Supersedes != "" && r.Supersedes == es.Request.ID) {
 			es.Request, es.Escalated = ref(e), false
 		}
+		if _, ok := es.Requested[r.PlanDigest]; r.PlanDigest != "" && !ok {
+			if es.Requested == nil {
+				es.Requested = map[string]time.Time{}
+			}
+			es.Requested[r.PlanDigest] = e.Time
+		}
 	case EventApprovalEscalated:
 		es := s.env(Environment(e.Environment))
 		var r EscalationRecord
@@ -370,6 +381,7 @@ func (s *GateSummary) Clone() *GateSummary {
 		}
 		ce.Rejections = maps.Clone(es.Rejections)
 		ce.Applied = maps.Clone(es.Applied)
+		ce.Requested = maps.Clone(es.Requested)
 		c.Envs[env] = &ce
 	}
 	return c

@@ -305,7 +305,7 @@ func chainWaiting(events []Event, in gateInput) gateDecision {
 		Request: RequestRecord{Environment: in.Env, PlanDigest: in.Digest}}
 	start, escalated := chainPendingRequest(events, in.Env)
 	if start == nil {
-		d.Message = fmt.Sprintf("environment %s requires an approval bound to plan digest %s from group %s", in.Env, in.Digest, in.Approvers.GroupFor(in.Env))
+		d.Message = fmt.Sprintf("environment %s requires an approval bound to plan digest %s from group %s%s", in.Env, in.Digest, in.Approvers.GroupFor(in.Env), chainRequestedSince(events, in))
 		return d
 	}
 	if chainResubmits(start, in) {
@@ -323,8 +323,21 @@ func chainWaiting(events []Event, in gateInput) gateDecision {
 	case age >= EscalateAfter && !escalated:
 		d.Also = []EventSpec{{Type: EventApprovalEscalated, Data: EscalationRecord{Environment: in.Env, PlanDigest: in.Digest, Request: start.ID, Since: start.Time}}}
 	}
-	d.Message = fmt.Sprintf("environment %s requires an approval bound to plan digest %s from group %s (requested %s)", in.Env, in.Digest, in.Approvers.GroupFor(in.Env), start.Time.Format(time.RFC3339))
+	d.Message = fmt.Sprintf("environment %s requires an approval bound to plan digest %s from group %s%s", in.Env, in.Digest, in.Approvers.GroupFor(in.Env), chainRequestedSince(events, in))
 	return d
+}
+
+// chainRequestedSince is requestedSince over the whole chain: the first
+// request of this plan digest in the environment.
+func chainRequestedSince(events []Event, in gateInput) string {
+	for _, e := range events {
+		var r RequestRecord
+		if e.Type != EventApprovalRequested || Environment(e.Environment) != in.Env || DecodeEventData(e, &r) != nil || r.PlanDigest != in.Digest {
+			continue
+		}
+		return " (requested " + e.Time.UTC().Format(time.RFC3339) + ")"
+	}
+	return ""
 }
 
 // chainResubmits is resubmits over the whole chain: naming the pending

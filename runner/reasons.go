@@ -156,6 +156,7 @@ const (
 	PromotionOrderViolation     Reason = "PROMOTION_ORDER_VIOLATION"
 	StateHeldByPR               Reason = "STATE_HELD_BY_PR"
 	ApproverLeftGroup           Reason = "APPROVER_LEFT_GROUP"
+	ApproverTeamUnreadable      Reason = "APPROVER_TEAM_UNREADABLE"
 	SeparationOfDutiesViolation Reason = "SEPARATION_OF_DUTIES_VIOLATION"
 	ApproversInvalid            Reason = "APPROVERS_INVALID"
 	ForgeAPIFailed              Reason = "FORGE_API_FAILED"
@@ -314,6 +315,7 @@ var reasonTable = []ReasonInfo{
 	{PromotionOrderViolation, "gate", KindVerdict, "The change (contract content, module digests, engine version) has not been applied in the environment before this one: qa follows dev, prod follows qa, dr follows prod."},
 	{ApproverLeftGroup, "gate", KindVerdict, "The approval was recorded while its approver was in the environment's group, but they are no longer in it when the gate decides; it no longer counts."},
 	{StateHeldByPR, "gate", KindVerdict, "Another open pull request holds the environment (dev): its change was applied there first, and it holds it until the forge says it was merged or closed, or an operator runs `nova unlock`. This pull request's run is refused before it plans; the message names the holder and its change."},
+	{ApproverTeamUnreadable, "gate", KindError, "A team of the environment's approver group in `.nova/approvers.yml` cannot be read with Nova's forge token, so nobody can tell who is in it: Nova stops rather than ignore its members' approvals and rejections. GitHub shows organization teams only to a token that may read the organization's members (the workflow's `GITHUB_TOKEN` never can: use a GitHub App installation token with `members: read`, or a token with `read:org`); Gitea only to the team's members and the organization's owners, with a token of scope `read:organization`."},
 	{SeparationOfDutiesViolation, "gate", KindVerdict, "The prod or dr approver also approved this contract in qa; someone else from the approver group must approve."},
 	{ApproversInvalid, "gate", KindError, "`.nova/approvers.yml` in the trusted base is missing, unreadable or invalid (an unknown field, an undefined group, a malformed name)."},
 	{ForgeAPIFailed, "gate", KindError, "The forge's API (GitHub, Gitea) could not be read or written after retries: unreachable, unauthorized, or rate-limited past the wait."},

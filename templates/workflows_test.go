@@ -11,6 +11,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/nova-platform/nova/runner"
 )
 
 // TestWorkflowsMatchTheirSource keeps the GitHub and Gitea copies of Nova's
@@ -192,6 +194,44 @@ func TestQuotedValuesStayScalars(t *testing.T) {
 		}
 		if checked == 0 {
 			t.Errorf("%s: no quoted value found", kind)
+		}
+	}
+}
+
+// TestNovasCommentsStartNoRun: every job an event starts directly (one
+// without needs) skips an issue_comment whose body starts with Nova's
+// comment prefix, so the comments Nova posts and edits start nothing.
+func TestNovasCommentsStartNoRun(t *testing.T) {
+	skip := "!startsWith(github.event.comment.body, '" + runner.CommentPrefix + "')"
+	for name, r := range map[string]struct {
+		kind string
+		w    Workflow
+	}{"github": {GitHubWorkflow, sample()}, "gitea": {GiteaWorkflow, sample()}, "deploy": {DeployWorkflow, Deploy}} {
+		out, err := RenderWorkflow(r.kind, r.w)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		var wf struct {
+			Jobs map[string]struct {
+				If    string `yaml:"if"`
+				Needs any    `yaml:"needs"`
+			} `yaml:"jobs"`
+		}
+		if err := yaml.Unmarshal(out, &wf); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		started := 0
+		for id, job := range wf.Jobs {
+			if job.Needs != nil {
+				continue
+			}
+			started++
+			if !strings.Contains(job.If, skip) {
+				t.Errorf("%s: job %s runs for Nova's own comments: if: %s", name, id, job.If)
+			}
+		}
+		if started == 0 {
+			t.Errorf("%s: no job without needs", name)
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package gitea
 
 import (
+	"errors"
 	"net/http"
 	"strconv"
 	"strings"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/nova-platform/nova/runner"
 	"github.com/nova-platform/nova/runner/forgehttp"
+	"github.com/nova-platform/nova/runner/gitea/giteatest"
 )
 
 // These tests run against a real Gitea (giteatest.Start): reviews,
@@ -276,16 +278,18 @@ func TestUpsertCommentOnGitea(t *testing.T) {
 	f := newForge(t)
 	ctx := t.Context()
 	pr := f.c.PullRequest()
-	const marker = "<!-- nova:c1:qa -->"
+	const marker = runner.CommentPrefix + "comment contract=c1 env=qa -->"
 
-	// Someone quoting Nova's comment carries its marker; their comment
-	// must never be edited.
+	// Someone quoting Nova's comment carries its marker; someone passing
+	// a comment of theirs off as Nova's starts with it. Neither is ever
+	// edited, though Nova's token (an owner's) could.
 	quote := f.comment(t, f.qa, "> "+marker+"\n> Plan: 1 to add\n\nwhy add it?")
+	impostor := f.comment(t, f.qa, marker+"\nqa: approved ✅")
 
 	mine := func(marker string) []sdk.Comment {
 		var out []sdk.Comment
 		for _, cm := range f.comments(t) {
-			if cm.Poster != nil && cm.Poster.UserName == f.bot.Name && strings.Contains(cm.Body, marker) {
+			if cm.Poster != nil && cm.Poster.UserName == f.bot.Name && strings.HasPrefix(cm.Body, marker) {
 				out = append(out, cm)
 			}
 		}
@@ -314,29 +318,55 @@ func TestUpsertCommentOnGitea(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, cm := range f.comments(t) {
-		if cm.ID == quote.ID && cm.Body != quote.Body {
-			t.Errorf("bob's comment was edited to %q", cm.Body)
+		if (cm.ID == quote.ID && cm.Body != quote.Body) || (cm.ID == impostor.ID && cm.Body != impostor.Body) {
+			t.Errorf("bob's comment %d was edited to %q", cm.ID, cm.Body)
 		}
 	}
 
-	// Another marker is another comment; a body without its marker gets it.
-	const prod = "<!-- nova:c1:prod -->"
-	for _, body := range []string{"prod plan", "prod plan, again"} {
+	// Two runs raced and each posted one: the next keeps the first and
+	// marks the other superseded, so one report stands.
+	dup := f.comment(t, f.bot, marker+"\nPlan: from a racing run")
+	third := marker + "\nPlan: 3 to add, 0 to change, 0 to destroy."
+	if err := pr.UpsertComment(ctx, marker, third); err != nil {
+		t.Fatal(err)
+	}
+	if got := mine(marker); len(got) != 1 || got[0].ID != created[0].ID || got[0].Body != third {
+		t.Errorf("after a duplicate, nova's comments with the marker: %+v, want comment %d alone", got, created[0].ID)
+	}
+	for _, cm := range f.comments(t) {
+		if cm.ID == dup.ID && !strings.HasPrefix(cm.Body, runner.CommentPrefix+"superseded -->") {
+			t.Errorf("the duplicate says %q, want it marked superseded", cm.Body)
+		}
+	}
+
+	// Gitea refuses a token the edit of a comment that is not its user's
+	// unless it may write the repository's pulls: then a new comment
+	// stands (runner.KeepComment), never an error.
+	err := f.client(t, f.outsider.Token).PullRequest().EditComment(ctx, created[0].ID, "olga was here")
+	if !errors.Is(err, runner.ErrCommentNotEditable) || !strings.Contains(err.Error(), "403") {
+		t.Errorf("an outsider editing nova's comment: %v, want %v", err, runner.ErrCommentNotEditable)
+	}
+
+	// Another marker is another comment.
+	const prod = runner.CommentPrefix + "comment contract=c1 env=prod -->"
+	for _, body := range []string{prod + "\nprod plan", prod + "\nprod plan, again"} {
 		if err := pr.UpsertComment(ctx, prod, body); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if got := mine(prod); len(got) != 1 || got[0].Body != "prod plan, again\n\n"+prod+"\n" {
-		t.Errorf("nova's prod comments: %+v, want one saying %q with the marker", got, "prod plan, again")
+	if got := mine(prod); len(got) != 1 || got[0].Body != prod+"\nprod plan, again" {
+		t.Errorf("nova's prod comments: %+v, want one", got)
 	}
 
 	before := len(f.comments(t))
-	err := pr.UpsertComment(ctx, marker, marker+strings.Repeat("x", MaxCommentLength))
+	err = pr.UpsertComment(ctx, marker, marker+strings.Repeat("x", MaxCommentLength))
 	wantReason(t, err, runner.ForgeAPIFailed, "more than the 65536 a comment may hold")
+	err = pr.UpsertComment(ctx, prod, "a body without its marker first\n"+prod)
+	wantReason(t, err, runner.InternalError, "must start with a marker")
 	if after := len(f.comments(t)); after != before {
 		t.Errorf("a refused body still changed the comments: %d, then %d", before, after)
 	}
-	if got := mine(marker); len(got) != 1 || got[0].Body != second {
+	if got := mine(marker); len(got) != 1 || got[0].Body != third {
 		t.Errorf("a refused body changed nova's comment: %+v", got)
 	}
 }
@@ -385,17 +415,40 @@ func testTeams(t *testing.T, f *forge) {
 	_, err := teams.IsTeamMember(ctx, "platform/release-managers", f.qa.Name)
 	wantReason(t, err, runner.ApproversInvalid, "platform/release-managers", `has no team "release-managers"`)
 	_, err = teams.IsTeamMember(ctx, "nowhere/qa", f.qa.Name)
-	wantReason(t, err, runner.ForgeAPIFailed, "finding team nowhere/qa", "404")
+	wantReason(t, err, runner.ApproverTeamUnreadable, "finding team nowhere/qa", "404")
 	_, err = teams.IsTeamMember(ctx, "qa", f.qa.Name)
 	wantReason(t, err, runner.ApproversInvalid, "not org/team")
+	if err := teams.CheckTeam(ctx, "platform/qa"); err != nil {
+		t.Errorf("CheckTeam with an owner's token: %v", err)
+	}
 
 	// A token of someone in the organisation but neither an owner nor in
-	// the team: Gitea refuses to say, and that is an error, never "no".
-	_, err = f.client(t, f.author.Token).Teams().IsTeamMember(ctx, "platform/qa", f.qa.Name)
-	wantReason(t, err, runner.ForgeAPIFailed, "checking whether bob is in team platform/qa", "403", "Must be a team member")
+	// the team: Gitea refuses to say, and that is an error, never "no",
+	// from the first check on.
+	member := f.client(t, f.author.Token).Teams()
+	err = member.CheckTeam(ctx, "platform/qa")
+	wantReason(t, err, runner.ApproverTeamUnreadable, "reading the members of team platform/qa", "403", "Must be a team member", "read:organization")
+	_, err = member.IsTeamMember(ctx, "platform/qa", f.qa.Name)
+	wantReason(t, err, runner.ApproverTeamUnreadable, "reading the members of team platform/qa", "403", "Must be a team member")
 	if strings.Contains(err.Error(), f.author.Token) {
 		t.Errorf("error holds the token: %v", err)
 	}
+	// The team it is in, it may read: there a 404 is "not a member".
+	if got, err := member.IsTeamMember(ctx, "platform/dev", f.qa.Name); err != nil || got {
+		t.Errorf("IsTeamMember(platform/dev, %s) with a dev's token = %t, %v; want false", f.qa.Name, got, err)
+	}
+
+	// A token of someone outside the organisation. Gitea answers its
+	// membership questions with the 404 of "not a member"; the team is
+	// never read, so that 404 is never taken for an answer.
+	var probe any
+	apiErr := f.s.Do(ctx, f.outsider.Token, http.MethodGet, "/teams/"+idKey(f.teamID(t, "qa"))+"/members/"+f.qa.Name, nil, &probe)
+	var ae *giteatest.APIError
+	if !errors.As(apiErr, &ae) || ae.Status != http.StatusNotFound {
+		t.Errorf("gitea's answer to an outsider asking about a member: %v, want 404 (what this test guards against)", apiErr)
+	}
+	_, err = f.client(t, f.outsider.Token).Teams().IsTeamMember(ctx, "platform/qa", f.qa.Name)
+	wantReason(t, err, runner.ApproverTeamUnreadable, "finding team platform/qa", "403", "Must be an organization member")
 }
 
 func testChange(t *testing.T, f *forge) {
@@ -466,9 +519,10 @@ func testTokenErrors(t *testing.T, f *forge) {
 	scoped := f.scopedToken(t, f.bot, "read:repository")
 	c := f.client(t, scoped)
 	errs := map[string]error{}
-	_, errs["read:organization"] = c.Teams().IsTeamMember(ctx, "platform/qa", f.qa.Name)
+	_, err = c.Teams().IsTeamMember(ctx, "platform/qa", f.qa.Name)
+	wantReason(t, err, runner.ApproverTeamUnreadable, "403", "lacks a scope", "read:organization")
 	_, errs["read:issue"] = c.Comments().Claims(ctx, runner.ApprovalRequest{Environment: runner.QA, PlanDigest: digest, Commit: f.head})
-	errs["read:user"] = c.PullRequest().UpsertComment(ctx, "<!-- nova -->", "body")
+	errs["read:user"] = c.PullRequest().UpsertComment(ctx, runner.CommentPrefix+" -->", runner.CommentPrefix+" -->\nbody")
 	errs["write:repository"] = c.Statuses().SetStatus(ctx, f.head, runner.CommitStatus{Context: "nova/qa", State: runner.StatePending})
 	for scope, err := range errs {
 		wantReason(t, err, runner.ForgeAPIFailed, "403", "lacks a scope", scope)

@@ -3,6 +3,7 @@ package gitea
 import (
 	"context"
 	"fmt"
+	"io/fs"
 	"net/http"
 
 	"github.com/nova-platform/nova/runner"
@@ -32,7 +33,7 @@ func (t *TrustedBase) TrustedFile(ctx context.Context, path string) ([]byte, str
 	activity := fmt.Sprintf("reading %s at %s", path, where)
 	data, resp, err := c.api(ctx).GetFile(c.owner, c.repo, sha, path)
 	if resp != nil && resp.StatusCode == http.StatusNotFound {
-		return nil, where, fmt.Errorf("%s is not in the trusted base %s: only a config already merged there counts", path, where)
+		return nil, where, fmt.Errorf("%s is not in the trusted base %s: only a config already merged there counts (%w)", path, where, fs.ErrNotExist)
 	}
 	if err != nil {
 		return nil, where, c.fail(ctx, activity, resp, err)

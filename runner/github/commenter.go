@@ -2,7 +2,10 @@ package github
 
 import (
 	"context"
+	"fmt"
+	"net/http"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	gh "github.com/google/go-github/v66/github"
@@ -16,22 +19,33 @@ import (
 const MaxCommentLength = 65536
 
 // Commenter keeps one comment per marker on the pull request.
-type Commenter struct{ c *Client }
+type Commenter struct {
+	c *Client
+	// me is the token's own login, asked once: "" for the workflow's
+	// GITHUB_TOKEN and app tokens, which GitHub does not let ask.
+	meOnce sync.Once
+	me     string
+	meErr  error
+}
 
-var _ runner.PullRequestCommenter = (*Commenter)(nil)
+var (
+	_ runner.PullRequestCommenter = (*Commenter)(nil)
+	_ runner.CommentThread        = (*Commenter)(nil)
+)
 
 // Commenter keeps Nova's comments on the pull request.
 func (c *Client) Commenter() *Commenter { return &Commenter{c: c} }
 
-// UpsertComment updates the first comment whose body contains marker, or
-// creates one. The body must contain the marker, or the next run would not
-// find it again and would post a second comment.
+// UpsertComment keeps one comment with marker, with body, on the pull
+// request (runner.KeepComment says which comments are Nova's). The body
+// must start with the marker, or the next run would not find it again
+// and would post a second comment.
 func (m *Commenter) UpsertComment(ctx context.Context, marker, body string) error {
 	switch {
 	case strings.TrimSpace(marker) == "":
 		return runner.Errorf(runner.InternalError, "github: a comment marker is empty, and would match every comment")
-	case !strings.Contains(body, marker):
-		return runner.Errorf(runner.InternalError, "github: the comment body does not contain its marker %q", marker)
+	case !strings.HasPrefix(body, marker):
+		return runner.Errorf(runner.InternalError, "github: the comment body does not start with its marker %q", marker)
 	case utf8.RuneCountInString(body) > MaxCommentLength:
 		return runner.Errorf(runner.InternalError, "github: the comment body has %d characters, more than the %d GitHub accepts",
 			utf8.RuneCountInString(body), MaxCommentLength)
@@ -39,26 +53,65 @@ func (m *Commenter) UpsertComment(ctx context.Context, marker, body string) erro
 	if err := m.c.needPullRequest(); err != nil {
 		return err
 	}
+	return runner.KeepComment(ctx, m, marker, body)
+}
+
+// Comments implements runner.CommentThread. A comment's poster is a bot
+// when GitHub says its user's type is "Bot": an app, the workflow's
+// github-actions[bot] included.
+func (m *Commenter) Comments(ctx context.Context) (string, []runner.ThreadComment, error) {
+	me, err := m.login(ctx)
+	if err != nil {
+		return "", nil, err
+	}
 	comments, err := listAll(func(opts gh.ListOptions) ([]*gh.IssueComment, *gh.Response, error) {
 		return m.c.gh.Issues.ListComments(ctx, m.c.owner, m.c.repo, m.c.pr, &gh.IssueListCommentsOptions{ListOptions: opts})
 	})
 	if err != nil {
-		return m.c.fail(ctx, err, permIssuesRead, "listing comments of pull request %d", m.c.pr)
+		return "", nil, m.c.fail(ctx, err, permIssuesRead, "listing comments of pull request %d", m.c.pr)
 	}
+	out := make([]runner.ThreadComment, 0, len(comments))
 	for _, cm := range comments {
-		if !strings.Contains(cm.GetBody(), marker) {
-			continue
+		out = append(out, runner.ThreadComment{ID: cm.GetID(), Poster: cm.GetUser().GetLogin(), Bot: cm.GetUser().GetType() == "Bot",
+			Body: cm.GetBody(), URL: cm.GetHTMLURL()})
+	}
+	return me, out, nil
+}
+
+// login is the token's own login. GitHub answers GET /user for a personal
+// token; the workflow's token and app tokens get 403 (or 401, 404), which
+// means only that they are no person.
+func (m *Commenter) login(ctx context.Context) (string, error) {
+	m.meOnce.Do(func() {
+		u, _, err := m.c.gh.Users.Get(ctx, "")
+		switch status := statusOfErr(err); {
+		case err == nil:
+			m.me = u.GetLogin()
+		case status == http.StatusForbidden || status == http.StatusUnauthorized || status == http.StatusNotFound:
+		default:
+			m.meErr = m.c.fail(ctx, err, "no permission (any personal token may read its own user)", "reading the token's own user")
 		}
-		if cm.GetBody() == body {
-			return nil
-		}
-		if _, _, err := m.c.gh.Issues.EditComment(ctx, m.c.owner, m.c.repo, cm.GetID(), &gh.IssueComment{Body: &body}); err != nil {
-			return m.c.fail(ctx, err, permPullsWrite, "updating comment %d on pull request %d", cm.GetID(), m.c.pr)
-		}
+	})
+	return m.me, m.meErr
+}
+
+// EditComment implements runner.CommentThread.
+func (m *Commenter) EditComment(ctx context.Context, id int64, body string) error {
+	_, _, err := m.c.gh.Issues.EditComment(ctx, m.c.owner, m.c.repo, id, &gh.IssueComment{Body: &body})
+	switch status := statusOfErr(err); {
+	case err == nil:
 		return nil
+	case status == http.StatusForbidden || status == http.StatusNotFound:
+		return fmt.Errorf("updating comment %d on pull request %d: %w: %w", id, m.c.pr, m.c.scrub(err, permPullsWrite), runner.ErrCommentNotEditable)
 	}
-	if _, _, err := m.c.gh.Issues.CreateComment(ctx, m.c.owner, m.c.repo, m.c.pr, &gh.IssueComment{Body: &body}); err != nil {
-		return m.c.fail(ctx, err, permPullsWrite, "commenting on pull request %d", m.c.pr)
+	return m.c.fail(ctx, err, permPullsWrite, "updating comment %d on pull request %d", id, m.c.pr)
+}
+
+// PostComment implements runner.CommentThread.
+func (m *Commenter) PostComment(ctx context.Context, body string) (runner.ThreadComment, error) {
+	cm, _, err := m.c.gh.Issues.CreateComment(ctx, m.c.owner, m.c.repo, m.c.pr, &gh.IssueComment{Body: &body})
+	if err != nil {
+		return runner.ThreadComment{}, m.c.fail(ctx, err, permPullsWrite, "commenting on pull request %d", m.c.pr)
 	}
-	return nil
+	return runner.ThreadComment{ID: cm.GetID(), Poster: cm.GetUser().GetLogin(), Bot: cm.GetUser().GetType() == "Bot", Body: cm.GetBody(), URL: cm.GetHTMLURL()}, nil
 }

@@ -16,23 +16,48 @@ import (
 
 // commentThread is a pull request's comments kept the way GitHub keeps
 // them: listed oldest first in pages, created with the next id, edited in
-// place.
+// place, each by its author. The token is me's (a bot's when me ends in
+// [bot], which GitHub does not let read GET /user); it edits its own
+// comments, and others' only when canEditOthers.
 type commentThread struct {
-	t      *testing.T
-	mu     sync.Mutex
-	bodies []string // comment i has id 1000+i
+	t             *testing.T
+	me            string
+	canEditOthers bool
+	mu            sync.Mutex
+	bodies        []string // comment i has id 1000+i
+	authors       []string // "" is alice
 }
 
 func (c *commentThread) register(f *fakeGitHub) {
 	f.handle("GET /repos/octo-org/infra/issues/7/comments", c.list)
 	f.handle("POST /repos/octo-org/infra/issues/7/comments", c.create)
 	f.handle("PATCH /repos/octo-org/infra/issues/comments/{id}", c.edit)
+	f.handle("GET /user", func(w http.ResponseWriter, r *http.Request) {
+		if c.me == "" || strings.HasSuffix(c.me, "[bot]") {
+			writeJSON(w, http.StatusForbidden, fixture(c.t, "forbidden.json"))
+			return
+		}
+		writeJSON(w, 200, map[string]any{"login": c.me, "id": 42, "type": "User"})
+	})
+}
+
+func (c *commentThread) author(i int) string {
+	if i < len(c.authors) && c.authors[i] != "" {
+		return c.authors[i]
+	}
+	return "alice"
 }
 
 func (c *commentThread) comment(i int) map[string]any {
 	return fixtureWith(c.t, "comment.json", func(m map[string]any) {
 		m["id"] = 1000 + i
 		m["body"] = c.bodies[i]
+		m["html_url"] = fmt.Sprintf("https://github.com/octo-org/infra/pull/7#issuecomment-%d", 1000+i)
+		user := m["user"].(map[string]any)
+		user["login"] = c.author(i)
+		if strings.HasSuffix(c.author(i), "[bot]") {
+			user["type"] = "Bot"
+		}
 	})
 }
 
@@ -64,7 +89,11 @@ func (c *commentThread) create(w http.ResponseWriter, r *http.Request) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	for len(c.authors) < len(c.bodies) {
+		c.authors = append(c.authors, "")
+	}
 	c.bodies = append(c.bodies, in.Body)
+	c.authors = append(c.authors, c.me)
 	writeJSON(w, http.StatusCreated, c.comment(len(c.bodies)-1))
 }
 
@@ -78,6 +107,10 @@ func (c *commentThread) edit(w http.ResponseWriter, r *http.Request) {
 	defer c.mu.Unlock()
 	if id < 1000 || id-1000 >= len(c.bodies) {
 		writeJSON(w, 404, fixture(c.t, "not_found.json"))
+		return
+	}
+	if c.author(id-1000) != c.me && !c.canEditOthers {
+		writeJSON(w, http.StatusForbidden, fixture(c.t, "forbidden.json"))
 		return
 	}
 	c.bodies[id-1000] = in.Body
@@ -105,7 +138,7 @@ func TestUpsertComment(t *testing.T) {
 	const marker = "<!-- nova:c0ffee00:prod -->"
 	f := newFakeGitHub(t)
 	// 205 comments by others: the thread spans three pages of 100.
-	thread := &commentThread{t: t}
+	thread := &commentThread{t: t, me: "github-actions[bot]"}
 	for i := range 205 {
 		thread.bodies = append(thread.bodies, fmt.Sprintf("comment %d", i))
 	}
@@ -150,6 +183,7 @@ func TestUpsertCommentRefuses(t *testing.T) {
 	}{
 		{name: "a body longer than GitHub accepts", marker: marker, body: marker + strings.Repeat("x", MaxCommentLength-len(marker)+1)},
 		{name: "a body without its marker", marker: marker, body: "## Plan for prod"},
+		{name: "a body with its marker further down", marker: marker, body: "## Plan for prod\n" + marker},
 		{name: "an empty marker", marker: " ", body: "## Plan for prod"},
 	}
 	for _, tt := range tests {
@@ -168,9 +202,9 @@ func TestUpsertCommentRefuses(t *testing.T) {
 }
 
 func TestUpsertCommentAtTheLimit(t *testing.T) {
-	const marker = "<!-- nova -->"
+	const marker = "<!-- nova:c0ffee00:prod -->"
 	f := newFakeGitHub(t)
-	thread := &commentThread{t: t}
+	thread := &commentThread{t: t, me: "github-actions[bot]"}
 	thread.register(f)
 	// Characters, not bytes: 65 536 two-byte characters fit.
 	body := marker + strings.Repeat("é", MaxCommentLength-len(marker))
@@ -179,5 +213,65 @@ func TestUpsertCommentAtTheLimit(t *testing.T) {
 	}
 	if got := thread.snapshot(); len(got) != 1 || got[0] != body {
 		t.Errorf("the body was not posted whole")
+	}
+}
+
+// TestUpsertCommentAcrossTokens: the job token's comments are Nova's to a
+// personal token the workflow switched to (GitHub calls their poster a
+// Bot); a person's comment that starts with the marker is not.
+func TestUpsertCommentAcrossTokens(t *testing.T) {
+	const marker = "<!-- nova:comment contract=c1 env=prod -->"
+	stale := marker + "\nprod: awaiting approval"
+	body := marker + "\nprod: applied"
+	tests := []struct {
+		name          string
+		me            string
+		canEditOthers bool
+		bodies        []string
+		authors       []string
+		want          []string
+		writes        []string
+	}{
+		{
+			name: "a maintainer's token updates the job token's comment", me: "octo-admin", canEditOthers: true,
+			bodies: []string{"lgtm", stale}, authors: []string{"", "github-actions[bot]"},
+			want:   []string{"lgtm", body},
+			writes: []string{"PATCH /repos/octo-org/infra/issues/comments/1001"},
+		},
+		{
+			name: "a token that may not edit it posts one that says so", me: "nova-bot",
+			bodies: []string{stale}, authors: []string{"github-actions[bot]"},
+			want: []string{stale, body + "\n\n*Out of date: Nova's earlier [comment 1000](https://github.com/octo-org/infra/pull/7#issuecomment-1000), " +
+				"which this run's token may not edit. This comment is the current report.*\n"},
+			writes: []string{"PATCH /repos/octo-org/infra/issues/comments/1000", "POST /repos/octo-org/infra/issues/7/comments"},
+		},
+		{
+			name: "the job token's stale copy is marked superseded", me: "octo-admin", canEditOthers: true,
+			bodies: []string{stale, marker + "\nprod: planned"}, authors: []string{"github-actions[bot]", "octo-admin"},
+			want:   []string{"<!-- nova:superseded -->\n*Out of date: Nova keeps the current report of this contract and environment in another comment on this pull request.*\n", body},
+			writes: []string{"PATCH /repos/octo-org/infra/issues/comments/1000", "PATCH /repos/octo-org/infra/issues/comments/1001"},
+		},
+		{
+			name: "a person's comment that starts with the marker is theirs", me: "github-actions[bot]", canEditOthers: true,
+			bodies: []string{marker + "\nprod: approved ✅"}, authors: []string{"mallory"},
+			want:   []string{marker + "\nprod: approved ✅", body},
+			writes: []string{"POST /repos/octo-org/infra/issues/7/comments"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFakeGitHub(t)
+			thread := &commentThread{t: t, me: tt.me, canEditOthers: tt.canEditOthers, bodies: tt.bodies, authors: tt.authors}
+			thread.register(f)
+			if err := f.client().Commenter().UpsertComment(t.Context(), marker, body); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, thread.snapshot()); diff != "" {
+				t.Errorf("thread (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.writes, writes(f)); diff != "" {
+				t.Errorf("writes (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

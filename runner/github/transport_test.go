@@ -75,6 +75,8 @@ func TestRetries(t *testing.T) {
 		wantSlept []time.Duration
 		// wantErr is a substring of the error; "" means success.
 		wantErr string
+		// wantReason is the error's reason (default FORGE_API_FAILED).
+		wantReason runner.Reason
 	}{
 		{
 			name: "403 primary rate limit waits past X-RateLimit-Reset",
@@ -106,9 +108,10 @@ func TestRetries(t *testing.T) {
 			wantErr: "the next retry is 1h0m0s away, beyond the 5m0s one request may wait (after 1 attempt: 429 Too Many Requests",
 		},
 		{
-			name:    "a permission 403 is not retried",
-			answers: []answer{{status: 403, body: "forbidden.json"}},
-			wantErr: "the token lacks a permission: this call needs members: read",
+			name:       "a permission 403 is not retried",
+			answers:    []answer{{status: 403, body: "forbidden.json"}},
+			wantErr:    "the token lacks a permission: this call needs members: read",
+			wantReason: runner.ApproverTeamUnreadable,
 		},
 	}
 	for _, tt := range tests {
@@ -126,8 +129,12 @@ func TestRetries(t *testing.T) {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("error = %v; want it to contain %q", err, tt.wantErr)
 				}
-				if r := runner.ReasonOf(err); r != runner.ForgeAPIFailed {
-					t.Errorf("reason = %s; want %s", r, runner.ForgeAPIFailed)
+				want := tt.wantReason
+				if want == "" {
+					want = runner.ForgeAPIFailed
+				}
+				if r := runner.ReasonOf(err); r != want {
+					t.Errorf("reason = %s; want %s", r, want)
 				}
 			}
 			if diff := cmp.Diff(tt.wantSlept, f.clock.Slept()); diff != "" {

@@ -3,6 +3,7 @@ package github
 import (
 	"context"
 	"fmt"
+	"io/fs"
 	"net/http"
 
 	gh "github.com/google/go-github/v66/github"
@@ -36,7 +37,7 @@ func (t *TrustedBase) TrustedFile(ctx context.Context, path string) ([]byte, str
 	c := t.c
 	file, _, resp, err := c.gh.Repositories.GetContents(ctx, c.owner, c.repo, path, &gh.RepositoryContentGetOptions{Ref: sha})
 	if resp != nil && resp.StatusCode == http.StatusNotFound {
-		return nil, where, fmt.Errorf("%s is not in the trusted base %s: only a config already merged there counts", path, where)
+		return nil, where, fmt.Errorf("%s is not in the trusted base %s: only a config already merged there counts (%w)", path, where, fs.ErrNotExist)
 	}
 	if err != nil {
 		return nil, where, c.fail(ctx, err, permContentsRead, "reading %s at %s", path, where)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"path/filepath"
 
 	"github.com/go-git/go-git/v5"
@@ -33,18 +34,14 @@ type TrustedApprovers struct {
 var _ runner.ApproversReader = TrustedApprovers{}
 
 // Approvers implements runner.ApproversReader.
-func (t TrustedApprovers) Approvers(context.Context) (*runner.ApproverConfig, error) {
+func (t TrustedApprovers) Approvers(ctx context.Context) (*runner.ApproverConfig, error) {
 	file := t.Path
 	if file == "" {
 		file = runner.ApproversFile
 	}
 	repo, err := git.PlainOpenWithOptions(t.Dir, &git.PlainOpenOptions{DetectDotGit: true, EnableDotGitCommonDir: true})
 	if errors.Is(err, git.ErrRepositoryNotExists) {
-		data, err := checkout.ReadFile(t.Dir, file, maxApproversBytes)
-		if err != nil {
-			return nil, runner.Errorf(runner.ApproversInvalid, "reading %s: %w", file, err)
-		}
-		return runner.ParseApprovers(data)
+		return CheckoutApprovers{Dir: t.Dir, Path: t.Path}.Approvers(ctx)
 	}
 	if err != nil {
 		return nil, runner.Errorf(runner.ApproversInvalid, "opening the git checkout of %s: %w", t.Dir, err)
@@ -59,7 +56,7 @@ func (t TrustedApprovers) Approvers(context.Context) (*runner.ApproverConfig, er
 	}
 	f, err := commit.File(path)
 	if errors.Is(err, object.ErrFileNotFound) {
-		return nil, runner.Errorf(runner.ApproversInvalid, "%s is not in the trusted base %s (%s): approvals are only read from a config already merged there", path, name, commit.Hash.String()[:12])
+		return nil, runner.Errorf(runner.ApproversInvalid, "%s is not in the trusted base %s (%s): approvals are only read from a config already merged there (%w)", path, name, commit.Hash.String()[:12], fs.ErrNotExist)
 	}
 	if err != nil {
 		return nil, runner.Errorf(runner.ApproversInvalid, "reading %s at %s: %w", path, name, err)
@@ -72,6 +69,31 @@ func (t TrustedApprovers) Approvers(context.Context) (*runner.ApproverConfig, er
 		return nil, runner.Errorf(runner.ApproversInvalid, "reading %s at %s: %w", path, name, err)
 	}
 	return runner.ParseApprovers([]byte(data))
+}
+
+// CheckoutApprovers reads the approver config as the checkout at Dir holds
+// it: the change's own copy, which nothing trusts, read only to check it
+// before it is merged (runner.CheckApprovers). A checkout without one
+// answers an error wrapping fs.ErrNotExist.
+type CheckoutApprovers struct {
+	Dir string
+	// Path is the config relative to Dir (default runner.ApproversFile).
+	Path string
+}
+
+var _ runner.ApproversReader = CheckoutApprovers{}
+
+// Approvers implements runner.ApproversReader.
+func (c CheckoutApprovers) Approvers(context.Context) (*runner.ApproverConfig, error) {
+	file := c.Path
+	if file == "" {
+		file = runner.ApproversFile
+	}
+	data, err := checkout.ReadFile(c.Dir, file, maxApproversBytes)
+	if err != nil {
+		return nil, runner.Errorf(runner.ApproversInvalid, "reading %s: %w", file, err)
+	}
+	return runner.ParseApprovers(data)
 }
 
 // RepoPath is file, relative to dir, as a path from the root of the git
@@ -121,5 +143,5 @@ func (t TrustedApprovers) base(repo *git.Repository) (*object.Commit, string, er
 	if t.Base != "" {
 		return nil, "", runner.Errorf(runner.ApproversInvalid, "the trusted base %q is not a commit of this checkout (fetch it first)", t.Base)
 	}
-	return nil, "", runner.Errorf(runner.ApproversInvalid, "no default branch (origin/HEAD, main, master) to read %s from; pass the base commit", runner.ApproversFile)
+	return nil, "", runner.Errorf(runner.ApproversInvalid, "no default branch (origin/HEAD, main, master) to read %s from; pass the base commit (%w)", runner.ApproversFile, fs.ErrNotExist)
 }

@@ -49,11 +49,7 @@ func (k ClaimKeys) VerifyClaim(ctx context.Context, c runner.SignedClaim) error 
 	if pem == "" {
 		return runner.Errorf(runner.ApproverKeyNotRegistered, "%s has no key registered under keys: in %s", name, runner.ApproversFile)
 	}
-	pub, err := signing.LoadPublicKeys([]byte(pem))
-	if err != nil {
-		return fmt.Errorf("%s's key: %w", name, err)
-	}
-	ks, err := signing.NewKeySet(pub...)
+	ks, err := approverKey(pem)
 	if err != nil {
 		return fmt.Errorf("%s's key: %w", name, err)
 	}
@@ -62,6 +58,29 @@ func (k ClaimKeys) VerifyClaim(ctx context.Context, c runner.SignedClaim) error 
 		return err
 	}
 	return ks.Verify(msg, []byte(c.Signature))
+}
+
+var _ runner.ApproverKeyChecker = ClaimKeys{}
+
+// CheckApproverKey implements runner.ApproverKeyChecker: the key must be
+// what VerifyClaim can verify with.
+func (ClaimKeys) CheckApproverKey(pem string) error {
+	_, err := approverKey(pem)
+	return err
+}
+
+// approverKey reads a key registered under keys: one or more PEM public
+// keys (rotated keys may be listed together), each ECDSA P-256.
+func approverKey(pem string) (*signing.KeySet, error) {
+	pub, err := signing.LoadPublicKeys([]byte(pem))
+	if err != nil {
+		return nil, fmt.Errorf("want ECDSA P-256 public keys in PEM: %w", err)
+	}
+	ks, err := signing.NewKeySet(pub...)
+	if err != nil {
+		return nil, fmt.Errorf("want ECDSA P-256 public keys in PEM: %w", err)
+	}
+	return ks, nil
 }
 
 // SignClaim signs claim with its approver's local key under dir, making
