@@ -119,6 +119,7 @@ func (s *ImportApprovals) Run(ctx context.Context, st *State) (Result, error) {
 	}
 	check := ApprovalCheck{Environment: env, PlanDigest: st.Plan.Digest, Group: group}
 	var also []EventSpec
+	judged := map[string]bool{}
 	for _, src := range s.Sources {
 		claims, err := src.Claims(ctx, req)
 		if err != nil {
@@ -128,9 +129,12 @@ func (s *ImportApprovals) Run(ctx context.Context, st *State) (Result, error) {
 			// One review can approve the same plan for qa and for prod:
 			// it is imported once per environment.
 			ref := string(c.Environment) + "/" + c.Source + "/" + c.SourceRef
-			if imported[ref] {
+			// A claim two sources hold (the event's comment and the same
+			// comment listed) is judged once.
+			if imported[ref] || judged[ref] {
 				continue
 			}
+			judged[ref] = true
 			reason, why, err := s.eligible(ctx, c, req, approvers, group, change, usedClaims)
 			if err != nil {
 				return Result{}, err
