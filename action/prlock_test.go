@@ -21,14 +21,18 @@ import (
 )
 
 // pullsForge is GitHub as a pull request's run sees it: the state of each
-// pull request, the comments Nova posts, and which pull requests it asked
-// about. Statuses and deployments are accepted and not looked at.
+// pull request, the comments Nova posts, and which other pull requests it
+// asked about (a run reads its own pull request for other reasons, its
+// base branch among them). Statuses and deployments are accepted and not
+// looked at.
 type pullsForge struct {
 	http.Handler
 	mu       sync.Mutex
 	states   map[int]string // "open", "closed" or "merged"
 	comments map[int][]string
 	asked    []int
+	// self is the pull request of the run under way.
+	self int
 }
 
 func newPullsForge(states map[int]string) *pullsForge {
@@ -42,7 +46,9 @@ func newPullsForge(states map[int]string) *pullsForge {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		n := number(r)
-		f.asked = append(f.asked, n)
+		if n != f.self {
+			f.asked = append(f.asked, n)
+		}
 		state, ok := f.states[n]
 		if !ok {
 			writeJSONStatus(w, http.StatusNotFound, map[string]any{"message": "Not Found"})
@@ -68,6 +74,18 @@ func newPullsForge(states map[int]string) *pullsForge {
 		defer f.mu.Unlock()
 		f.comments[number(r)] = append(f.comments[number(r)], c.Body)
 		writeJSONStatus(w, http.StatusCreated, map[string]any{"id": 1})
+	})
+	// The trusted base: main, protected, holding no approver config (a
+	// dev run needs none).
+	mux.HandleFunc("GET /repos/o/r", func(w http.ResponseWriter, r *http.Request) {
+		writeJSONStatus(w, http.StatusOK, map[string]any{"name": "r", "full_name": "o/r", "default_branch": "main"})
+	})
+	mux.HandleFunc("GET /repos/o/r/branches/{branch}", func(w http.ResponseWriter, r *http.Request) {
+		writeJSONStatus(w, http.StatusOK, map[string]any{"name": r.PathValue("branch"), "protected": true,
+			"commit": map[string]any{"sha": "5ca1ab1e5ca1ab1e5ca1ab1e5ca1ab1e5ca1ab1e"}})
+	})
+	mux.HandleFunc("GET /repos/o/r/contents/{path...}", func(w http.ResponseWriter, r *http.Request) {
+		writeJSONStatus(w, http.StatusNotFound, map[string]any{"message": "Not Found"})
 	})
 	mux.HandleFunc("GET /repos/o/r/commits/{sha}", func(w http.ResponseWriter, r *http.Request) {
 		writeJSONStatus(w, http.StatusOK, map[string]any{"sha": r.PathValue("sha"), "commit": map[string]any{"verification": map[string]any{"verified": false, "reason": "unsigned"}}})
@@ -128,6 +146,9 @@ func TestPullRequestsTakeTurnsInDev(t *testing.T) {
 	onPR := func(pr int, audience string) (int, runView, string) {
 		t.Helper()
 		c.writeContract(helloContract(audience, "dev"))
+		forge.mu.Lock()
+		forge.self = pr
+		forge.mu.Unlock()
 		event := filepath.Join(t.TempDir(), "event.json")
 		writeFile(t, event, fmt.Sprintf(`{"pull_request":{"number":%d,"base":{"sha":"%040d"},"head":{"sha":"%040d"}}}`, pr, 0, pr))
 		env := map[string]string{

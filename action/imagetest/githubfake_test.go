@@ -78,6 +78,10 @@ func newFakeGitHub(t *testing.T, owner, repo string, pr pullFixture) *fakeGitHub
 	mux.HandleFunc("GET "+base+"/branches/{branch}", f.getBranch)
 	mux.HandleFunc("GET "+base+"/contents/{path...}", f.getContents)
 	mux.HandleFunc("GET "+base+"/commits/{sha}", f.getCommit)
+	// The token is the workflow's: GitHub says it is the Actions bot.
+	mux.HandleFunc("GET /user", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]any{"login": "github-actions[bot]", "id": 41898282, "type": "Bot"})
+	})
 	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		auth := r.Header.Get("Authorization")
 		if auth != "Bearer "+f.token && auth != "token "+f.token {
