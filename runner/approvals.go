@@ -100,11 +100,12 @@ func (s *ImportApprovals) Run(ctx context.Context, st *State) (Result, error) {
 		Commit: st.Commit, ForgeRun: st.Plan.ForgeRun,
 	}
 	// A decision counts only if made while this plan was the one on
-	// show: from when the environment's plans last turned to this digest.
+	// show: from when the pull request's plans in the environment last
+	// turned to this digest.
 	// A plan not on record (one `nova approve` picked from history) is
 	// on show from now on.
 	var known bool
-	if req.PlannedAt, known = sum.PlannedAt(env, st.Plan.Digest); !known {
+	if req.PlannedAt, known = sum.PlannedAt(env, st.PullRequest, st.Plan.Digest); !known {
 		req.PlannedAt = time.Now().UTC()
 	}
 	var change Change

@@ -36,7 +36,7 @@ func ReadGateSummary(ctx context.Context, r EvidenceReader, contractID string) (
 // differs: bump it whenever Fold keeps something new or folds an event
 // differently, or a summary folded by the old rules would be read as if
 // the new ones had made it.
-const GateSummaryVersion = 5
+const GateSummaryVersion = 6
 
 // GateSummary is what the gate's rules read of one contract's chain, and
 // what the approvals stage and the decision ledger read of it, folded
@@ -73,15 +73,18 @@ func (s *GateSummary) DecisionOutcomes() ([]OutcomeRecord, map[string]Environmen
 	return out, envOf
 }
 
-// PlannedAt is when the plan with digest went on show in env: the first
-// of the run of plans of that digest that the environment's latest plans
-// are (ok false when its latest plan is another). A decision made before
-// then cannot have been about this plan, whatever it named: when a
-// digest comes back after another plan (a branch pushed away and back),
-// its clock starts again, so an approval given while another plan was on
-// show never carries over to it.
-func (s *GateSummary) PlannedAt(env Environment, digest string) (at time.Time, ok bool) {
-	cur := s.Env(env).Current
+// PlannedAt is when the plan with digest went on show in env for pull
+// request pr (0: runs of no pull request): the first of the run of plans
+// of that digest that the pull request's latest plans in env are (ok
+// false when its latest plan is another). A decision made before then
+// cannot have been about this plan, whatever it named: when a digest
+// comes back after another plan of the same pull request (a branch pushed
+// away and back), its clock starts again, so an approval given while
+// another plan was on show never carries over to it. Each pull request
+// has its own plans on show: another one's plan in between changes
+// nothing of what this one's approvers saw.
+func (s *GateSummary) PlannedAt(env Environment, pr int64, digest string) (at time.Time, ok bool) {
+	cur := s.Env(env).Current[pr]
 	if cur == nil || cur.Digest != digest {
 		return time.Time{}, false
 	}
@@ -128,8 +131,8 @@ type EnvGateSummary struct {
 	// of each approver's approvals of any digest (separation of duties).
 	Approvals map[string][]Approval
 	Approvers map[Login][]string
-	// Current is the plan on show (PlannedAt).
-	Current *ShownPlan `json:",omitempty"`
+	// Current is the plan on show for each pull request (PlannedAt).
+	Current map[int64]*ShownPlan `json:",omitempty"`
 	// Rejections is the first rejection of each plan digest; BadRejection
 	// the first rejection whose data could not be read.
 	Rejections   map[string]Rejection
@@ -355,8 +358,11 @@ func (s *GateSummary) foldImports(e Event) {
 			return
 		}
 		es := s.env(Environment(e.Environment))
-		if es.Current == nil || es.Current.Digest != p.Digest {
-			es.Current = &ShownPlan{Digest: p.Digest, Since: e.Time}
+		if cur := es.Current[p.PullRequest]; cur == nil || cur.Digest != p.Digest {
+			if es.Current == nil {
+				es.Current = map[int64]*ShownPlan{}
+			}
+			es.Current[p.PullRequest] = &ShownPlan{Digest: p.Digest, Since: e.Time}
 		}
 	}
 }
@@ -382,6 +388,7 @@ func (s *GateSummary) Clone() *GateSummary {
 		ce.Rejections = maps.Clone(es.Rejections)
 		ce.Applied = maps.Clone(es.Applied)
 		ce.Requested = maps.Clone(es.Requested)
+		ce.Current = maps.Clone(es.Current)
 		c.Envs[env] = &ce
 	}
 	return c

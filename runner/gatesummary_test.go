@@ -107,26 +107,35 @@ func checkImportParity(t *testing.T, k int, chain []Event, sum *GateSummary, dig
 	if !maps.Equal(refs, nonNil(sum.Imported)) || !maps.Equal(claims, nonNil(sum.UsedClaims)) {
 		t.Fatalf("events[:%d]: imported %v and claims %v from the summary, %v and %v from the chain", k, sum.Imported, sum.UsedClaims, refs, claims)
 	}
+	prs := []int64{0}
+	for _, e := range chain {
+		var p PlanRecord
+		if e.Type == EventPlanCreated && DecodeEventData(e, &p) == nil && !slices.Contains(prs, p.PullRequest) {
+			prs = append(prs, p.PullRequest)
+		}
+	}
 	for _, env := range []Environment{Dev, QA, Prod, DR} {
-		for _, digest := range append(slices.Clone(digests), "") {
-			got, ok := sum.PlannedAt(env, digest)
-			want, wok := plannedAt(chain, env, digest)
-			if ok != wok || !got.Equal(want) {
-				t.Fatalf("events[:%d]: %s plan %s on show since %v (%v) by the summary, since %v (%v) by the chain", k, env, digest, got, ok, want, wok)
+		for _, pr := range prs {
+			for _, digest := range append(slices.Clone(digests), "") {
+				got, ok := sum.PlannedAt(env, pr, digest)
+				want, wok := plannedAt(chain, env, pr, digest)
+				if ok != wok || !got.Equal(want) {
+					t.Fatalf("events[:%d]: %s plan %s of #%d on show since %v (%v) by the summary, since %v (%v) by the chain", k, env, digest, pr, got, ok, want, wok)
+				}
 			}
 		}
 	}
 }
 
-// plannedAt is when the plan with digest went on show in env, read from
-// the whole chain: the first plan of the run of plans of that digest that
-// ends the environment's plans.
-func plannedAt(events []Event, env Environment, digest string) (time.Time, bool) {
+// plannedAt is when the plan with digest went on show in env for pull
+// request pr, read from the whole chain: the first plan of the run of
+// plans of that digest that ends the pull request's plans there.
+func plannedAt(events []Event, env Environment, pr int64, digest string) (time.Time, bool) {
 	var since time.Time
 	current, planned := "", false
 	for _, e := range events {
 		var p PlanRecord
-		if e.Type != EventPlanCreated || e.Environment != string(env) || DecodeEventData(e, &p) != nil {
+		if e.Type != EventPlanCreated || e.Environment != string(env) || DecodeEventData(e, &p) != nil || p.PullRequest != pr {
 			continue
 		}
 		if !planned || p.Digest != current {
@@ -212,10 +221,10 @@ func TestGateSummaryParityOnUnreadableEvents(t *testing.T) {
 	// The import parity must be able to fail too.
 	planned := []Event{event(t, "1", EventPlanCreated, "qa", "r1", "plan", PlanRecord{Digest: "d1"})}
 	planned[0].Time = at
-	if _, ok := SummarizeGate(nil).PlannedAt(QA, "d1"); ok {
+	if _, ok := SummarizeGate(nil).PlannedAt(QA, 0, "d1"); ok {
 		t.Error("an empty summary knows when a plan was recorded")
 	}
-	if _, ok := plannedAt(planned, QA, "d1"); !ok {
+	if _, ok := plannedAt(planned, QA, 0, "d1"); !ok {
 		t.Error("the oracle does not see a recorded plan")
 	}
 	if _, claims := importedRefs([]Event{event(t, "1", EventApprovalRecorded, "qa", "r1", "", ApprovalRecord{Environment: QA, Claim: signed(LocalClaim{ID: "c1"})})}); !claims["c1"] {
@@ -382,23 +391,36 @@ func chainPendingRequest(events []Event, env Environment) (*Event, bool) {
 func TestPlannedAtIsWhenThePlanWentOnShow(t *testing.T) {
 	at := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
 	var events []Event
-	plan := func(env, digest string) time.Time {
-		e := event(t, fmt.Sprint(len(events)), EventPlanCreated, env, "r", "plan", PlanRecord{Digest: digest})
+	planOf := func(pr int64, env, digest string) time.Time {
+		e := event(t, fmt.Sprint(len(events)), EventPlanCreated, env, "r", "plan", PlanRecord{Digest: digest, PullRequest: pr})
 		e.Time = at.Add(time.Duration(len(events)) * time.Minute)
 		events = append(events, e)
 		return e.Time
 	}
+	plan := func(env, digest string) time.Time { return planOf(0, env, digest) }
 	m1 := plan("prod", "M")
 	plan("prod", "B")
 	plan("qa", "M") // another environment's plans are its own
 	m2 := plan("prod", "M")
 	plan("prod", "M")
 	sum := SummarizeGate(events)
-	if got, ok := sum.PlannedAt(Prod, "M"); !ok || !got.Equal(m2) || got.Equal(m1) {
+	if got, ok := sum.PlannedAt(Prod, 0, "M"); !ok || !got.Equal(m2) || got.Equal(m1) {
 		t.Errorf("prod M on show since %v (%v), want %v: when it came back, not when it was first planned", got, ok, m2)
 	}
-	if _, ok := sum.PlannedAt(Prod, "B"); ok {
+	if _, ok := sum.PlannedAt(Prod, 0, "B"); ok {
 		t.Error("B is not on show in prod any more, yet the summary dates it")
+	}
+	// Another pull request's plans in between change nothing of what this
+	// one's approvers saw: #1's plan stays on show since its first plan.
+	p1 := planOf(1, "qa", "P1")
+	planOf(2, "qa", "P2")
+	planOf(1, "qa", "P1")
+	sum = SummarizeGate(events)
+	if got, ok := sum.PlannedAt(QA, 1, "P1"); !ok || !got.Equal(p1) {
+		t.Errorf("#1's qa plan on show since %v (%v), want %v: #2's plan in between is not #1's", got, ok, p1)
+	}
+	if _, ok := sum.PlannedAt(QA, 2, "P1"); ok {
+		t.Error("#1's plan is dated as #2's")
 	}
 	cfg, err := ParseApprovers([]byte("groups:\n  qa:\n    members: [qa-lead]\n  sre:\n    members: [sre-1]\n"))
 	if err != nil {

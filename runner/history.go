@@ -92,6 +92,8 @@ type PlanRecord struct {
 	Commit string `json:"commit,omitempty"`
 	// Change is the change the plan deploys (ChangeRecord.ID).
 	Change string `json:"change,omitempty"`
+	// PullRequest is the pull request the plan was made for (0: none).
+	PullRequest int64 `json:"pullRequest,omitempty"`
 }
 
 // ResourceChange is one planned change, without its values.

@@ -103,7 +103,7 @@ func (s *Stage) Run(ctx context.Context, st *runner.State) (runner.Result, error
 		Verdict: runner.Pass,
 		Summary: summary,
 		Event:   runner.EventPlanCreated,
-		Data:    runner.PlanRecord{Digest: digest, HasChanges: sp.HasChanges, Changes: sp.Changes, Resources: sp.Resources, BundleDir: dir, Commit: st.Commit, Change: changeID(st)},
+		Data:    runner.PlanRecord{Digest: digest, HasChanges: sp.HasChanges, Changes: sp.Changes, Resources: sp.Resources, BundleDir: dir, Commit: st.Commit, Change: changeID(st), PullRequest: st.PullRequest},
 	}, nil
 }
 
