@@ -7,24 +7,34 @@ import (
 
 // TestForcePushRefusedOnGitea: on the real server, the evidence branch
 // counts as guarded only while a protection rule covers it without
-// enabling force-push.
+// enabling force-push; a branch the first push will create, only while a
+// rule named after it waits for it.
 func TestForcePushRefusedOnGitea(t *testing.T) {
 	f := newForge(t)
 	s := f.s
-	check := func(want bool) {
-		t.Helper()
-		refused, why, err := f.c.ForcePushRefused(t.Context(), org, repo, "main")
-		if err != nil {
-			t.Fatal(err)
+	path := "/repos/" + org + "/" + repo + "/branch_protections"
+	for _, tt := range []struct {
+		name, branch string
+		change       func()
+		want         bool
+	}{
+		{"unprotected", "main", nil, false},
+		{"protected", "main", func() { s.API(t, s.AdminToken, http.MethodPost, path, map[string]any{"rule_name": "main"}, nil) }, true},
+		{"force-push enabled", "main", func() {
+			s.API(t, s.AdminToken, http.MethodPatch, path+"/main", map[string]any{"enable_force_push": true}, nil)
+		}, false},
+		{"not created, no rule", "evidence", nil, false},
+		{"not created, a rule waits", "evidence", func() { s.API(t, s.AdminToken, http.MethodPost, path, map[string]any{"rule_name": "evidence"}, nil) }, true},
+	} {
+		if tt.change != nil {
+			tt.change()
 		}
-		if refused != want || (!refused && why == "") {
-			t.Errorf("refused %v (%q), want %v", refused, why, want)
+		refused, why, err := f.c.ForcePushRefused(t.Context(), org, repo, tt.branch)
+		if err != nil {
+			t.Fatalf("%s: %v", tt.name, err)
+		}
+		if refused != tt.want || (!refused && why == "") {
+			t.Errorf("%s: refused %v (%q), want %v", tt.name, refused, why, tt.want)
 		}
 	}
-	check(false)
-	path := "/repos/" + org + "/" + repo + "/branch_protections"
-	s.API(t, s.AdminToken, http.MethodPost, path, map[string]any{"rule_name": "main"}, nil)
-	check(true)
-	s.API(t, s.AdminToken, http.MethodPatch, path+"/main", map[string]any{"enable_force_push": true}, nil)
-	check(false)
 }

@@ -24,7 +24,12 @@ func (c *Client) ForcePushRefused(ctx context.Context, owner, repo, branch strin
 			return true, "", nil
 		}
 	}
-	b, _, err := c.gh.Repositories.GetBranch(ctx, owner, repo, branch, 1)
+	b, resp, err := c.gh.Repositories.GetBranch(ctx, owner, repo, branch, 1)
+	if resp != nil && resp.StatusCode == http.StatusNotFound {
+		// Before the first event: classic protection needs a branch,
+		// and no ruleset covers this name.
+		return false, fmt.Sprintf("branch %s of %s/%s does not exist yet, and no ruleset that blocks force pushes covers it (classic branch protection takes effect only on an existing branch)", branch, owner, repo), nil
+	}
 	if err != nil {
 		return false, "", c.fail(ctx, err, permContentsRead, "reading branch %s of %s/%s", branch, owner, repo)
 	}
