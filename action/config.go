@@ -435,6 +435,14 @@ func (cfg *Config) complete(f *rawFlags, env Env) error {
 			return runner.Errorf(runner.ConfigInvalid, "--dir: %w", err)
 		}
 	}
+	// Terraform runs in the rendered root module, not here: a bundle named
+	// relative to the working directory (as the plan job's bundle-dir
+	// output is, to the workspace) would be looked for there.
+	if cfg.Bundle != "" {
+		if cfg.Bundle, err = filepath.Abs(cfg.Bundle); err != nil {
+			return runner.Errorf(runner.ConfigInvalid, "--bundle: %w", err)
+		}
+	}
 	if cfg.ApproversPath != "" && !filepath.IsLocal(cfg.ApproversPath) {
 		return runner.Errorf(runner.ConfigInvalid, "--approvers %q: want a path inside --dir", cfg.ApproversPath)
 	}
