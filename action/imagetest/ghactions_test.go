@@ -337,27 +337,16 @@ func (run *ghRun) runJob(name string) {
 	for _, n := range j.Needs {
 		needs[n] = map[string]any{"result": run.jobs[n].result, "outputs": run.jobs[n].outputs}
 	}
-	status := func(fn string) bool {
-		switch fn {
-		case "always":
-			return true
-		case "cancelled":
-			return false
-		case "failure":
-			for _, n := range j.Needs {
-				if run.jobs[n].result == "failure" {
-					return true
-				}
-			}
-			return false
-		}
+	// A job's success() is its needs' all succeeding; failure() one
+	// of them failing.
+	status := statusFunctions(func() (ok, failed bool) {
+		ok = true
 		for _, n := range j.Needs {
-			if run.jobs[n].result != "success" {
-				return false
-			}
+			ok = ok && run.jobs[n].result == "success"
+			failed = failed || run.jobs[n].result == "failure"
 		}
-		return true
-	}
+		return ok, failed
+	})
 	contexts := map[string]any{"github": run.githubCtx(name), "needs": needs, "vars": toAny(a.vars), "inputs": map[string]any{},
 		"secrets": map[string]any{}, "env": map[string]any{}, "runner": map[string]any{"os": "Linux"}}
 	x := &ghExpr{contexts: contexts, status: status}
@@ -401,18 +390,9 @@ func (run *ghRun) runJob(name string) {
 	x.hashFiles = func(patterns []string) (string, error) { return hashFiles(r.workspace, patterns) }
 	steps := map[string]any{}
 	contexts["steps"] = steps
+	// A step's success() is no step before it failing.
 	failed := false
-	x.status = func(fn string) bool {
-		switch fn {
-		case "always":
-			return true
-		case "cancelled":
-			return false
-		case "failure":
-			return failed
-		}
-		return !failed
-	}
+	x.status = statusFunctions(func() (bool, bool) { return !failed, failed })
 	for i, s := range j.Steps {
 		ok, err := x.condition(s.If)
 		if err != nil {
@@ -493,6 +473,24 @@ func (run *ghRun) runJob(name string) {
 		jr.result = "failure"
 	}
 	jr.events = a.evidenceEvents() - before
+}
+
+// statusFunctions answers success(), failure(), cancelled() and always()
+// from what came before: whether it all succeeded, whether any failed.
+// Nothing is ever cancelled here.
+func statusFunctions(before func() (ok, failed bool)) func(string) bool {
+	return func(fn string) bool {
+		ok, failed := before()
+		switch fn {
+		case "always":
+			return true
+		case "cancelled":
+			return false
+		case "failure":
+			return failed
+		}
+		return ok
+	}
 }
 
 func toAny(m map[string]string) map[string]any {

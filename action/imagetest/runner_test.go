@@ -253,20 +253,9 @@ func (r *githubRunner) run(image string, s step) stepResult {
 	}
 	args = append(args, image)
 
-	var stdout, stderr bytes.Buffer
-	cmd := commandContext(t.Context(), env, "docker", args...)
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	// A test that times out kills the docker client, not the container.
 	t.Cleanup(func() { _ = exec.Command("docker", "rm", "--force", name).Run() })
-	err := cmd.Run()
-	res := stepResult{stdout: stdout.String(), stderr: stderr.String()}
-	var exit *exec.ExitError
-	switch {
-	case errors.As(err, &exit):
-		res.exitCode = exit.ExitCode()
-	case err != nil:
-		t.Fatalf("docker run: %v\n%s", err, stderr.String())
-	}
+	res := r.exec(commandContext(t.Context(), env, "docker", args...))
 	if res.exitCode != 0 {
 		t.Logf("docker %s: exit %d", strings.Join(args, " "), res.exitCode)
 	}
@@ -327,9 +316,18 @@ func (r *githubRunner) shell(script string, env map[string]string) stepResult {
 	for k, v := range env {
 		vars[k] = v
 	}
-	var stdout, stderr bytes.Buffer
 	cmd := commandContext(t.Context(), vars, "bash", "--noprofile", "--norc", "-eo", "pipefail", file)
-	cmd.Dir, cmd.Stdout, cmd.Stderr = r.workspace, &stdout, &stderr
+	cmd.Dir = r.workspace
+	res := r.exec(cmd)
+	r.readFileCommands(&res, files)
+	return res
+}
+
+// exec runs a step's process: its output, and its exit code, which only
+// a process that could not start at all has none of.
+func (r *githubRunner) exec(cmd *exec.Cmd) stepResult {
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
 	res := stepResult{stdout: stdout.String(), stderr: stderr.String()}
 	var exit *exec.ExitError
@@ -337,9 +335,8 @@ func (r *githubRunner) shell(script string, env map[string]string) stepResult {
 	case errors.As(err, &exit):
 		res.exitCode = exit.ExitCode()
 	case err != nil:
-		t.Fatalf("bash: %v\n%s", err, stderr.String())
+		r.t.Fatalf("%s: %v\n%s", cmd.Path, err, stderr.String())
 	}
-	r.readFileCommands(&res, files)
 	return res
 }
 
