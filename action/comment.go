@@ -82,7 +82,7 @@ func renderComment(v runView, group, summaryURL string) (string, error) {
 			d.ReasonText = esc(oneLine(s.Findings[0].Message))
 		}
 	}
-	if v.Verdict == string(runner.AwaitingApproval) && len(v.PlanDigest) >= runner.MinDigestPrefix && group != "" && runner.Environment(v.Environment).Valid() {
+	if waitsForApproval(v) && len(v.PlanDigest) >= runner.MinDigestPrefix && group != "" && runner.Environment(v.Environment).Valid() {
 		// The whole digest: a prefix short enough to type is short enough
 		// to grind a second plan for.
 		d.Approve = &approveHint{Group: esc(group), Env: v.Environment, Prefix: v.PlanDigest}
@@ -136,6 +136,24 @@ func executeComment(d commentData) (string, error) {
 		return "", fmt.Errorf("rendering the pull request comment: %w", err)
 	}
 	return b.String(), nil
+}
+
+// waitsForApproval reports whether the run leaves a plan that only an
+// approval lets apply: a gate that waits, or a plan of a guarded
+// environment that the environment has not applied, whose apply job
+// comes next (and on GitHub may be held for the environment's reviewers
+// before nova runs again).
+func waitsForApproval(v runView) bool {
+	if v.Verdict == string(runner.AwaitingApproval) {
+		return true
+	}
+	return notApplied(v) && !runner.Environment(v.Environment).Autonomous()
+}
+
+// notApplied reports whether a run planned a change that its environment
+// does not run yet: a passing plan without a receipt.
+func notApplied(v runView) bool {
+	return v.Command == "plan" && v.Verdict == string(runner.Pass) && v.Receipt == ""
 }
 
 func verdictIcon(v string) string {

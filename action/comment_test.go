@@ -52,6 +52,12 @@ func commentCases() map[string]runView {
 				{Approver: "qa-lead", Source: runner.SourceGiteaComment, SourceRef: "31", Reason: runner.ApprovalClaimInvalid, Why: `unknown environment "production": name dev, qa, prod or dr`},
 				{Approver: "sre-2", Source: runner.SourceGiteaComment, SourceRef: "33", Reason: runner.ApprovalClaimInvalid, Why: "the approval names 12 hex digits of the plan digest; name at least 32, or the whole digest, so it binds one plan"},
 			}},
+		// A plan of qa that qa does not run yet: its apply job comes next,
+		// and may be held for the environment's reviewers, so the comment
+		// says how to approve it already.
+		"planned-guarded": {Command: "plan", Verdict: "pass", ContractID: contractUUID, Environment: "qa", PlanDigest: digest, Changes: changes, Resources: resources, Stages: stages},
+		"receipt": {Command: "plan", Verdict: "pass", ContractID: contractUUID, Environment: "qa", Receipt: "0191a3c4-5e6f-7a8b-9c0d-1e2f3a4b5c6d",
+			Stages: []stageView{{Stage: "schema", Verdict: runner.Pass, Summary: "contract valid for qa"}, {Stage: "change", Verdict: runner.Pass, Summary: "qa applied change 06e7ff110884 before and nothing since: nothing to do"}}},
 		"truncated": {Command: "plan", Verdict: "pass", ContractID: contractUUID, Environment: "dev", PlanDigest: digest, Changes: &runner.ChangeSummary{Add: 3000}, Resources: many, Stages: stages},
 	}
 }
@@ -89,5 +95,36 @@ func TestRunViewListsIgnoredDecisions(t *testing.T) {
 	v := rep.finish(out, &runner.State{}, "")
 	if diff := cmp.Diff(ignored, v.Ignored); diff != "" {
 		t.Errorf("ignored (-want +got):\n%s", diff)
+	}
+}
+
+// TestCommitStatusSaysWhatRuns: an environment's status is success only
+// once it runs the change, applied now or before (a receipt); a plan it
+// does not run yet leaves it pending, dev's as much as a guarded one's.
+func TestCommitStatusSaysWhatRuns(t *testing.T) {
+	tests := []struct {
+		name      string
+		v         runView
+		state     runner.CommitState
+		statusFor string
+	}{
+		{"applied", runView{Command: "apply", Verdict: "pass", Environment: "qa"}, runner.StateSuccess, "nova apply: pass"},
+		{"run applied", runView{Command: "run", Verdict: "pass", Environment: "dev"}, runner.StateSuccess, "nova run: pass"},
+		{"planned dev", runView{Command: "plan", Verdict: "pass", Environment: "dev", PlanDigest: "ab"}, runner.StatePending, "nova plan: pass (not applied yet)"},
+		{"planned qa", runView{Command: "plan", Verdict: "pass", Environment: "qa", PlanDigest: "ab"}, runner.StatePending, "nova plan: pass (not applied yet)"},
+		{"receipt", runView{Command: "plan", Verdict: "pass", Environment: "qa", Receipt: "e1"}, runner.StateSuccess, "nova plan: pass (applied before; nothing to do)"},
+		{"run receipt", runView{Command: "run", Verdict: "pass", Environment: "prod", Receipt: "e1"}, runner.StateSuccess, "nova run: pass (applied before; nothing to do)"},
+		{"waiting", runView{Command: "apply", Verdict: "awaiting_approval", Reason: "APPROVAL_REQUIRED", Environment: "qa"}, runner.StatePending, "nova apply: awaiting_approval (APPROVAL_REQUIRED)"},
+		{"plan failed", runView{Command: "plan", Verdict: "fail", Reason: "POLICY_CRITICAL_FAIL", Environment: "qa"}, runner.StateFailure, "nova plan: fail (POLICY_CRITICAL_FAIL)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := commitState(tt.v); got != tt.state {
+				t.Errorf("state %q, want %q", got, tt.state)
+			}
+			if got := statusLine(tt.v); got != tt.statusFor {
+				t.Errorf("description %q, want %q", got, tt.statusFor)
+			}
+		})
 	}
 }

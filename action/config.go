@@ -440,6 +440,14 @@ func (cfg *Config) complete(f *rawFlags, env Env) error {
 			return runner.Errorf(runner.ConfigInvalid, "--dir: %w", err)
 		}
 	}
+	// Terraform runs in the rendered root module, not here: a bundle named
+	// relative to the working directory (as the plan job's bundle-dir
+	// output is, to the workspace) would be looked for there.
+	if cfg.Bundle != "" {
+		if cfg.Bundle, err = filepath.Abs(cfg.Bundle); err != nil {
+			return runner.Errorf(runner.ConfigInvalid, "--bundle: %w", err)
+		}
+	}
 	if cfg.ApproversPath != "" && !filepath.IsLocal(cfg.ApproversPath) {
 		return runner.Errorf(runner.ConfigInvalid, "--approvers %q: want a path inside --dir", cfg.ApproversPath)
 	}
@@ -519,10 +527,14 @@ func (cfg *Config) complete(f *rawFlags, env Env) error {
 	if err != nil {
 		return runner.Errorf(runner.ConfigInvalid, "reading the commit of %s: %w", cfg.Dir, err)
 	}
-	if cfg.Commit == "" {
-		cfg.Commit = firstNonEmpty(getenv("NOVA_COMMIT"), getenv("GITHUB_SHA"), head)
+	eventSHA, err := cfg.eventCommit(getenv("GITHUB_SHA"), head)
+	if err != nil {
+		return err
 	}
-	if err := checkCommit(cfg.Dir, cfg.Commit, head, []string{getenv("GITHUB_SHA"), cfg.ForgeAPI.HeadSHA}); err != nil {
+	if cfg.Commit == "" {
+		cfg.Commit = firstNonEmpty(getenv("NOVA_COMMIT"), eventSHA, head)
+	}
+	if err := checkCommit(cfg.Dir, cfg.Commit, head, []string{eventSHA, cfg.ForgeAPI.HeadSHA}); err != nil {
 		return err
 	}
 	cfg.TerraformEnv = map[string]string{}
@@ -563,6 +575,24 @@ func (cfg *Config) checkResolve(envName string) error {
 		return runner.Errorf(runner.ConfigInvalid, "--note is required: say how the outcome was established")
 	}
 	return nil
+}
+
+// eventCommit is the commit the workflow's event says the run is about
+// (GITHUB_SHA), when it says one. A workflow started from the default
+// branch's copy (pull_request_target, issue_comment, workflow_run) gets
+// the default branch's head there, which is not the change: the change is
+// the pull request's head, which the workflow must have checked out. A
+// checkout of anything else would be planned, reported and approved as
+// the pull request.
+func (cfg Config) eventCommit(sha, head string) (string, error) {
+	fc := cfg.ForgeAPI
+	if !slices.Contains(defaultBranchEvents, fc.EventName) {
+		return sha, nil
+	}
+	if head != "" && fc.HeadSHA != "" && !strings.EqualFold(head, fc.HeadSHA) {
+		return "", runner.Errorf(runner.CommitMismatch, "the %s event is about pull request #%d, whose head is %s, but %s has %s checked out: check out the pull request's head (actions/checkout with ref: its head sha)", fc.EventName, fc.PullRequest, fc.HeadSHA, cfg.Dir, head)
+	}
+	return "", nil
 }
 
 // checkCommit refuses to bind a plan to a commit that is not what --dir

@@ -219,7 +219,18 @@ func TestEndToEndPlanApplyChangeDestroy(t *testing.T) {
 	if code != ExitFail || v.Reason != string(runner.PlanBundleMismatch) {
 		t.Errorf("apply with another digest: exit %d reason %s, want PLAN_BUNDLE_MISMATCH", code, v.Reason)
 	}
-	code, v, stderr = c.nova(ctx, "apply", "--bundle", planned.BundleDir, "--digest", planned.PlanDigest)
+	// Named relative to the working directory, as a workflow's apply job
+	// names the bundle it downloaded into the workspace: terraform,
+	// which runs elsewhere, must still find it.
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	relBundle, err := filepath.Rel(wd, planned.BundleDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, v, stderr = c.nova(ctx, "apply", "--bundle", relBundle, "--digest", planned.PlanDigest)
 	if code != ExitPass || !slices.Equal(verdicts(v), []string{"schema=pass", "bundle=pass", "change=pass", "approvals=pass", "gate=pass", "apply=pass"}) {
 		t.Fatalf("apply of bundle: exit %d, %v\n%s", code, verdicts(v), stderr)
 	}

@@ -96,8 +96,9 @@ func readForgeConfig(forge Forge, getenv func(string) string) (ForgeConfig, erro
 }
 
 // forgeEvent is the part of a workflow's event payload nova reads: the
-// pull request of a pull_request, pull_request_review or issue_comment
-// event, on either forge.
+// pull request of a pull_request, pull_request_target,
+// pull_request_review, issue_comment or workflow_run event, on either
+// forge.
 type forgeEvent struct {
 	PullRequest *struct {
 		Number int64 `json:"number"`
@@ -127,6 +128,17 @@ type forgeEvent struct {
 			From string `json:"from"`
 		} `json:"body"`
 	} `json:"changes"`
+	// WorkflowRun is the run whose completion started this one; GitHub
+	// lists the pull requests of its head branch in this repository.
+	WorkflowRun *struct {
+		HeadSHA      string `json:"head_sha"`
+		PullRequests []struct {
+			Number int64 `json:"number"`
+			Base   struct {
+				SHA string `json:"sha"`
+			} `json:"base"`
+		} `json:"pull_requests"`
+	} `json:"workflow_run"`
 }
 
 // maxEventBytes bounds the event payload nova reads.
@@ -154,6 +166,23 @@ func (fc *ForgeConfig) readEvent(path string) error {
 			fc.Comment = &EventComment{Action: ev.Action, ID: c.ID, Poster: c.User.Login, Body: c.Body, Previous: ev.Changes.Body.From,
 				Created: c.CreatedAt, Updated: c.UpdatedAt}
 		}
+	case ev.WorkflowRun != nil:
+		// A run that relays a pull request event (a review) to a workflow
+		// of the default branch: the pull request is its run's, at the
+		// head that run was for.
+		switch prs := ev.WorkflowRun.PullRequests; len(prs) {
+		case 0:
+		case 1:
+			fc.PullRequest, fc.BaseSHA, fc.HeadSHA = prs[0].Number, prs[0].Base.SHA, ev.WorkflowRun.HeadSHA
+		default:
+			return runner.Errorf(runner.ConfigInvalid, "the workflow_run event names %d pull requests of its head branch, so which one this run is about is unknown", len(prs))
+		}
 	}
 	return nil
 }
+
+// defaultBranchEvents are the events whose runs GitHub and Gitea start
+// from the default branch's copy of the workflow, with GITHUB_SHA the
+// default branch's head: the change they are about is the pull request
+// the workflow checked out, never GITHUB_SHA.
+var defaultBranchEvents = []string{"pull_request_target", "issue_comment", "workflow_run"}

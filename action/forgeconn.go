@@ -147,7 +147,7 @@ func (r *forgeReport) finished(ctx context.Context, v runView) {
 	}
 	if r.forge.commenter != nil {
 		group := ""
-		if v.Verdict == string(runner.AwaitingApproval) && r.forge.approvers != nil {
+		if waitsForApproval(v) && r.forge.approvers != nil {
 			if cfg, err := r.forge.approvers.Approvers(ctx); err == nil {
 				group = cfg.GroupFor(runner.Environment(v.Environment))
 			}
@@ -190,9 +190,15 @@ func runURL(forge Forge, fc ForgeConfig) string {
 	return fmt.Sprintf("%s/%s/%s/actions/runs/%d", fc.ServerURL, url.PathEscape(fc.Owner), url.PathEscape(fc.Repo), n)
 }
 
+// commitState is the state of the environment's commit status: success
+// once the environment runs the change (applied now, or before: a
+// receipt), pending while it waits for an approval or for its apply.
 func commitState(v runView) runner.CommitState {
 	switch runner.Verdict(v.Verdict) {
 	case runner.Pass:
+		if notApplied(v) {
+			return runner.StatePending
+		}
 		return runner.StateSuccess
 	case runner.AwaitingApproval:
 		return runner.StatePending
@@ -204,6 +210,12 @@ func commitState(v runView) runner.CommitState {
 
 func statusLine(v runView) string {
 	s := fmt.Sprintf("nova %s: %s", v.Command, v.Verdict)
+	switch {
+	case v.Receipt != "":
+		s += " (applied before; nothing to do)"
+	case notApplied(v):
+		s += " (not applied yet)"
+	}
 	if v.Reason != "" {
 		s += " (" + v.Reason + ")"
 	}

@@ -8,10 +8,12 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"sync"
 
@@ -87,14 +89,16 @@ func initCommand(ctx context.Context, cfg Config, env Env) error {
 	if err != nil {
 		return err
 	}
-	wf, workflowPath, binaryNote, err := renderConsumerWorkflow(ctx, cfg, name, filepath.ToSlash(rel), id)
+	wfs, binaryNote, err := renderConsumerWorkflows(ctx, cfg, name, filepath.ToSlash(rel), id)
 	if err != nil {
 		return err
 	}
 	files := []scaffoldFile{
 		{filepath.Join(cfg.Dir, schema.DefaultContractPath), contract},
 		{filepath.Join(cfg.Dir, runner.ApproversFile), approvers},
-		{filepath.Join(root, workflowPath), wf},
+	}
+	for _, wf := range wfs {
+		files = append(files, scaffoldFile{filepath.Join(root, wf.path), wf.content})
 	}
 	if !cfg.Init.Force {
 		for _, f := range files {
@@ -221,10 +225,11 @@ func renderTemplate(t interface {
 	return buf.Bytes(), nil
 }
 
-// renderConsumerWorkflow renders the forge's workflow for the contract at
-// dir (relative to the repository root) and says where it goes, and, for
-// Gitea, how the workflow obtains nova.
-func renderConsumerWorkflow(ctx context.Context, cfg Config, name, dir, id string) ([]byte, string, string, error) {
+// renderConsumerWorkflows renders the forge's workflows for the contract
+// at dir (relative to the repository root), each with its path relative
+// to the root: on GitHub the workflow and the relay of reviews it runs
+// on, on Gitea the one workflow, with a note on how it obtains nova.
+func renderConsumerWorkflows(ctx context.Context, cfg Config, name, dir, id string) ([]scaffoldFile, string, error) {
 	w := templates.Workflow{
 		Name: name, Key: name + "-" + id[:8], Dir: dir, Contract: schema.DefaultContractPath,
 		Environments: []string{"dev", "qa", "prod", "dr"},
@@ -234,19 +239,27 @@ func renderConsumerWorkflow(ctx context.Context, cfg Config, name, dir, id strin
 		// new repository on either forge starts with.
 		DefaultBranch: "main",
 	}
-	kind, path, note := templates.GitHubWorkflow, filepath.Join(".github", "workflows", "nova-"+name+".yml"), ""
+	kinds := map[string]string{
+		filepath.Join(".github", "workflows", "nova-"+name+".yml"):        templates.GitHubWorkflow,
+		filepath.Join(".github", "workflows", "nova-"+name+"-review.yml"): templates.GitHubReviewWorkflow,
+	}
+	note := ""
 	if cfg.Init.Forge == Gitea {
-		kind, path = templates.GiteaWorkflow, filepath.Join(".gitea", "workflows", "nova-"+name+".yml")
+		kinds = map[string]string{filepath.Join(".gitea", "workflows", "nova-"+name+".yml"): templates.GiteaWorkflow}
 		var err error
 		if w.Nova, note, err = giteaBinary(ctx, cfg.Init, version, buildCommit()); err != nil {
-			return nil, "", "", err
+			return nil, "", err
 		}
 	}
-	out, err := templates.RenderWorkflow(kind, w)
-	if err != nil {
-		return nil, "", "", runner.Errorf(runner.InternalError, "rendering the workflow: %w", err)
+	var out []scaffoldFile
+	for _, path := range slices.Sorted(maps.Keys(kinds)) {
+		data, err := templates.RenderWorkflow(kinds[path], w)
+		if err != nil {
+			return nil, "", runner.Errorf(runner.InternalError, "rendering %s: %w", path, err)
+		}
+		out = append(out, scaffoldFile{path, data})
 	}
-	return out, path, note, nil
+	return out, note, nil
 }
 
 var releaseVersion = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^v[0-9]+\.[0-9]+\.[0-9]+$`) })
@@ -327,7 +340,7 @@ func appendIgnores(path string, patterns []string) error {
 
 // nextSteps are the three things to do after `nova init`.
 func nextSteps(cfg Config, dir string) string {
-	forgeSteps := "create the Environments qa, prod and dr with required reviewers, the variable NOVA_EVIDENCE_REPO and the secrets the workflow's header lists, then open a pull request"
+	forgeSteps := "create the Environments nova, qa, prod and dr, each deploying from the default branch alone and holding the secrets the workflow's header lists, and the variable NOVA_EVIDENCE_REPO; merge the workflows to the default branch, then open a pull request"
 	if cfg.Init.Forge == Gitea {
 		forgeSteps = "set the variable NOVA_EVIDENCE_REPO and the secrets the workflow's header lists, then open a pull request; approvers review it or comment /nova approve <env> <digest>"
 	}

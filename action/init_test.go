@@ -94,29 +94,70 @@ func TestInitNeverOverwritesWithoutForce(t *testing.T) {
 	}
 }
 
-func TestInitGitHubWorkflowPassesActionlint(t *testing.T) {
-	dir := t.TempDir()
-	if code, _, stderr := runCLI(t, "init", "--forge", "github", "--dir", dir, "--name", "svc"); code != ExitPass {
+// TestInitGitHubWorkflows: `nova init --forge github` writes the
+// workflow and the relay of reviews it runs on, both actionlint-clean,
+// and `nova validate` finds no job in them that hands Nova's secrets to a
+// run a branch pusher shapes. The same check on a workflow that runs on
+// pull_request shows it would.
+func TestInitGitHubWorkflows(t *testing.T) {
+	repo := t.TempDir()
+	if err := os.Mkdir(filepath.Join(repo, ".git"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(repo, "svc")
+	code, stdout, stderr := runCLI(t, "init", "--forge", "github", "--dir", dir, "--name", "svc")
+	if code != ExitPass {
 		t.Fatalf("init: exit %d, %s", code, stderr)
 	}
-	path := filepath.Join(dir, ".github", "workflows", "nova-svc.yml")
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
+	for _, want := range []string{"Environments nova, qa, prod and dr", "merge the workflows to the default branch"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("init's output lacks %q:\n%s", want, stdout)
+		}
 	}
 	l, err := actionlint.NewLinter(io.Discard, &actionlint.LinterOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	errs, err := l.Lint(path, data, nil)
-	if err != nil {
-		t.Fatal(err)
+	files := map[string]string{}
+	for _, name := range []string{"nova-svc.yml", "nova-svc-review.yml"} {
+		path := filepath.Join(repo, ".github", "workflows", name)
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatalf("init wrote no %s: %v", name, err)
+		}
+		files[name] = string(data)
+		errs, err := l.Lint(path, data, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range errs {
+			t.Error(e)
+		}
 	}
-	for _, e := range errs {
-		t.Error(e)
+	for _, want := range []string{"pull_request_target:", "issue_comment:", "workflow_run:", `- "nova svc review"`, "environment: prod", "environment: nova", "uses: nova-platform/nova@"} {
+		if !strings.Contains(files["nova-svc.yml"], want) {
+			t.Errorf("nova-svc.yml lacks %q", want)
+		}
 	}
-	if !strings.Contains(string(data), "environment: prod") || !strings.Contains(string(data), "uses: nova-platform/nova@") {
-		t.Errorf("not a Nova workflow:\n%s", data)
+	relay := files["nova-svc-review.yml"]
+	if !strings.Contains(relay, `name: "nova svc review"`) || !strings.Contains(relay, "pull_request_review:") || strings.Contains(relay, "secrets.") {
+		t.Errorf("nova-svc-review.yml is not a secretless relay of reviews named as nova-svc.yml expects:\n%s", relay)
+	}
+
+	validate := func() string {
+		code, stdout, stderr := runCLI(t, "validate", "--dir", dir)
+		if code != ExitPass {
+			t.Fatalf("validate: exit %d\n%s%s", code, stdout, stderr)
+		}
+		return stdout + stderr
+	}
+	if out := validate(); strings.Contains(out, string(runner.WorkflowSecretsExposed)) {
+		t.Errorf("validate warns about the scaffold's own workflows:\n%s", out)
+	}
+	exposed := strings.Replace(files["nova-svc.yml"], "  pull_request_target:\n", "  pull_request:\n", 1)
+	writeFile(t, filepath.Join(repo, ".github", "workflows", "nova-svc.yml"), exposed)
+	if out := validate(); !strings.Contains(out, string(runner.WorkflowSecretsExposed)+" .github/workflows/nova-svc.yml") {
+		t.Errorf("validate does not warn once the workflow runs on pull_request:\n%s", out)
 	}
 }
 

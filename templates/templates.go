@@ -157,7 +157,11 @@ func quote(s string) string {
 // Workflow kinds RenderWorkflow knows.
 const (
 	GitHubWorkflow = "github"
-	GiteaWorkflow  = "gitea"
+	// GitHubReviewWorkflow relays pull request reviews to the GitHub
+	// workflow, which GitHub then runs from the default branch
+	// (workflow_run); it holds nothing worth taking.
+	GitHubReviewWorkflow = "github-review"
+	GiteaWorkflow        = "gitea"
 	// DeployWorkflow is Nova's reusable workflow (workflow_call).
 	DeployWorkflow = "deploy"
 )

@@ -13,6 +13,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/nova-platform/nova/runner"
+	novaworkflows "github.com/nova-platform/nova/runner/workflows"
 )
 
 // TestWorkflowsMatchTheirSource keeps the GitHub and Gitea copies of Nova's
@@ -81,7 +82,7 @@ func TestWorkflowsPassActionlint(t *testing.T) {
 		kind string
 		w    Workflow
 	}{
-		"github.yml": {GitHubWorkflow, sample()}, "github-oidc.yml": {GitHubWorkflow, oidc},
+		"github.yml": {GitHubWorkflow, sample()}, "github-oidc.yml": {GitHubWorkflow, oidc}, "github-review.yml": {GitHubReviewWorkflow, sample()},
 		"gitea.yml": {GiteaWorkflow, sample()}, "gitea-build.yml": {GiteaWorkflow, built},
 		"deploy.yml": {DeployWorkflow, Deploy},
 	} {
@@ -233,5 +234,145 @@ func TestNovasCommentsStartNoRun(t *testing.T) {
 		if started == 0 {
 			t.Errorf("%s: no job without needs", name)
 		}
+	}
+}
+
+// TestGitHubWorkflowsKeepKeysFromPullRequests checks the design of the
+// GitHub workflows (docs/security.md) on what they render: they run on
+// events GitHub starts from the default branch's copy; every job that
+// reads Nova's secrets has an environment; the pull request's head is
+// checked out as data, without credentials, at the head the pull-request
+// job found; no local action runs; an apply is skipped on its plan's
+// receipt and the next environment takes the receipt as done; only the
+// pull-request job looks at the event; the relay of reviews holds
+// nothing; and `nova validate`'s exposure check finds nothing.
+func TestGitHubWorkflowsKeepKeysFromPullRequests(t *testing.T) {
+	type step struct {
+		Uses string            `yaml:"uses"`
+		Run  string            `yaml:"run"`
+		With map[string]string `yaml:"with"`
+	}
+	type job struct {
+		If          string   `yaml:"if"`
+		Needs       []string `yaml:"needs"`
+		Environment string   `yaml:"environment"`
+		Steps       []step   `yaml:"steps"`
+	}
+	type workflow struct {
+		On          map[string]any `yaml:"on"`
+		Permissions map[string]any `yaml:"permissions"`
+		Jobs        map[string]job `yaml:"jobs"`
+	}
+	trusted := []string{"pull_request_target", "issue_comment", "workflow_run", "workflow_call"}
+	for _, tt := range []struct {
+		name, kind string
+		w          Workflow
+	}{
+		{"github", GitHubWorkflow, sample()},
+		{"deploy", DeployWorkflow, Deploy},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			out, err := RenderWorkflow(tt.kind, tt.w)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var wf workflow
+			if err := yaml.Unmarshal(out, &wf); err != nil {
+				t.Fatal(err)
+			}
+			for ev := range wf.On {
+				if !slices.Contains(trusted, ev) {
+					t.Errorf("runs on %s, which is not started from the default branch's copy", ev)
+				}
+			}
+			if len(wf.Permissions) != 0 {
+				t.Errorf("workflow permissions %v, want none above the jobs'", wf.Permissions)
+			}
+			for name, j := range wf.Jobs {
+				raw, _ := yaml.Marshal(j)
+				if strings.Contains(string(raw), "secrets.") && j.Environment == "" {
+					t.Errorf("job %s reads secrets without an environment", name)
+				}
+				if name != "pull-request" && strings.Contains(j.If, "github.event") {
+					t.Errorf("job %s decides on the event (%s); that is the pull-request job's alone", name, j.If)
+				}
+				if name != "pull-request" && !slices.Contains(j.Needs, "pull-request") {
+					t.Errorf("job %s does not need the pull-request job", name)
+				}
+				for _, s := range j.Steps {
+					if strings.HasPrefix(s.Uses, "./") {
+						t.Errorf("job %s runs a local action %s, code of the pull request's checkout", name, s.Uses)
+					}
+					if strings.HasPrefix(s.Uses, "actions/checkout@") && (s.With["persist-credentials"] != "false" || s.With["ref"] != "${{ needs.pull-request.outputs.head }}") {
+						t.Errorf("job %s checks out %q with persist-credentials %q; want the head the pull-request job found, without credentials", name, s.With["ref"], s.With["persist-credentials"])
+					}
+				}
+				env, isApply := strings.CutPrefix(name, "apply-")
+				if isApply && !strings.Contains(j.If, "needs.plan-"+env+".outputs.receipt == ''") {
+					t.Errorf("job %s is not skipped on its plan's receipt: %s", name, j.If)
+				}
+				if isApply && Guarded(env) && j.Environment != env {
+					t.Errorf("job %s runs in environment %q, want %q", name, j.Environment, env)
+				}
+			}
+			for i, env := range tt.w.Environments[1:] {
+				prev := tt.w.Environments[i]
+				if j := wf.Jobs["plan-"+env]; !strings.Contains(j.If, "needs.plan-"+prev+".outputs.receipt != ''") || !strings.Contains(j.If, "!cancelled()") {
+					t.Errorf("plan-%s does not take %s's receipt as done: %s", env, prev, j.If)
+				}
+			}
+
+			root := t.TempDir()
+			dir := filepath.Join(root, ".github", "workflows")
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			relay, err := RenderWorkflow(GitHubReviewWorkflow, tt.w)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for name, data := range map[string][]byte{"nova.yml": out, "nova-review.yml": relay} {
+				if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			found, err := novaworkflows.Exposures(root)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range found {
+				t.Errorf("exposure: %+v", e)
+			}
+		})
+	}
+}
+
+// TestGitHubReviewRelayHoldsNothing: the relay runs from the pull
+// request's own copy, so it must hold no secret and ask for no permission.
+func TestGitHubReviewRelayHoldsNothing(t *testing.T) {
+	out, err := RenderWorkflow(GitHubReviewWorkflow, sample())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wf struct {
+		Name        string         `yaml:"name"`
+		On          map[string]any `yaml:"on"`
+		Permissions map[string]any `yaml:"permissions"`
+	}
+	if err := yaml.Unmarshal(out, &wf); err != nil {
+		t.Fatal(err)
+	}
+	main, err := RenderWorkflow(GitHubWorkflow, sample())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(main), "workflows:\n      - "+quote(wf.Name)+"\n") {
+		t.Errorf("the workflow does not run on the completion of %q", wf.Name)
+	}
+	if diff := cmp.Diff([]string{"pull_request_review"}, slices.Sorted(maps.Keys(wf.On))); diff != "" {
+		t.Errorf("relay events (-want +got):\n%s", diff)
+	}
+	if wf.Permissions == nil || len(wf.Permissions) != 0 || strings.Contains(string(out), "secrets.") || strings.Contains(string(out), "${{") {
+		t.Errorf("the relay holds or passes something:\n%s", out)
 	}
 }

@@ -112,18 +112,17 @@ func TestActionAsGitHubRunsIt(t *testing.T) {
 
 	t.Run("qa wait", func(t *testing.T) {
 		r := newGitHubRunner(t)
-		// qa asks for provenance: a commit signed by a key the workflow
-		// trusts, given as a file in the runner's temp directory (a path
-		// the runner rewrites for the container).
+		// The commit is signed by a key the workflow trusts, given as a
+		// file in the runner's temp directory (a path the runner rewrites
+		// for the container): provenance is verified.
 		trusted := r.checkout(nil, true)
-		// The change enters at dev: qa may apply it once dev did.
-		if res := r.run(image, step{env: map[string]string{"NOVA_TRUSTED_KEYS": trusted}}); res.exitCode != 0 {
+		env := map[string]string{"NOVA_TRUSTED_KEYS": trusted}
+		// qa follows dev (PROMOTION_ORDER_VIOLATION otherwise): dev
+		// applies first, in this job's home.
+		if res := r.run(image, step{env: env}); res.exitCode != 0 {
 			t.Fatalf("dev: exit %d\nstdout:\n%s\nstderr:\n%s", res.exitCode, res.stdout, res.stderr)
 		}
-		res := r.run(image, step{
-			with: map[string]string{"environment": "qa"},
-			env:  map[string]string{"NOVA_TRUSTED_KEYS": trusted},
-		})
+		res := r.run(image, step{with: map[string]string{"environment": "qa"}, env: env})
 		if res.exitCode != 3 {
 			t.Fatalf("exit %d, want 3 (awaiting approval)\nstdout:\n%s\nstderr:\n%s", res.exitCode, res.stdout, res.stderr)
 		}
@@ -132,12 +131,12 @@ func TestActionAsGitHubRunsIt(t *testing.T) {
 		if !digestPattern.MatchString(o["plan-digest"]) {
 			t.Errorf("plan-digest %q: an approval must name the plan, so the waiting run must publish it", o["plan-digest"])
 		}
-		if c, err := strconv.ParseFloat(o["confidence"], 64); err != nil || c < 0.75 {
-			t.Errorf("confidence %q, want qa's threshold 0.750 or more", o["confidence"])
+		if c, err := strconv.ParseFloat(o["confidence"], 64); err != nil || c < 0.95 {
+			t.Errorf("confidence %q, want 0.950 or more: the trusted key verifies the commit", o["confidence"])
 		}
 		r.checkRunRecorded(o["run-id"])
 		r.checkBundle(o["bundle-dir"])
-		checkSummary(t, res.summary, "### nova run: awaiting_approval", "environment <code>qa</code>", "| gate | awaiting_approval |", o["plan-digest"])
+		checkSummary(t, res.summary, "### nova run: awaiting_approval", "environment <code>qa</code>", "| gate | awaiting_approval |", o["plan-digest"], "commit signature verified")
 		if errs := annotationsOf(res, "error"); len(errs) > 0 {
 			t.Errorf("waiting for approval is not an error, yet: %+v", errs)
 		}

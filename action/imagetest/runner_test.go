@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -50,6 +51,42 @@ type githubRunner struct {
 	home, workflow, fileCommands string
 	// sha is the commit checked out in the workspace.
 	sha string
+	// gh is the run the job belongs to; nil is a push to main on
+	// github.com, without a token.
+	gh *githubContext
+}
+
+// githubContext is what the runner knows of the workflow run a step
+// belongs to, and puts in the step's environment.
+type githubContext struct {
+	Event   string
+	Payload []byte
+	// Ref and SHA are GITHUB_REF and GITHUB_SHA: for the events that run
+	// the default branch's copy of a workflow, the default branch and its
+	// head, whatever the pull request.
+	Ref, SHA           string
+	RunID, RunAttempt  int64
+	Job, Workflow      string
+	WorkflowFile       string
+	Actor              string
+	ServerURL, APIURL  string
+	Token              string
+	ActionRef          string
+	Repository, Owner  string
+	DefaultBranchValue string
+}
+
+// context is the run of the step, with the defaults of a push to main.
+func (r *githubRunner) context() githubContext {
+	if r.gh != nil {
+		return *r.gh
+	}
+	return githubContext{
+		Event: "push", Payload: r.pushEvent(), Ref: "refs/heads/main", SHA: r.sha, RunID: 17014420931, RunAttempt: 1,
+		Job: "deploy", Workflow: "deploy", WorkflowFile: "deploy.yml", Actor: "octocat",
+		ServerURL: "https://github.com", APIURL: "https://api.github.com", ActionRef: "v1",
+		Repository: repoOwner + "/" + repoName, Owner: repoOwner,
+	}
 }
 
 // The repository the emulated workflow runs in.
@@ -157,19 +194,7 @@ func (r *githubRunner) run(image string, s step) stepResult {
 	t.Helper()
 	manifest := readActionManifest(t)
 
-	// The runner creates the file-command files, empty, before each step,
-	// named by a fresh suffix.
-	suffix := newGUID()
-	files := map[string]string{}
-	for _, f := range []struct{ variable, prefix string }{
-		{"GITHUB_PATH", "add_path_"}, {"GITHUB_ENV", "set_env_"}, {"GITHUB_STATE", "save_state_"},
-		{"GITHUB_OUTPUT", "set_output_"}, {"GITHUB_STEP_SUMMARY", "step_summary_"},
-	} {
-		files[f.variable] = filepath.Join(r.fileCommands, f.prefix+suffix)
-		if err := os.WriteFile(files[f.variable], nil, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	suffix, files := r.fileCommandFiles()
 
 	// The environment in the order the runner builds it: the step's env,
 	// the inputs, HOME, then the github and runner contexts and the
@@ -198,54 +223,13 @@ func (r *githubRunner) run(image string, s step) stepResult {
 		set("INPUT_"+strings.ToUpper(strings.ReplaceAll(name, " ", "_")), v)
 	}
 	set("HOME", r.home)
-	event := filepath.Join(r.workflow, "event.json")
+	for _, kv := range r.githubEnv(files) {
+		set(kv[0], kv[1])
+	}
+	// The Actions service's endpoints and the job's runtime token:
+	// present in every container action's environment, and nothing nova
+	// may print.
 	for _, kv := range [][2]string{
-		{"GITHUB_JOB", "deploy"},
-		{"GITHUB_REF", "refs/heads/main"},
-		{"GITHUB_SHA", r.sha},
-		{"GITHUB_REPOSITORY", repoOwner + "/" + repoName},
-		{"GITHUB_REPOSITORY_OWNER", repoOwner},
-		{"GITHUB_REPOSITORY_OWNER_ID", "1001"},
-		{"GITHUB_RUN_ID", "17014420931"},
-		{"GITHUB_RUN_NUMBER", "7"},
-		{"GITHUB_RETENTION_DAYS", "90"},
-		{"GITHUB_RUN_ATTEMPT", "1"},
-		{"GITHUB_ACTOR_ID", "583231"},
-		{"GITHUB_ACTOR", "octocat"},
-		{"GITHUB_WORKFLOW", "deploy"},
-		{"GITHUB_HEAD_REF", ""},
-		{"GITHUB_BASE_REF", ""},
-		{"GITHUB_EVENT_NAME", "push"},
-		{"GITHUB_SERVER_URL", "https://github.com"},
-		{"GITHUB_API_URL", "https://api.github.com"},
-		{"GITHUB_GRAPHQL_URL", "https://api.github.com/graphql"},
-		{"GITHUB_REF_NAME", "main"},
-		{"GITHUB_REF_PROTECTED", "false"},
-		{"GITHUB_REF_TYPE", "branch"},
-		{"GITHUB_WORKFLOW_REF", repoOwner + "/" + repoName + "/.github/workflows/deploy.yml@refs/heads/main"},
-		{"GITHUB_WORKFLOW_SHA", r.sha},
-		{"GITHUB_REPOSITORY_ID", "1296269"},
-		{"GITHUB_TRIGGERING_ACTOR", "octocat"},
-		{"GITHUB_WORKSPACE", r.workspace},
-		{"GITHUB_ACTION", "nova"},
-		{"GITHUB_EVENT_PATH", event},
-		{"GITHUB_ACTION_REPOSITORY", "nova-platform/nova"},
-		{"GITHUB_ACTION_REF", "v1"},
-		{"GITHUB_PATH", files["GITHUB_PATH"]},
-		{"GITHUB_ENV", files["GITHUB_ENV"]},
-		{"GITHUB_STEP_SUMMARY", files["GITHUB_STEP_SUMMARY"]},
-		{"GITHUB_STATE", files["GITHUB_STATE"]},
-		{"GITHUB_OUTPUT", files["GITHUB_OUTPUT"]},
-		{"RUNNER_OS", "Linux"},
-		{"RUNNER_ARCH", "X64"},
-		{"RUNNER_NAME", "GitHub Actions 1000000001"},
-		{"RUNNER_ENVIRONMENT", "github-hosted"},
-		{"RUNNER_TOOL_CACHE", "/opt/hostedtoolcache"},
-		{"RUNNER_TEMP", r.temp},
-		{"RUNNER_WORKSPACE", filepath.Join(r.work, repoName)},
-		// The Actions service's endpoints and the job's runtime token:
-		// present in every container action's environment, and nothing
-		// nova may print.
 		{"ACTIONS_RUNTIME_URL", "https://pipelines.actions.githubusercontent.com/abc/"},
 		{"ACTIONS_RUNTIME_TOKEN", "runtime-token-" + suffix},
 		{"ACTIONS_CACHE_URL", "https://artifactcache.actions.githubusercontent.com/abc/"},
@@ -253,9 +237,6 @@ func (r *githubRunner) run(image string, s step) stepResult {
 		{"ACTIONS_ORCHESTRATION_ID", suffix},
 	} {
 		set(kv[0], kv[1])
-	}
-	if err := os.WriteFile(event, r.pushEvent(), 0o644); err != nil {
-		t.Fatal(err)
 	}
 
 	sum := sha256.Sum256([]byte(r.root))
@@ -271,13 +252,82 @@ func (r *githubRunner) run(image string, s step) stepResult {
 		args = append(args, "-v", m[0]+":"+m[1])
 	}
 	args = append(args, image)
-	t.Logf("docker %s", strings.Join(args, " "))
 
-	var stdout, stderr bytes.Buffer
-	cmd := commandContext(t.Context(), env, "docker", args...)
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	// A test that times out kills the docker client, not the container.
 	t.Cleanup(func() { _ = exec.Command("docker", "rm", "--force", name).Run() })
+	res := r.exec(commandContext(t.Context(), env, "docker", args...))
+	if res.exitCode != 0 {
+		t.Logf("docker %s: exit %d", strings.Join(args, " "), res.exitCode)
+	}
+	if res.exitCode == 125 {
+		t.Fatalf("docker could not start the container (exit 125):\n%s", res.stderr)
+	}
+	r.readFileCommands(&res, files)
+	for k := range res.outputs {
+		if _, ok := manifest.Outputs[k]; !ok {
+			t.Errorf("the action set output %q, which action.yml does not declare", k)
+		}
+	}
+	return res
+}
+
+// fileCommandFiles creates the file-command files, empty, as the runner
+// does before each step, named by a fresh suffix.
+func (r *githubRunner) fileCommandFiles() (string, map[string]string) {
+	suffix := newGUID()
+	files := map[string]string{}
+	for _, f := range []struct{ variable, prefix string }{
+		{"GITHUB_PATH", "add_path_"}, {"GITHUB_ENV", "set_env_"}, {"GITHUB_STATE", "save_state_"},
+		{"GITHUB_OUTPUT", "set_output_"}, {"GITHUB_STEP_SUMMARY", "step_summary_"},
+	} {
+		files[f.variable] = filepath.Join(r.fileCommands, f.prefix+suffix)
+		if err := os.WriteFile(files[f.variable], nil, 0o644); err != nil {
+			r.t.Fatal(err)
+		}
+	}
+	return suffix, files
+}
+
+// readFileCommands reads what a finished step wrote to its files.
+func (r *githubRunner) readFileCommands(res *stepResult, files map[string]string) {
+	t := r.t
+	res.outputs = parseFileCommand(t, readFile(t, files["GITHUB_OUTPUT"]))
+	res.summary = readFile(t, files["GITHUB_STEP_SUMMARY"])
+	res.env, res.path, res.state = readFile(t, files["GITHUB_ENV"]), readFile(t, files["GITHUB_PATH"]), readFile(t, files["GITHUB_STATE"])
+	res.annotations = parseAnnotations(res.stdout)
+}
+
+// shell runs a `run:` step on the runner's machine as the runner does on
+// Linux: the script in a file, `bash --noprofile --norc -eo pipefail`,
+// in the workspace, with the github and runner contexts and the step's
+// env in the environment.
+func (r *githubRunner) shell(script string, env map[string]string) stepResult {
+	t := r.t
+	t.Helper()
+	_, files := r.fileCommandFiles()
+	file := filepath.Join(r.temp, newGUID()+".sh")
+	if err := os.WriteFile(file, []byte(script), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	vars := map[string]string{"PATH": os.Getenv("PATH"), "HOME": filepath.Join(r.root, "home"), "CI": "true", "GITHUB_ACTIONS": "true"}
+	for _, kv := range r.githubEnv(files) {
+		vars[kv[0]] = kv[1]
+	}
+	for k, v := range env {
+		vars[k] = v
+	}
+	cmd := commandContext(t.Context(), vars, "bash", "--noprofile", "--norc", "-eo", "pipefail", file)
+	cmd.Dir = r.workspace
+	res := r.exec(cmd)
+	r.readFileCommands(&res, files)
+	return res
+}
+
+// exec runs a step's process: its output, and its exit code, which only
+// a process that could not start at all has none of.
+func (r *githubRunner) exec(cmd *exec.Cmd) stepResult {
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
 	res := stepResult{stdout: stdout.String(), stderr: stderr.String()}
 	var exit *exec.ExitError
@@ -285,21 +335,67 @@ func (r *githubRunner) run(image string, s step) stepResult {
 	case errors.As(err, &exit):
 		res.exitCode = exit.ExitCode()
 	case err != nil:
-		t.Fatalf("docker run: %v\n%s", err, stderr.String())
-	}
-	if res.exitCode == 125 {
-		t.Fatalf("docker could not start the container (exit 125):\n%s", res.stderr)
-	}
-	res.outputs = parseFileCommand(t, readFile(t, files["GITHUB_OUTPUT"]))
-	res.summary = readFile(t, files["GITHUB_STEP_SUMMARY"])
-	res.env, res.path, res.state = readFile(t, files["GITHUB_ENV"]), readFile(t, files["GITHUB_PATH"]), readFile(t, files["GITHUB_STATE"])
-	res.annotations = parseAnnotations(res.stdout)
-	for k := range res.outputs {
-		if _, ok := manifest.Outputs[k]; !ok {
-			t.Errorf("the action set output %q, which action.yml does not declare", k)
-		}
+		r.t.Fatalf("%s: %v\n%s", cmd.Path, err, stderr.String())
 	}
 	return res
+}
+
+// githubEnv is the github and runner contexts as the runner puts them in
+// a step's environment, with the step's file-command files; it writes the
+// event to /github/workflow/event.json.
+func (r *githubRunner) githubEnv(files map[string]string) [][2]string {
+	t := r.t
+	c := r.context()
+	event := filepath.Join(r.workflow, "event.json")
+	if err := os.WriteFile(event, c.Payload, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	refName := c.Ref[strings.LastIndex(c.Ref, "/")+1:]
+	return [][2]string{
+		{"GITHUB_JOB", c.Job},
+		{"GITHUB_REF", c.Ref},
+		{"GITHUB_SHA", c.SHA},
+		{"GITHUB_REPOSITORY", c.Repository},
+		{"GITHUB_REPOSITORY_OWNER", c.Owner},
+		{"GITHUB_REPOSITORY_OWNER_ID", "1001"},
+		{"GITHUB_RUN_ID", strconv.FormatInt(c.RunID, 10)},
+		{"GITHUB_RUN_NUMBER", "7"},
+		{"GITHUB_RETENTION_DAYS", "90"},
+		{"GITHUB_RUN_ATTEMPT", strconv.FormatInt(c.RunAttempt, 10)},
+		{"GITHUB_ACTOR_ID", "583231"},
+		{"GITHUB_ACTOR", c.Actor},
+		{"GITHUB_WORKFLOW", c.Workflow},
+		{"GITHUB_HEAD_REF", ""},
+		{"GITHUB_BASE_REF", ""},
+		{"GITHUB_EVENT_NAME", c.Event},
+		{"GITHUB_SERVER_URL", c.ServerURL},
+		{"GITHUB_API_URL", c.APIURL},
+		{"GITHUB_GRAPHQL_URL", c.APIURL + "/graphql"},
+		{"GITHUB_REF_NAME", refName},
+		{"GITHUB_REF_PROTECTED", "false"},
+		{"GITHUB_REF_TYPE", "branch"},
+		{"GITHUB_WORKFLOW_REF", c.Repository + "/.github/workflows/" + c.WorkflowFile + "@" + c.Ref},
+		{"GITHUB_WORKFLOW_SHA", c.SHA},
+		{"GITHUB_REPOSITORY_ID", "1296269"},
+		{"GITHUB_TRIGGERING_ACTOR", c.Actor},
+		{"GITHUB_WORKSPACE", r.workspace},
+		{"GITHUB_ACTION", "nova"},
+		{"GITHUB_EVENT_PATH", event},
+		{"GITHUB_ACTION_REPOSITORY", "nova-platform/nova"},
+		{"GITHUB_ACTION_REF", c.ActionRef},
+		{"GITHUB_PATH", files["GITHUB_PATH"]},
+		{"GITHUB_ENV", files["GITHUB_ENV"]},
+		{"GITHUB_STEP_SUMMARY", files["GITHUB_STEP_SUMMARY"]},
+		{"GITHUB_STATE", files["GITHUB_STATE"]},
+		{"GITHUB_OUTPUT", files["GITHUB_OUTPUT"]},
+		{"RUNNER_OS", "Linux"},
+		{"RUNNER_ARCH", "X64"},
+		{"RUNNER_NAME", "GitHub Actions 1000000001"},
+		{"RUNNER_ENVIRONMENT", "github-hosted"},
+		{"RUNNER_TOOL_CACHE", "/opt/hostedtoolcache"},
+		{"RUNNER_TEMP", r.temp},
+		{"RUNNER_WORKSPACE", filepath.Join(r.work, repoName)},
+	}
 }
 
 // evalDefault evaluates an input's default as the runner would. Only the
@@ -311,9 +407,8 @@ func (r *githubRunner) evalDefault(name, def string) string {
 	}
 	switch strings.Join(strings.Fields(def), "") {
 	case "${{github.token}}":
-		// The runner would pass the job's token, and nova would call the
-		// GitHub API with it, which no test here can reach.
-		return ""
+		// The job's token: none outside a run with a GitHub to call.
+		return r.context().Token
 	}
 	r.t.Fatalf("input %q: default %q is an expression this emulation does not evaluate", name, def)
 	return ""

@@ -14,26 +14,26 @@ import (
 var _ runner.BranchGuard = (*Client)(nil)
 
 // ForcePushRefused reports whether Gitea refuses force-pushes to branch of
-// owner/repo, and says why not when it does not (or, refused, what to
-// know: a branch that does not exist yet holds nothing to roll back). A protected branch
+// owner/repo, and says why not when it does not. A protected branch
 // refuses them unless its rule enables force-pushing (Gitea 1.23's
 // enable_force_push); a rule Nova's token may not read is taken as
-// protection's default, which refuses them.
+// protection's default, which refuses them. A branch that does not exist
+// yet (an evidence repository before its first event) has no history to
+// roll back: it is guarded when a rule named after it is there to cover
+// it once the first push creates it.
 func (c *Client) ForcePushRefused(ctx context.Context, owner, repo, branch string) (bool, string, error) {
 	activity := fmt.Sprintf("reading branch %s of %s/%s", branch, owner, repo)
 	b, resp, err := c.api(ctx).GetRepoBranch(owner, repo, branch)
-	if resp != nil && resp.Response != nil && resp.StatusCode == http.StatusNotFound {
-		return true, fmt.Sprintf("branch %s of %s/%s does not exist yet, so nothing on it can be rolled back; it is created by the first push: protect it", branch, owner, repo), nil
-	}
-	if err != nil {
+	exists := err == nil
+	switch {
+	case err != nil && (resp == nil || resp.StatusCode != http.StatusNotFound):
 		return false, "", c.fail(ctx, activity, resp, err)
-	}
-	if !b.Protected {
+	case exists && !b.Protected:
 		return false, fmt.Sprintf("branch %s of %s/%s is not protected: anyone who may push to it may force-push", branch, owner, repo), nil
 	}
-	rule := b.EffectiveBranchProtectionName
-	if rule == "" {
-		rule = branch
+	rule := branch
+	if exists && b.EffectiveBranchProtectionName != "" {
+		rule = b.EffectiveBranchProtectionName
 	}
 	var p struct {
 		EnableForcePush bool `json:"enable_force_push"`
@@ -53,6 +53,9 @@ func (c *Client) ForcePushRefused(ctx context.Context, owner, repo, branch strin
 	switch r.StatusCode {
 	case http.StatusOK:
 	case http.StatusForbidden, http.StatusNotFound:
+		if !exists {
+			return false, fmt.Sprintf("branch %s of %s/%s does not exist yet, and this token reads no protection rule named after it to cover it once created (reading rules takes admin on the repository)", branch, owner, repo), nil
+		}
 		return true, "", nil
 	default:
 		return false, "", runner.Errorf(runner.ForgeAPIFailed, "%s: branch protection %s: %s", activity, rule, r.Status)

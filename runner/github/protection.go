@@ -26,7 +26,9 @@ func (c *Client) ForcePushRefused(ctx context.Context, owner, repo, branch strin
 	}
 	b, resp, err := c.gh.Repositories.GetBranch(ctx, owner, repo, branch, 1)
 	if resp != nil && resp.StatusCode == http.StatusNotFound {
-		return true, fmt.Sprintf("branch %s of %s/%s does not exist yet, so nothing on it can be rolled back; it is created by the first push: protect it", branch, owner, repo), nil
+		// Before the first event: classic protection needs a branch,
+		// and no ruleset covers this name.
+		return false, fmt.Sprintf("branch %s of %s/%s does not exist yet, and no ruleset that blocks force pushes covers it (classic branch protection takes effect only on an existing branch)", branch, owner, repo), nil
 	}
 	if err != nil {
 		return false, "", c.fail(ctx, err, permContentsRead, "reading branch %s of %s/%s", branch, owner, repo)

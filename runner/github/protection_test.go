@@ -30,12 +30,16 @@ func TestForcePushRefused(t *testing.T) {
 		protection int // status of GET …/protection
 		forcePush  bool
 		refused    bool
+		// missing: the branch does not exist yet (no event was pushed).
+		missing bool
 	}{
-		{"a ruleset blocks non-fast-forward pushes", `[{"type":"non_fast_forward","ruleset_source_type":"Repository","ruleset_source":"acme/evidence","ruleset_id":42}]`, false, 404, false, true},
-		{"classic protection", `[]`, true, 200, false, true},
-		{"classic protection allowing force pushes", `[]`, true, 200, true, false},
-		{"classic protection the token may not read", `[]`, true, 403, false, true},
-		{"no protection", `[{"type":"deletion","ruleset_source_type":"Repository","ruleset_source":"acme/evidence","ruleset_id":42}]`, false, 404, false, false},
+		{"a ruleset blocks non-fast-forward pushes", `[{"type":"non_fast_forward","ruleset_source_type":"Repository","ruleset_source":"acme/evidence","ruleset_id":42}]`, false, 404, false, true, false},
+		{"classic protection", `[]`, true, 200, false, true, false},
+		{"classic protection allowing force pushes", `[]`, true, 200, true, false, false},
+		{"classic protection the token may not read", `[]`, true, 403, false, true, false},
+		{"no protection", `[{"type":"deletion","ruleset_source_type":"Repository","ruleset_source":"acme/evidence","ruleset_id":42}]`, false, 404, false, false, false},
+		{"not created, a ruleset waits", `[{"type":"non_fast_forward","ruleset_source_type":"Repository","ruleset_source":"acme/evidence","ruleset_id":42}]`, false, 404, false, true, true},
+		{"not created, no ruleset", `[]`, false, 404, false, false, true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFakeGitHub(t)
@@ -44,6 +48,10 @@ func TestForcePushRefused(t *testing.T) {
 				w.Write([]byte(tt.rules))
 			})
 			f.handle("GET /repos/acme/evidence/branches/main", func(w http.ResponseWriter, r *http.Request) {
+				if tt.missing {
+					writeJSON(w, 404, map[string]any{"message": "Branch not found", "documentation_url": "https://docs.github.com/rest/branches/branches#get-a-branch", "status": "404"})
+					return
+				}
 				writeJSON(w, 200, fixtureWith(t, "branch.json", func(m map[string]any) { m["protected"] = tt.protected }))
 			})
 			f.handle("GET /repos/acme/evidence/branches/main/protection", func(w http.ResponseWriter, r *http.Request) {
