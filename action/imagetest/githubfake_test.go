@@ -166,12 +166,7 @@ func (f *fakeGitHub) handler() http.Handler {
 	mux.HandleFunc("POST "+base+"/statuses/{sha}", f.createStatus)
 	mux.HandleFunc("POST "+base+"/deployments", f.createDeployment)
 	mux.HandleFunc("POST "+base+"/deployments/{id}/statuses", f.createDeploymentStatus)
-	// What GitHub says of a commit's signature (the provenance input
-	// without trusted keys): the tests' commits are unsigned.
-	mux.HandleFunc("GET "+base+"/commits/{sha}", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, map[string]any{"sha": r.PathValue("sha"), "commit": map[string]any{
-			"message": "a change", "verification": map[string]any{"verified": false, "reason": "unsigned", "signature": nil, "payload": nil}}})
-	})
+	mux.HandleFunc("GET "+base+"/commits/{sha}", f.getCommit)
 	// The token's own user: the workflow's token is the Actions bot.
 	mux.HandleFunc("GET "+f.apiPrefix+"/user", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]any{"login": "github-actions[bot]", "id": 41898282, "type": "Bot"})
@@ -459,6 +454,24 @@ func (f *fakeGitHub) createDeploymentStatus(w http.ResponseWriter, r *http.Reque
 		}
 	}
 	writeJSON(w, http.StatusNotFound, map[string]string{"message": "Not Found"})
+}
+
+// getCommit says what GitHub says of a commit's signature (the provenance
+// input without trusted keys): a commit of the consumer's repository that
+// carries an OpenPGP signature is verified, as GitHub verifies one signed
+// with a key its author registered; any other is unsigned.
+func (f *fakeGitHub) getCommit(w http.ResponseWriter, r *http.Request) {
+	sha := r.PathValue("sha")
+	verification := map[string]any{"verified": false, "reason": "unsigned", "signature": nil, "payload": nil}
+	if f.git != "" {
+		if raw, err := exec.Command("git", "--git-dir", f.git, "cat-file", "commit", sha).Output(); err == nil {
+			if _, sig, ok := strings.Cut(string(raw), "\ngpgsig "); ok {
+				sig, _, _ = strings.Cut(sig, "\n\n")
+				verification = map[string]any{"verified": true, "reason": "valid", "signature": sig, "payload": "tree …", "verified_at": "2024-05-02T09:00:00Z"}
+			}
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"sha": sha, "commit": map[string]any{"message": "a change", "verification": verification}})
 }
 
 func (f *fakeGitHub) getRepo(w http.ResponseWriter, _ *http.Request) {

@@ -35,14 +35,14 @@ import (
 //  3. a comment that is no /nova command starts no job;
 //  4. `/nova approve prod <digest>` (issue_comment) by qa-lead is refused
 //     (separation of duties: qa-lead approved qa), by dev-author ignored
-//     (the author); sre-oncall approves the pull request (a review,
-//     relayed by the secretless workflow to workflow_run): prod applies;
-//  5. dr is planned and stops at its confidence threshold: the head is
-//     signed, and nova verifies signatures only against trusted keys,
-//     which the scaffold has no place for (forge-verified provenance,
-//     issue 32, is what lets dr pass);
+//     (the author), prod waiting all along; sre-oncall approves the pull
+//     request (a review, relayed by the secretless workflow to
+//     workflow_run): prod applies;
+//  5. dr reaches its confidence threshold with the provenance GitHub
+//     verified (the head is signed) and waits; sre-oncall approves it by
+//     comment: dr applies;
 //  6. dev-author pushes a commit that does not touch the contract
-//     (synchronize): dev, qa and prod answer with their receipts, no
+//     (synchronize): every environment answers with its receipt, no
 //     apply job runs and nobody is asked.
 //
 // It asserts what GitHub shows (each environment's commit status on the
@@ -78,31 +78,42 @@ func TestGitHubJourney(t *testing.T) {
 		t.Errorf("a plain comment ran jobs: %v", ran)
 	}
 
-	// 4. prod: refused, ignored, then approved by review.
+	// 4. prod: refused, ignored, then approved by review. A refused or
+	// ignored approval leaves prod waiting, not failed: nothing is wrong
+	// with the change.
 	run = j.one(j.comment("qa-lead", "/nova approve prod "+prodDigest))
-	j.ranJobs(run, []string{"pull-request", "plan-dev", "plan-qa", "plan-prod", "apply-prod"}, "apply-prod")
-	j.verdict(run, "prod", "fail")
-	j.refusedFor(run, "apply-prod", "SEPARATION_OF_DUTIES_VIOLATION")
-	j.statuses(map[string]string{"prod": "failure"})
+	j.ranJobs(run, []string{"pull-request", "plan-dev", "plan-qa", "plan-prod", "apply-prod"})
+	j.verdict(run, "prod", "awaiting_approval")
+	j.says(run, "apply-prod", "SEPARATION_OF_DUTIES_VIOLATION")
+	j.statuses(map[string]string{"prod": "pending"})
 	run = j.one(j.comment("dev-author", "/nova approve prod "+prodDigest))
-	j.ranJobs(run, []string{"pull-request", "plan-dev", "plan-qa", "plan-prod", "apply-prod"}, "apply-prod")
-	j.statuses(map[string]string{"prod": "failure"})
+	j.ranJobs(run, []string{"pull-request", "plan-dev", "plan-qa", "plan-prod", "apply-prod"})
+	j.verdict(run, "prod", "awaiting_approval")
+	j.statuses(map[string]string{"prod": "pending"})
 	if _, err := gh.review("dev-author", "APPROVED"); err == nil {
 		t.Error("GitHub let the author approve their own pull request")
 	}
 	run = j.one(j.review("sre-oncall", "APPROVED"))
-	j.ranJobs(run, []string{"pull-request", "plan-dev", "plan-qa", "plan-prod", "apply-prod", "plan-dr"}, "plan-dr")
+	j.ranJobs(run, []string{"pull-request", "plan-dev", "plan-qa", "plan-prod", "apply-prod", "plan-dr", "apply-dr"})
 	j.verdict(run, "prod", "pass")
 
-	// 5. dr stops at its threshold: provenance unverified.
-	j.refusedFor(run, "plan-dr", "CONFIDENCE_BELOW_THRESHOLD", "PROVENANCE_COMMIT_UNVERIFIED")
-	j.statuses(map[string]string{"dev": "success", "qa": "success", "prod": "success", "dr": "failure"})
+	// 5. dr: the head is signed, and GitHub shows it verified, which is
+	// the provenance dr's threshold asks for; sre-oncall approves by
+	// comment.
+	j.verdict(run, "dr", "awaiting_approval")
+	j.statuses(map[string]string{"dev": "success", "qa": "success", "prod": "success", "dr": "pending"})
+	drDigest := j.digestToApprove("dr")
+	run = j.one(j.comment("sre-oncall", "/nova approve dr "+drDigest))
+	j.ranJobs(run, []string{"pull-request", "plan-dev", "plan-qa", "plan-prod", "plan-dr", "apply-dr"})
+	j.verdict(run, "dr", "pass")
+	all := map[string]string{"dev": "success", "qa": "success", "prod": "success", "dr": "success"}
+	j.statuses(all)
 
 	// 6. A commit that does not touch the contract: receipts.
 	j.push("docs: say hello", map[string]string{"README.md": "hello\n"})
 	run = j.one(j.pullRequestTarget("synchronize"))
-	j.ranJobs(run, []string{"pull-request", "plan-dev", "plan-qa", "plan-prod", "plan-dr"}, "plan-dr")
-	for _, env := range []string{"dev", "qa", "prod"} {
+	j.ranJobs(run, []string{"pull-request", "plan-dev", "plan-qa", "plan-prod", "plan-dr"})
+	for _, env := range environmentsAll {
 		if run.jobs["plan-"+env].outputs["receipt"] == "" {
 			t.Errorf("plan-%s of the re-run answered without a receipt", env)
 		}
@@ -113,7 +124,7 @@ func TestGitHubJourney(t *testing.T) {
 	if env := run.waiting(); env != "" {
 		t.Errorf("the re-run waits for %s's reviewers", env)
 	}
-	j.statuses(map[string]string{"dev": "success", "qa": "success", "prod": "success", "dr": "failure"})
+	j.statuses(all)
 
 	// What the pull request shows: one comment per environment.
 	for _, env := range environmentsAll {
@@ -126,7 +137,7 @@ func TestGitHubJourney(t *testing.T) {
 	// it verifies.
 	auth := &githttp.BasicAuth{Username: "x-access-token", Password: j.evidenceToken}
 	_, approvals := readEvidence(t, j.evidenceURL, auth)
-	want := []string{"qa-lead approve qa " + qaDigest, "qa-lead approve prod " + prodDigest, "sre-oncall approve prod " + prodDigest}
+	want := []string{"qa-lead approve qa " + qaDigest, "qa-lead approve prod " + prodDigest, "sre-oncall approve prod " + prodDigest, "sre-oncall approve dr " + drDigest}
 	if diff := cmp.Diff(want, approvals); diff != "" {
 		t.Errorf("approvals recorded (-want +got):\n%s", diff)
 	}
@@ -359,6 +370,17 @@ func (j *githubJourney) verdict(run *ghRun, env, want string) {
 	j.t.Helper()
 	if got := run.jobs["apply-"+env].outputs["verdict"]; got != want {
 		j.t.Errorf("run %d: apply-%s verdict %q, want %q", run.id, env, got, want)
+	}
+}
+
+// says checks that job's log gives each reason.
+func (j *githubJourney) says(run *ghRun, job string, reasons ...string) {
+	j.t.Helper()
+	log := strings.Join(run.jobs[job].log, "\n")
+	for _, r := range reasons {
+		if !strings.Contains(log, r) {
+			j.t.Errorf("run %d: %s does not say %s:\n%s", run.id, job, r, log)
+		}
 	}
 }
 

@@ -19,8 +19,11 @@ var _ runner.BranchGuard = (*Client)(nil)
 // enable_force_push); a rule Nova's token may not read is taken as
 // protection's default, which refuses them. A branch that does not exist
 // yet (an evidence repository before its first event) has no history to
-// roll back: it is guarded when a rule named after it is there to cover
-// it once the first push creates it.
+// roll back: it is taken as guarded, saying so unless a rule named after
+// it is there to cover it once the first push creates it; from then on
+// it must be protected. Deleting a protected branch is refused as
+// force-pushing it is, so a missing branch is never one that was
+// protected.
 func (c *Client) ForcePushRefused(ctx context.Context, owner, repo, branch string) (bool, string, error) {
 	activity := fmt.Sprintf("reading branch %s of %s/%s", branch, owner, repo)
 	b, resp, err := c.api(ctx).GetRepoBranch(owner, repo, branch)
@@ -54,7 +57,7 @@ func (c *Client) ForcePushRefused(ctx context.Context, owner, repo, branch strin
 	case http.StatusOK:
 	case http.StatusForbidden, http.StatusNotFound:
 		if !exists {
-			return false, fmt.Sprintf("branch %s of %s/%s does not exist yet, and this token reads no protection rule named after it to cover it once created (reading rules takes admin on the repository)", branch, owner, repo), nil
+			return true, fmt.Sprintf("branch %s of %s/%s does not exist yet, so it holds nothing to roll back; the first push creates it: protect it then (this token reads no rule named after it, which takes admin on the repository)", branch, owner, repo), nil
 		}
 		return true, "", nil
 	default:

@@ -7,8 +7,8 @@ import (
 
 // TestForcePushRefusedOnGitea: on the real server, the evidence branch
 // counts as guarded only while a protection rule covers it without
-// enabling force-push; a branch the first push will create, only while a
-// rule named after it waits for it.
+// enabling force-push; a branch the first push will create holds nothing
+// to roll back yet.
 func TestForcePushRefusedOnGitea(t *testing.T) {
 	f := newForge(t)
 	s := f.s
@@ -23,7 +23,8 @@ func TestForcePushRefusedOnGitea(t *testing.T) {
 		{"force-push enabled", "main", func() {
 			s.API(t, s.AdminToken, http.MethodPatch, path+"/main", map[string]any{"enable_force_push": true}, nil)
 		}, false},
-		{"not created, no rule", "evidence", nil, false},
+		// Nothing to roll back yet: guarded, with a word to protect it.
+		{"not created, no rule", "evidence", nil, true},
 		{"not created, a rule waits", "evidence", func() { s.API(t, s.AdminToken, http.MethodPost, path, map[string]any{"rule_name": "evidence"}, nil) }, true},
 	} {
 		if tt.change != nil {

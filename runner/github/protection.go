@@ -26,9 +26,10 @@ func (c *Client) ForcePushRefused(ctx context.Context, owner, repo, branch strin
 	}
 	b, resp, err := c.gh.Repositories.GetBranch(ctx, owner, repo, branch, 1)
 	if resp != nil && resp.StatusCode == http.StatusNotFound {
-		// Before the first event: classic protection needs a branch,
-		// and no ruleset covers this name.
-		return false, fmt.Sprintf("branch %s of %s/%s does not exist yet, and no ruleset that blocks force pushes covers it (classic branch protection takes effect only on an existing branch)", branch, owner, repo), nil
+		// Before the first event: nothing to roll back yet. Deleting a
+		// protected branch is refused as force-pushing it is, so a
+		// missing branch was never a protected one.
+		return true, fmt.Sprintf("branch %s of %s/%s does not exist yet, so it holds nothing to roll back; the first push creates it: protect it then, or cover its name with a ruleset that blocks force pushes now", branch, owner, repo), nil
 	}
 	if err != nil {
 		return false, "", c.fail(ctx, err, permContentsRead, "reading branch %s of %s/%s", branch, owner, repo)

@@ -39,7 +39,7 @@ func TestForcePushRefused(t *testing.T) {
 		{"classic protection the token may not read", `[]`, true, 403, false, true, false},
 		{"no protection", `[{"type":"deletion","ruleset_source_type":"Repository","ruleset_source":"acme/evidence","ruleset_id":42}]`, false, 404, false, false, false},
 		{"not created, a ruleset waits", `[{"type":"non_fast_forward","ruleset_source_type":"Repository","ruleset_source":"acme/evidence","ruleset_id":42}]`, false, 404, false, true, true},
-		{"not created, no ruleset", `[]`, false, 404, false, false, true},
+		{"not created, no ruleset: nothing to roll back yet", `[]`, false, 404, false, true, true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFakeGitHub(t)
