@@ -50,11 +50,14 @@ jobs:
           echo "fact var=$VAR"
           echo "the secret is $SECRET"
           git -c "http.extraHeader=Authorization: token $TOKEN" ls-remote "$REPO_URL" refs/heads/main | grep -q . && echo "fact token=reads"
+      # Said in a step of its own: act loses a failing command's last
+      # output (see TestExecute).
+      - name: say it fails
+        if: github.event_name == 'issue_comment' && contains(github.event.comment.body, 'please fail')
+        run: echo "failing as the comment asks"
       - name: fail on request
         if: github.event_name == 'issue_comment' && contains(github.event.comment.body, 'please fail')
-        run: |
-          echo "failing as the comment asks"
-          exit 1
+        run: exit 1
 `
 
 // typedWorkflowPath is a second workflow with the review trigger Nova's

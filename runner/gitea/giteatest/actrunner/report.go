@@ -27,13 +27,6 @@ import (
 // by line, and masking every short line would mask ordinary words.
 const minMaskedLine = 8
 
-// settleQuiet and settleMax bound the wait for a failed step's last
-// output (settle).
-const (
-	settleQuiet = 200 * time.Millisecond
-	settleMax   = 2 * time.Second
-)
-
 // reporter turns act's log entries for one task into the log rows and
 // step states Gitea keeps, and sends them. It is act's job logger (a
 // logrus hook on a logger that writes nowhere else).
@@ -54,8 +47,6 @@ type reporter struct {
 	// after its executor returned, but Gitea takes no rows after the log
 	// is marked complete.
 	closed bool
-	// lastEntry is when act last logged, for settle.
-	lastEntry time.Time
 }
 
 func newReporter(client runnerv1connect.RunnerServiceClient, task *runnerv1.Task, cancel context.CancelFunc, echo func(...string)) *reporter {
@@ -133,7 +124,6 @@ func (r *reporter) Fire(e *logrus.Entry) error {
 		extra = *runner.Masks(e.Context)
 	}
 	msg := r.mask(e.Message, extra)
-	r.lastEntry = time.Now()
 	if r.closed {
 		r.echo(msg)
 		return nil
@@ -238,9 +228,6 @@ func (r *reporter) start(ctx context.Context) func() {
 // sends everything, the log first and marked complete, as act_runner
 // does. It reports with a context of its own: the task's may be cancelled.
 func (r *reporter) close(jobResult string, runErr error, cancelled bool) error {
-	if runErr != nil {
-		r.settle()
-	}
 	r.mu.Lock()
 	now := timestamppb.Now()
 	result := taskResult(jobResult, runErr, cancelled)
@@ -266,25 +253,6 @@ func (r *reporter) close(jobResult string, runErr error, cancelled bool) error {
 	ctx, cancel := context.WithTimeout(context.Background(), rpcTimeout)
 	defer cancel()
 	return r.flush(ctx, true)
-}
-
-// settle waits until act has logged nothing for settleQuiet, at most
-// settleMax. In host mode act runs a step on a pseudo-terminal and, when
-// the step fails, returns before the terminal's output is copied: the
-// step's last lines, usually the ones that say why it failed, are still
-// arriving.
-func (r *reporter) settle() {
-	deadline := time.Now().Add(settleMax)
-	ticker := time.NewTicker(settleQuiet / 4)
-	defer ticker.Stop()
-	for now := range ticker.C {
-		r.mu.Lock()
-		quiet := now.Sub(r.lastEntry) >= settleQuiet
-		r.mu.Unlock()
-		if quiet || now.After(deadline) {
-			return
-		}
-	}
 }
 
 // flush sends the rows Gitea has not acknowledged, then the task state
