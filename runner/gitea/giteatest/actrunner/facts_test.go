@@ -20,7 +20,7 @@ const factsWorkflowPath = ".gitea/workflows/x.yml"
 // factsWorkflow runs on every event whose handling the tests record, and
 // prints which copy of itself ran (DEFINITION: main on the default
 // branch, head on the pull request's branch), whether the repository's
-// secret reached it, and the ref and sha Gitea gave the run. The second
+// secret reached it, and the ref and sha Gitea gave the run. Its last
 // step fails when a comment asks for it.
 const factsWorkflow = `name: facts
 on:
