@@ -97,7 +97,7 @@ workflows:
 	  cp "$$f" .github/workflows/ && cp "$$f" .gitea/workflows/; \
 	done
 
-## tools: what the tests run for real: terraform, gpg (git verify-commit),
+## tools: what the tests run for real: terraform and OpenTofu (tofu), gpg (git verify-commit),
 ## cosign (verify-blob), conftest (policy parity and benchmark), gitea
 ## (the Gitea adapter's server), the PostgreSQL server (the pg backend and
 ## the cross-runner lock; tests start their own through .ci/postgres.sh),
@@ -105,7 +105,7 @@ workflows:
 ## the image's terraform, act and a static busybox (act's job container).
 ## Tests never install anything themselves: a missing tool fails them.
 tools:
-	@./.ci/tools.sh terraform gpg cosign conftest gitea postgres chromium terraform-image act busybox >/dev/null
+	@./.ci/tools.sh terraform opentofu gpg cosign conftest gitea postgres chromium terraform-image act busybox >/dev/null
 
 clean:
 	rm -rf bin
