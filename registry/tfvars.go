@@ -50,6 +50,17 @@ func readTerraformInterface(fsys fs.FS, dir string) (*tfconfig.Module, error) {
 				Detail:   "Terraform Stacks files do not belong in a module's terraform/ directory.",
 				Subject:  &hcl.Range{Filename: file, Start: hcl.InitialPos, End: hcl.InitialPos},
 			})
+		case strings.HasSuffix(name, ".tofu"), strings.HasSuffix(name, ".tofu.json"):
+			// OpenTofu reads these, in place of a .tf of the same name;
+			// Terraform and this check do not. A module reads the same
+			// under both engines, or module.yaml's agreement would hold
+			// for one of them only.
+			diags = append(diags, &hcl.Diagnostic{
+				Severity: hcl.DiagError,
+				Summary:  "Unsupported file",
+				Detail:   "OpenTofu-only files (.tofu, .tofu.json) do not belong in a registry module: it must read the same under Terraform and OpenTofu.",
+				Subject:  &hcl.Range{Filename: file, Start: hcl.InitialPos, End: hcl.InitialPos},
+			})
 		case !ok:
 			// not a Terraform configuration file
 		case base == "override" || strings.HasSuffix(base, "_override"):

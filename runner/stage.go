@@ -94,6 +94,8 @@ type State struct {
 	ContractPath string
 	// EnvOverride replaces the contract's environment when set (--env).
 	EnvOverride Environment
+	// EngineOverride replaces the contract's engine when set (--engine).
+	EngineOverride string
 	// Commit is the consumer commit being deployed; it is bound into the
 	// plan digest so an approval cannot be replayed on other code.
 	Commit string
