@@ -204,7 +204,9 @@ func TestEngineVersionNamesTheRealEngines(t *testing.T) {
 	for _, engine := range terraformtest.Engines {
 		t.Run(engine, func(t *testing.T) {
 			bin := terraformtest.Binary(t, engine)
-			out, err := exec.CommandContext(t.Context(), bin, "version", "-json").Output()
+			cmd := exec.CommandContext(t.Context(), bin, "version", "-json")
+			cmd.Env = append(os.Environ(), "TF_CLI_CONFIG_FILE="+os.DevNull)
+			out, err := cmd.Output()
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -214,7 +216,11 @@ func TestEngineVersionNamesTheRealEngines(t *testing.T) {
 			if err := json.Unmarshal(out, &v); err != nil || v.Version == "" {
 				t.Fatalf("%s version -json: %v\n%s", bin, err, out)
 			}
-			e := &Engine{Terraform: Options{ExecPath: bin, Env: map[string]string{"PATH": os.Getenv("PATH")}}, OpenTofu: bin}
+			// A CLI config file that does not exist makes tofu warn on
+			// stdout, before its JSON; the adapter's environment keeps
+			// that from any command.
+			env := map[string]string{"PATH": os.Getenv("PATH"), "TF_CLI_CONFIG_FILE": filepath.Join(t.TempDir(), "missing.tfrc")}
+			e := &Engine{Terraform: Options{ExecPath: bin, Env: env}, OpenTofu: bin}
 			got, err := e.EngineVersion(t.Context(), &runner.Contract{Engine: engine})
 			if err != nil || got != engine+" "+v.Version {
 				t.Errorf("EngineVersion = %q, %v; want %q", got, err, engine+" "+v.Version)

@@ -80,7 +80,10 @@ func readsRenderedValuesBack(t *testing.T, bin string) {
 		t.Helper()
 		cmd := exec.CommandContext(t.Context(), bin, args...)
 		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "TF_IN_AUTOMATION=1", "CHECKPOINT_DISABLE=1", "TF_DATA_DIR="+filepath.Join(dir, ".terraform"))
+		// A CLI config file that is missing makes tofu print a warning
+		// on stdout, where the JSON goes: an empty one, as Environment
+		// gives the engine.
+		cmd.Env = append(os.Environ(), "TF_IN_AUTOMATION=1", "CHECKPOINT_DISABLE=1", "TF_DATA_DIR="+filepath.Join(dir, ".terraform"), "TF_CLI_CONFIG_FILE="+os.DevNull)
 		var stdout, stderr bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
 		if err := cmd.Run(); err != nil {
