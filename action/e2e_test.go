@@ -420,6 +420,34 @@ func TestApplyRefusesBundlesItWasNotMadeFor(t *testing.T) {
 			t.Errorf("exit %d reason %s, want %d %s", code, v.Reason, ExitFail, runner.PlanBundleMismatch)
 		}
 	})
+	// The plan digest binds the engine: approving a Terraform plan never
+	// authorises an OpenTofu apply, nor one by another Terraform.
+	t.Run("another engine by flag", func(t *testing.T) {
+		code, v, _ := c.nova(ctx, "apply", "--bundle", second.BundleDir, "--engine", "opentofu")
+		if code != ExitFail || v.Reason != string(runner.EngineChangedSincePlan) {
+			t.Errorf("exit %d reason %s, want %d %s", code, v.Reason, ExitFail, runner.EngineChangedSincePlan)
+		}
+	})
+	t.Run("another engine in the contract", func(t *testing.T) {
+		c.writeContract(helloContract("other", "dev") + "engine: opentofu\n")
+		defer c.writeContract(helloContract("other", "dev"))
+		code, v, _ := c.nova(ctx, "apply", "--bundle", second.BundleDir)
+		if code != ExitFail || v.Reason != string(runner.EngineChangedSincePlan) {
+			t.Errorf("exit %d reason %s, want %d %s", code, v.Reason, ExitFail, runner.EngineChangedSincePlan)
+		}
+	})
+	t.Run("another version of the engine", func(t *testing.T) {
+		// The same terraform, saying it is another version.
+		other := filepath.Join(t.TempDir(), "terraform")
+		writeFile(t, other, "#!/bin/sh\nif [ \"$1\" = version ]; then echo '{\"terraform_version\":\"9.9.9\"}'; exit 0; fi\nexec "+mustLookPath(t)+" \"$@\"\n")
+		if err := os.Chmod(other, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		code, v, _ := c.nova(ctx, "apply", "--bundle", second.BundleDir, "--terraform", other)
+		if code != ExitFail || v.Reason != string(runner.EngineChangedSincePlan) || !strings.Contains(stage(v, "bundle").Summary, "terraform 9.9.9") {
+			t.Errorf("exit %d reason %s (%s), want %d %s", code, v.Reason, stage(v, "bundle").Summary, ExitFail, runner.EngineChangedSincePlan)
+		}
+	})
 	t.Run("swapped saved plan", func(t *testing.T) {
 		// Put the first plan's tfplan into the second bundle: the manifest
 		// still names the second plan's digest, the file no longer has it.

@@ -75,7 +75,7 @@ var actionOutputDocs = []struct{ Name, Description string }{
 	{"exit-code", "0 pass, 1 verdict fail, 2 tool or configuration error, 3 awaiting approval."},
 	{"reason", "The reason code of the stage that stopped the run (docs/reason-codes.md)."},
 	{"run-id", "This run's id; its events are in .nova/runs/<run-id>/events.jsonl."},
-	{"plan-digest", "sha256 binding the plan to the contract and commit; approvals name it."},
+	{"plan-digest", "sha256 binding the plan to its engine and version, the contract and commit; approvals name it."},
 	{"confidence", "The last confidence score (three decimals), when one was computed."},
 	{"bundle-dir", "The plan bundle to hand to the apply job, relative to the workspace."},
 	{"receipt", "When the environment applied this change before and nothing since, the id of that apply's event: nothing was planned, and nothing needs approving or applying."},

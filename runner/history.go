@@ -92,6 +92,9 @@ type PlanRecord struct {
 	Commit string `json:"commit,omitempty"`
 	// Change is the change the plan deploys (ChangeRecord.ID).
 	Change string `json:"change,omitempty"`
+	// Engine is the engine that planned, at its exact version ("opentofu
+	// 1.12.6"): the one the digest binds, and the only one that may apply.
+	Engine string `json:"engine,omitempty"`
 }
 
 // ResourceChange is one planned change, without its values.

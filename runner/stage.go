@@ -165,6 +165,9 @@ type Plan struct {
 	// it in this process: apply can then trust the file by its hash
 	// instead of reading the plan again.
 	FileSHA256 string `json:"-"`
+	// Engine is the engine that planned, at its exact version ("opentofu
+	// 1.12.6"); the digest binds it.
+	Engine string `json:"engine"`
 }
 
 // ChangeSummary counts resource changes by action, as Terraform reports them.

@@ -340,6 +340,12 @@ func (w *workspace) Show(ctx context.Context, planFile string) (*runner.SavedPla
 	if err != nil {
 		return nil, err
 	}
+	// The engine that reads the plan is the one that would apply it: the
+	// digest binds it, so an approval of one engine's plan never
+	// authorises another's apply.
+	if sp.Engine, err = w.tf.Engine(ctx); err != nil {
+		return nil, err
+	}
 	sp.FileSHA256 = before
 	return sp, nil
 }
