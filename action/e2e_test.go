@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"os"
@@ -23,11 +24,12 @@ import (
 	"github.com/nova-platform/nova/runner"
 	"github.com/nova-platform/nova/runner/bundle"
 	"github.com/nova-platform/nova/runner/terraform"
+	"github.com/nova-platform/nova/runner/terraform/terraformtest"
 )
 
-// These tests run the nova command in-process against real Terraform and
-// real files: no fakes. Terraform must be on PATH; `make test` installs it
-// through the Go module proxy when it is missing.
+// These tests run the nova command in-process against real engines and
+// real files: no fakes. Terraform and OpenTofu must be on PATH; `make
+// tools` builds them through the Go module proxy.
 
 type consumer struct {
 	t        *testing.T
@@ -35,22 +37,47 @@ type consumer struct {
 	stateDir string
 	extra    []string
 	env      map[string]string
+	// engine is the engine the consumer's contracts name ("": terraform).
+	engine string
 }
 
 func newConsumer(t *testing.T, contract string) *consumer {
 	t.Helper()
-	if _, err := exec.LookPath("terraform"); err != nil {
-		t.Fatal("terraform is not on PATH: run `make test`, which installs it")
-	}
+	return newEngineConsumer(t, runner.EngineTerraform, contract)
+}
+
+// newEngineConsumer is a consumer whose contracts run on engine: each
+// contract it writes names it.
+func newEngineConsumer(t *testing.T, engine, contract string) *consumer {
+	t.Helper()
+	terraformtest.Binary(t, engine)
 	// HOME holds local mode's evidence repo and the keys made on first use.
-	c := &consumer{t: t, dir: t.TempDir(), stateDir: t.TempDir(), env: map[string]string{"HOME": t.TempDir()}}
+	c := &consumer{t: t, dir: t.TempDir(), stateDir: t.TempDir(), env: map[string]string{"HOME": t.TempDir()}, engine: engine}
 	c.writeContract(contract)
 	writeFile(t, filepath.Join(c.dir, runner.ApproversFile), testApprovers)
 	return c
 }
 
+// forEachEngine runs body once per engine, as a subtest named after it.
+func forEachEngine(t *testing.T, body func(t *testing.T, engine string)) {
+	for _, engine := range terraformtest.Engines {
+		t.Run(engine, func(t *testing.T) { body(t, engine) })
+	}
+}
+
+// binary is the consumer's engine's binary.
+func (c *consumer) binary() string {
+	c.t.Helper()
+	return terraformtest.Binary(c.t, cmp.Or(c.engine, runner.EngineTerraform))
+}
+
+// writeContract writes the contract, naming the consumer's engine unless
+// the contract names one itself.
 func (c *consumer) writeContract(contract string) {
 	c.t.Helper()
+	if c.engine != "" && c.engine != runner.EngineTerraform && !strings.Contains(contract, "\nengine:") {
+		contract += "engine: " + c.engine + "\n"
+	}
 	if err := os.MkdirAll(filepath.Join(c.dir, ".nova"), 0o755); err != nil {
 		c.t.Fatal(err)
 	}
@@ -152,7 +179,7 @@ func checkChain(t *testing.T, events []runner.Event, wantTypes []string) {
 func (c *consumer) state(ctx context.Context, env string) *tfjson.State {
 	c.t.Helper()
 	path := filepath.Join(c.stateDir, "0c0ffee0-1111-4222-8333-444455556666", env, "terraform.tfstate")
-	tf, err := terraform.New(c.t.TempDir(), terraform.Options{ExecPath: mustLookPath(c.t)})
+	tf, err := terraform.New(c.t.TempDir(), terraform.Options{ExecPath: c.binary(), Engine: c.engine})
 	if err != nil {
 		c.t.Fatal(err)
 	}
