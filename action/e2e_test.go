@@ -199,16 +199,40 @@ func mustLookPath(t *testing.T) string {
 	return p
 }
 
+// TestEndToEndPlanApplyChangeDestroy runs on each engine: a first run
+// applies, a second answers with the receipt, a changed contract plans and
+// its bundle applies, a replay answers with the receipt again, and the
+// events name the engine that planned and applied.
 func TestEndToEndPlanApplyChangeDestroy(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, engine string) {
+		t.Parallel()
+		endToEnd(t, engine)
+	})
+}
+
+func endToEnd(t *testing.T, engine string) {
 	ctx := t.Context()
-	c := newConsumer(t, helloContract("world", "dev"))
+	c := newEngineConsumer(t, engine, helloContract("world", "dev"))
 	c.extra = []string{"--commit", "1111111111111111111111111111111111111111"}
 
 	code, v, stderr := c.nova(ctx, "run")
 	if code != ExitPass || !slices.Equal(verdicts(v), []string{"schema=pass", "change=pass", "policy=pass", "nfr=pass", "confidence=pass", "plan=pass", "plan-policy=pass", "plan-confidence=pass", "approvals=pass", "gate=pass", "apply=pass"}) {
 		t.Fatalf("first run: exit %d, stages %v\n%s", code, verdicts(v), stderr)
 	}
-	checkChain(t, readEvents(t, v.EventsFile), slices.Concat(evaluated, planned, checked, []string{runner.EventApplyAuthorized, runner.EventAttestation, runner.EventApplyCompleted}, settled))
+	first := readEvents(t, v.EventsFile)
+	checkChain(t, first, slices.Concat(evaluated, planned, checked, []string{runner.EventApplyAuthorized, runner.EventAttestation, runner.EventApplyCompleted}, settled))
+	label := engineLabel(t, c)
+	for _, e := range first {
+		var d struct {
+			Engine string `json:"engine"`
+		}
+		if e.Type != runner.EventPlanCreated && e.Type != runner.EventApplyCompleted && e.Type != runner.EventChangeIdentified {
+			continue
+		}
+		if err := runner.DecodeEventData(e, &d); err != nil || d.Engine != label {
+			t.Errorf("%s names engine %q (%v), want %q", e.Type, d.Engine, err, label)
+		}
+	}
 	if got := outputValue(t, c.state(ctx, "dev"), "message__text"); got != "Hello, world!" {
 		t.Errorf("after first apply message__text = %q", got)
 	}
@@ -268,14 +292,14 @@ func TestEndToEndPlanApplyChangeDestroy(t *testing.T) {
 	}
 
 	// Replaying the applied bundle answers with the original receipt and
-	// runs no terraform: a terraform that leaves a mark when called.
+	// runs no engine: a binary that leaves a mark when called.
 	marks := t.TempDir()
-	tf := filepath.Join(marks, "terraform")
+	tf := filepath.Join(marks, terraformtest.Program(engine))
 	writeFile(t, tf, "#!/bin/sh\ntouch "+filepath.Join(marks, "called")+"\nexit 99\n")
 	if err := os.Chmod(tf, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	code, replay, stderr := c.nova(ctx, "apply", "--bundle", v.BundleDir, "--terraform", tf)
+	code, replay, stderr := c.nova(ctx, "apply", "--bundle", v.BundleDir, "--"+terraformtest.Program(engine), tf)
 	if code != ExitPass || replay.Receipt != receipt.ID || receipt.Type != runner.EventApplyCompleted || !slices.Equal(verdicts(replay), []string{"schema=pass", "bundle=pass"}) {
 		t.Fatalf("replay: exit %d, receipt %q (want %s), stages %v\n%s", code, replay.Receipt, receipt.ID, verdicts(replay), stderr)
 	}
@@ -284,7 +308,7 @@ func TestEndToEndPlanApplyChangeDestroy(t *testing.T) {
 	}
 
 	root := filepath.Join(v.BundleDir, bundle.RootDir)
-	ws, err := terraform.New(root, terraform.Options{ExecPath: mustLookPath(t), Env: map[string]string{}})
+	ws, err := terraform.New(root, terraform.Options{ExecPath: c.binary(), Engine: engine, Env: map[string]string{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -297,6 +321,18 @@ func TestEndToEndPlanApplyChangeDestroy(t *testing.T) {
 	if st := c.state(ctx, "dev"); st.Values != nil && st.Values.RootModule != nil && len(st.Values.RootModule.ChildModules) > 0 {
 		t.Errorf("resources left after destroy: %+v", st.Values.RootModule.ChildModules)
 	}
+}
+
+// engineLabel is the consumer's engine at the version its binary reports,
+// as events name it ("opentofu 1.12.6").
+func engineLabel(t *testing.T, c *consumer) string {
+	t.Helper()
+	e := &terraform.Engine{Terraform: terraform.Options{ExecPath: c.binary(), Env: map[string]string{}}, OpenTofu: c.binary()}
+	label, err := e.EngineVersion(t.Context(), &runner.Contract{Engine: c.engine})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return label
 }
 
 func outputValue(t *testing.T, st *tfjson.State, name string) string {
@@ -497,17 +533,24 @@ func TestApplyRefusesBundlesItWasNotMadeFor(t *testing.T) {
 	})
 }
 
-// TestCancellationInterruptsTerraform cancels a run while terraform apply
-// is busy in a slow provisioner: nova must report the apply's outcome as
-// unknown (not as a failure of the configuration) and terraform must have
-// released its state lock.
+// TestCancellationInterruptsTerraform cancels a run, on each engine, while
+// its apply is busy in a slow provisioner: nova must report the apply's
+// outcome as unknown (not as a failure of the configuration) and the
+// engine must have released its state lock.
 func TestCancellationInterruptsTerraform(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, engine string) {
+		t.Parallel()
+		cancellationInterrupts(t, engine)
+	})
+}
+
+func cancellationInterrupts(t *testing.T, engine string) {
 	events := t.TempDir()
 	started, finished := filepath.Join(events, "started"), filepath.Join(events, "finished")
 	if err := syscall.Mkfifo(started, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	c := newConsumer(t, `apiVersion: nova/v1
+	c := newEngineConsumer(t, engine, `apiVersion: nova/v1
 id: 0c0ffee0-1111-4222-8333-444455556666
 stack: slow
 environment: dev
