@@ -77,7 +77,7 @@ IMAGE         ?= ghcr.io/nova-platform/nova:$(VERSION)
 IMAGE_CONTEXT := bin/image
 
 image:
-	@./.ci/tools.sh terraform-image >/dev/null
+	@./.ci/tools.sh terraform-image opentofu-image >/dev/null
 	VERSION=$(VERSION) ./.ci/image-context.sh $(IMAGE_CONTEXT)
 	docker build $$(sed 's/^/--build-arg /' $(IMAGE_CONTEXT)/build-args) -t $(IMAGE) $(IMAGE_CONTEXT)
 
@@ -102,10 +102,10 @@ workflows:
 ## (the Gitea adapter's server), the PostgreSQL server (the pg backend and
 ## the cross-runner lock; tests start their own through .ci/postgres.sh),
 ## chromium (opens the audit report), and for the container action's tests
-## the image's terraform, act and a static busybox (act's job container).
+## the image's terraform and tofu, act and a static busybox (act's job container).
 ## Tests never install anything themselves: a missing tool fails them.
 tools:
-	@./.ci/tools.sh terraform opentofu gpg cosign conftest gitea postgres chromium terraform-image act busybox >/dev/null
+	@./.ci/tools.sh terraform opentofu gpg cosign conftest gitea postgres chromium terraform-image opentofu-image act busybox >/dev/null
 
 clean:
 	rm -rf bin

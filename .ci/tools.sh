@@ -14,6 +14,7 @@
 #   .ci/tools.sh postgres    # PostgreSQL server binaries (the pg backend's tests), from Debian if missing
 #   .ci/tools.sh chromium    # chromium (opens the audit report headless), from Debian if missing
 #   .ci/tools.sh opentofu    # tofu (the second engine), always the pinned one, built from the module proxy
+#   .ci/tools.sh opentofu-image  # the static tofu the action's image carries beside terraform (make image)
 set -euo pipefail
 
 TOOLS_BIN="${NOVA_TOOLS_BIN:-${XDG_CACHE_HOME:-$HOME/.cache}/nova-tools/bin}"
@@ -44,9 +45,10 @@ ACT_VERSION=v0.2.89
 # release binary, found on PATH (setup-terraform in the release workflow).
 TERRAFORM_IMAGE_VERSION=1.11.4
 # OpenTofu, the second engine: the tests that could differ by engine run on
-# it too, and the image carries it beside terraform. v1.12.6 is served whole
-# by the module proxy; its go.mod has one replace directive, to a module the
-# proxy also serves, so it is built inside its own module directory.
+# it too, and the image carries the same build beside terraform. v1.12.6 is
+# served whole by the module proxy; its go.mod has one replace directive,
+# to a module the proxy also serves, so it is built inside its own module
+# directory.
 OPENTOFU_VERSION=v1.12.6
 
 install_terraform() {
@@ -270,6 +272,19 @@ link_terraform_image() {
   ln -sfn "../terraform-image/$TERRAFORM_IMAGE_VERSION/terraform" "$TOOLS_BIN/terraform-image"
 }
 
+# The image's tofu is the tools cache's own build (static already): checked
+# to be static, as the image has no libc, and named tofu-image in the bin
+# directory, where .ci/image-context.sh takes it from.
+install_opentofu_image() {
+  install_opentofu
+  local bin="$TOOLS_BIN/tofu-$OPENTOFU_VERSION"
+  if ! is_static "$bin"; then
+    echo "opentofu-image: $bin is dynamically linked and would not run in the image (FROM scratch, no libc)" >&2
+    exit 1
+  fi
+  ln -sfn "tofu-$OPENTOFU_VERSION" "$TOOLS_BIN/tofu-image"
+}
+
 for tool in "$@"; do
   case "$tool" in
     terraform) install_terraform ;;
@@ -283,6 +298,7 @@ for tool in "$@"; do
     postgres) install_postgres ;;
     chromium) install_chromium ;;
     opentofu) install_opentofu ;;
+    opentofu-image) install_opentofu_image ;;
     *) echo "unknown tool: $tool" >&2; exit 2 ;;
   esac
 done
