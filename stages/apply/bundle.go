@@ -66,8 +66,9 @@ func (b *Bundle) Run(ctx context.Context, st *runner.State) (runner.Result, erro
 	check("contract", m.ContractID, st.Contract.ID)
 	check("environment", string(m.Environment), string(st.Contract.Environment))
 	// An engine changed in the contract (or by --engine) would also change
-	// the contract digest below; it is named for what it is first.
-	if planned, _, _ := strings.Cut(m.Engine, " "); planned != st.Contract.EngineName() {
+	// the contract digest below; in a bundle of this contract and
+	// environment it is named for what it is first.
+	if planned, _, _ := strings.Cut(m.Engine, " "); len(mismatches) == 0 && planned != st.Contract.EngineName() {
 		res, _ := engineChanged(m.Engine, st.Contract.EngineName(), dir)
 		return res, nil
 	}

@@ -72,6 +72,7 @@ func TestBundle(t *testing.T) {
 		// Approving a Terraform plan never authorises an OpenTofu apply.
 		{"planned by terraform, the contract now on opentofu", nil, nil, runner.EngineChangedSincePlan, runner.EngineOpenTofu},
 		{"planned by opentofu, the contract now on terraform", func(m *bundle.Manifest) { m.Engine = "opentofu 1.12.6" }, nil, runner.EngineChangedSincePlan, ""},
+		{"another contract's bundle, by another engine", func(m *bundle.Manifest) { m.ContractID, m.Engine = "c-2", "opentofu 1.12.6" }, nil, runner.PlanBundleMismatch, ""},
 		{"planned by another terraform version", func(m *bundle.Manifest) { m.Engine = "terraform 1.5.7" }, func(t *testing.T) []runner.Event { return cleared(t, pd) }, runner.EngineChangedSincePlan, ""},
 	}
 	for _, tt := range tests {
