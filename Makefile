@@ -77,7 +77,7 @@ IMAGE         ?= ghcr.io/nova-platform/nova:$(VERSION)
 IMAGE_CONTEXT := bin/image
 
 image:
-	@./.ci/tools.sh terraform-image >/dev/null
+	@./.ci/tools.sh terraform-image opentofu-image >/dev/null
 	VERSION=$(VERSION) ./.ci/image-context.sh $(IMAGE_CONTEXT)
 	docker build $$(sed 's/^/--build-arg /' $(IMAGE_CONTEXT)/build-args) -t $(IMAGE) $(IMAGE_CONTEXT)
 
@@ -97,15 +97,15 @@ workflows:
 	  cp "$$f" .github/workflows/ && cp "$$f" .gitea/workflows/; \
 	done
 
-## tools: what the tests run for real: terraform, gpg (git verify-commit),
+## tools: what the tests run for real: terraform and OpenTofu (tofu), gpg (git verify-commit),
 ## cosign (verify-blob), conftest (policy parity and benchmark), gitea
 ## (the Gitea adapter's server), the PostgreSQL server (the pg backend and
 ## the cross-runner lock; tests start their own through .ci/postgres.sh),
 ## chromium (opens the audit report), and for the container action's tests
-## the image's terraform, act and a static busybox (act's job container).
+## the image's terraform and tofu, act and a static busybox (act's job container).
 ## Tests never install anything themselves: a missing tool fails them.
 tools:
-	@./.ci/tools.sh terraform gpg cosign conftest gitea postgres chromium terraform-image act busybox >/dev/null
+	@./.ci/tools.sh terraform opentofu gpg cosign conftest gitea postgres chromium terraform-image opentofu-image act busybox >/dev/null
 
 clean:
 	rm -rf bin

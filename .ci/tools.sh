@@ -13,6 +13,8 @@
 #   .ci/tools.sh terraform-image  # the static terraform the action's image carries (make image)
 #   .ci/tools.sh postgres    # PostgreSQL server binaries (the pg backend's tests), from Debian if missing
 #   .ci/tools.sh chromium    # chromium (opens the audit report headless), from Debian if missing
+#   .ci/tools.sh opentofu    # tofu (the second engine), always the pinned one, built from the module proxy
+#   .ci/tools.sh opentofu-image  # the static tofu the action's image carries beside terraform (make image)
 set -euo pipefail
 
 TOOLS_BIN="${NOVA_TOOLS_BIN:-${XDG_CACHE_HOME:-$HOME/.cache}/nova-tools/bin}"
@@ -42,6 +44,12 @@ ACT_VERSION=v0.2.89
 # nested modules the proxy's zip leaves out), so the image takes HashiCorp's
 # release binary, found on PATH (setup-terraform in the release workflow).
 TERRAFORM_IMAGE_VERSION=1.11.4
+# OpenTofu, the second engine: the tests that could differ by engine run on
+# it too, and the image carries the same build beside terraform. v1.12.6 is
+# served whole by the module proxy; its go.mod has one replace directive,
+# to a module the proxy also serves, so it is built inside its own module
+# directory.
+OPENTOFU_VERSION=v1.12.6
 
 install_terraform() {
   if command -v terraform >/dev/null 2>&1; then
@@ -148,6 +156,42 @@ install_gitea() {
   ln -sfn "gitea-$GITEA_VERSION" "$TOOLS_BIN/gitea"
 }
 
+# OpenTofu is not `go install`able either (its go.mod has a replace
+# directive, which go install refuses): its module is copied out of the
+# module cache and built there, where the directive applies. Built static
+# (CGO_ENABLED=0) so the same binary runs in the image, which has no libc.
+# The source is removed once the binary is built: nothing reads it later.
+# A tofu already on PATH is not trusted: the tests record the exact version
+# in plan digests and compare it.
+install_opentofu() {
+  local bin="$TOOLS_BIN/tofu-$OPENTOFU_VERSION"
+  if [ ! -x "$bin" ]; then
+    echo "building opentofu $OPENTOFU_VERSION into $TOOLS_BIN (go build; takes several minutes once)" >&2
+    local mod
+    # Outside any module, so no go.mod or go.sum is touched.
+    mod="$(cd "$TOOLS_CACHE" && GO111MODULE=on go mod download -json "github.com/opentofu/opentofu@$OPENTOFU_VERSION" |
+      sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')"
+    if [ -z "$mod" ] || [ ! -d "$mod" ]; then
+      echo "go mod download gave no source for github.com/opentofu/opentofu@$OPENTOFU_VERSION" >&2
+      exit 1
+    fi
+    local src="$TOOLS_CACHE/opentofu-src-$OPENTOFU_VERSION"
+    rm -rf "$src"
+    cp -R "$mod" "$src"
+    chmod -R u+w "$src"
+    # Only a finished build gets the name tests look for. The version
+    # variable is what `tofu version` prints; without it a source build
+    # calls itself a dev build of the base version.
+    (cd "$src" && CGO_ENABLED=0 GOTOOLCHAIN=local GOFLAGS='-buildvcs=false -mod=mod' \
+      go build -trimpath \
+        -ldflags "-s -w -X 'github.com/opentofu/opentofu/version.dev=no'" \
+        -o "$bin.tmp" ./cmd/tofu) >&2
+    mv "$bin.tmp" "$bin"
+    rm -rf "$src"
+  fi
+  ln -sfn "tofu-$OPENTOFU_VERSION" "$TOOLS_BIN/tofu"
+}
+
 install_act() {
   local bin="$TOOLS_BIN/act-$ACT_VERSION"
   if [ ! -x "$bin" ]; then
@@ -228,6 +272,19 @@ link_terraform_image() {
   ln -sfn "../terraform-image/$TERRAFORM_IMAGE_VERSION/terraform" "$TOOLS_BIN/terraform-image"
 }
 
+# The image's tofu is the tools cache's own build (static already): checked
+# to be static, as the image has no libc, and named tofu-image in the bin
+# directory, where .ci/image-context.sh takes it from.
+install_opentofu_image() {
+  install_opentofu
+  local bin="$TOOLS_BIN/tofu-$OPENTOFU_VERSION"
+  if ! is_static "$bin"; then
+    echo "opentofu-image: $bin is dynamically linked and would not run in the image (FROM scratch, no libc)" >&2
+    exit 1
+  fi
+  ln -sfn "tofu-$OPENTOFU_VERSION" "$TOOLS_BIN/tofu-image"
+}
+
 for tool in "$@"; do
   case "$tool" in
     terraform) install_terraform ;;
@@ -240,6 +297,8 @@ for tool in "$@"; do
     terraform-image) install_terraform_image && link_terraform_image ;;
     postgres) install_postgres ;;
     chromium) install_chromium ;;
+    opentofu) install_opentofu ;;
+    opentofu-image) install_opentofu_image ;;
     *) echo "unknown tool: $tool" >&2; exit 2 ;;
   esac
 done

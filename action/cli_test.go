@@ -58,6 +58,9 @@ func TestCommandLine(t *testing.T) {
 		{"missing contract", []string{"validate", "--dir", t.TempDir()}, ExitError, []string{string(runner.ContractNotFound), "result: error (exit 2)"}, nil},
 		{"missing registry", []string{"validate", "--dir", valid, "--registry", filepath.Join(t.TempDir(), "nope")}, ExitError, []string{string(runner.ConfigInvalid)}, nil},
 		{"missing terraform", []string{"plan", "--dir", valid, "--terraform", filepath.Join(t.TempDir(), "terraform")}, ExitError, []string{"setup error", string(runner.TerraformNotFound), "events:"}, nil},
+		{"missing tofu", []string{"plan", "--dir", valid, "--tofu", filepath.Join(t.TempDir(), "tofu")}, ExitError, []string{"setup error", string(runner.TerraformNotFound), "--tofu"}, nil},
+		{"bad engine", []string{"validate", "--dir", valid, "--engine", "pulumi"}, ExitError, nil, []string{string(runner.ConfigInvalid), "--engine"}},
+		{"engine override", []string{"validate", "--dir", valid, "--engine", "opentofu"}, ExitPass, []string{"schema pass"}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

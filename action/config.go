@@ -45,11 +45,18 @@ type Config struct {
 	Output       string
 	RegistryDir  string
 	StateDir     string
-	// TerraformPath is the flag's value; terraformPath resolves it.
-	TerraformPath string
-	BackendType   string
-	BackendConfig []string
-	Commit        string
+	// TerraformPath and TofuPath are the flags' values; enginePaths
+	// resolves them.
+	TerraformPath, TofuPath string
+	// EngineOverride replaces the contract's engine (--engine).
+	EngineOverride string
+	// StatePassphrase is what OpenTofu derives the key of an encrypted
+	// state from ($NOVA_STATE_PASSPHRASE); never passed on in terraform's
+	// environment, and masked.
+	StatePassphrase string
+	BackendType     string
+	BackendConfig   []string
+	Commit          string
 	// Base is the trusted base the approver config is read from.
 	Base   string
 	Bundle string
@@ -322,6 +329,8 @@ func (cfg *Config) flags(fs *flag.FlagSet, getenv func(string) string) *rawFlags
 	if slices.Contains(pipelineCommands, cmd) {
 		fs.StringVar(&cfg.StateDir, "state-dir", getenv("NOVA_STATE_DIR"), "root of local Terraform state (default: $XDG_STATE_HOME/nova/state)")
 		fs.StringVar(&cfg.TerraformPath, "terraform", getenv("NOVA_TERRAFORM"), "terraform binary (default: terraform on PATH)")
+		fs.StringVar(&cfg.TofuPath, "tofu", getenv("NOVA_TOFU"), "OpenTofu binary, for contracts with engine: opentofu (default: tofu on PATH)")
+		fs.StringVar(&cfg.EngineOverride, "engine", "", "override the contract's engine: terraform or opentofu")
 		fs.StringVar(&cfg.BackendType, "backend", "", "Terraform backend type, overriding the contract's")
 		fs.Var(&f.backendConfig, "backend-config", "Terraform -backend-config key=value (repeatable)")
 		fs.StringVar(&cfg.Commit, "commit", "", "commit being deployed (default: $NOVA_COMMIT, $GITHUB_SHA, or HEAD of --dir)")
@@ -418,6 +427,10 @@ func (cfg *Config) complete(f *rawFlags, env Env) error {
 	if cfg.EnvOverride, err = parseEnvironment("--env", f.env); err != nil {
 		return err
 	}
+	if e := cfg.EngineOverride; e != "" && !slices.Contains(runner.Engines, e) {
+		return runner.Errorf(runner.ConfigInvalid, "--engine %q: want %s", e, strings.Join(runner.Engines, " or "))
+	}
+	cfg.StatePassphrase = getenv("NOVA_STATE_PASSPHRASE")
 	switch cfg.Command {
 	case "policy":
 		if _, err := report.ParseFormat(cfg.Output); err != nil {
@@ -639,21 +652,30 @@ func parseEnvironment(flagName, name string) (runner.Environment, error) {
 	return env, nil
 }
 
-// terraformPath finds the terraform binary only for commands that run it,
-// so `nova validate` works on a machine without terraform.
-func (cfg Config) terraformPath() (string, error) {
-	if cfg.TerraformPath != "" {
-		p, err := exec.LookPath(cfg.TerraformPath)
+// enginePaths finds the engines' binaries only for commands that run
+// them, so `nova validate` works on a machine without either. A binary
+// named by flag must exist; one looked for on PATH may be missing, as a
+// machine needs only the engine its contracts name: the engine refuses a
+// contract whose engine has no binary, naming it.
+func (cfg Config) enginePaths() (terraform, tofu string, err error) {
+	find := func(flagName, given, program string) (string, error) {
+		if given == "" {
+			p, _ := exec.LookPath(program)
+			return p, nil
+		}
+		p, err := exec.LookPath(given)
 		if err != nil {
-			return "", runner.Errorf(runner.TerraformNotFound, "--terraform %s: %w", cfg.TerraformPath, err)
+			return "", runner.Errorf(runner.TerraformNotFound, "%s %s: %w", flagName, given, err)
 		}
 		return p, nil
 	}
-	p, err := exec.LookPath("terraform")
-	if err != nil {
-		return "", runner.Errorf(runner.TerraformNotFound, "terraform is not on PATH; install Terraform >= 1.5 or pass --terraform")
+	if terraform, err = find("--terraform", cfg.TerraformPath, "terraform"); err != nil {
+		return "", "", err
 	}
-	return p, nil
+	if tofu, err = find("--tofu", cfg.TofuPath, "tofu"); err != nil {
+		return "", "", err
+	}
+	return terraform, tofu, nil
 }
 
 // reorderArgs moves positional arguments after the flags, which flag stops

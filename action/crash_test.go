@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io/fs"
@@ -19,13 +20,14 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/nova-platform/nova/runner"
+	"github.com/nova-platform/nova/runner/terraform/terraformtest"
 )
 
 // The crash suite kills nova — with SIGKILL, as the OOM killer or a
 // cancelled CI job does, and with SIGTERM — and terraform, at every step
 // boundary of a run: after each stage has recorded its event, and before
-// and after each terraform command. Terraform runs for real, behind a
-// wrapper that places the kill. After each crash a fresh nova must put
+// and after each terraform command, and OpenTofu's apply likewise. The
+// engine runs for real, behind a wrapper that places the kill. After each crash a fresh nova must put
 // things right without a human, except where a human is the only one who
 // can know (an apply of unknown outcome), and:
 //
@@ -89,6 +91,8 @@ type crashPoint struct {
 	// offline crashes a run whose evidence repo cannot be reached, so its
 	// events pile up in the outbox for the next run to deliver.
 	offline bool
+	// engine is the contract's engine ("": terraform).
+	engine string
 }
 
 func crashPoints() []crashPoint {
@@ -101,21 +105,30 @@ func crashPoints() []crashPoint {
 			out = append(out, crashPoint{at: at, sig: sig})
 		}
 	}
-	return append(out, crashPoint{at: "apply:self-before"}, crashPoint{at: "apply:self-after"},
+	out = append(out, crashPoint{at: "apply:self-before"}, crashPoint{at: "apply:self-after"},
 		crashPoint{stage: "plan-confidence", sig: syscall.SIGKILL, offline: true},
 		crashPoint{stage: "confidence", sig: syscall.SIGTERM, offline: true})
+	// An apply killed is where the engines could differ (how each takes
+	// a signal, what it leaves in the state): OpenTofu is killed there too.
+	for _, p := range out {
+		if strings.HasPrefix(p.at, "apply:") {
+			p.engine = runner.EngineOpenTofu
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 func (p crashPoint) String() string {
 	where := "after stage " + p.stage
 	if p.at != "" {
-		where = "terraform " + p.at
+		where = terraformtest.Program(p.engine) + " " + p.at
 	}
 	if p.offline {
 		where += ", evidence repo unreachable"
 	}
 	if p.sig == 0 {
-		return where + ", terraform killed"
+		return where + ", " + terraformtest.Program(p.engine) + " killed"
 	}
 	return fmt.Sprintf("%s %s", where, unix(p.sig))
 }
@@ -129,9 +142,9 @@ func unix(sig syscall.Signal) string {
 
 func TestCrashAtEveryStepBoundary(t *testing.T) {
 	bin := novaBinary(t)
-	realTF, err := exec.LookPath("terraform")
-	if err != nil {
-		t.Fatal("terraform is not on PATH: run `make tools`")
+	real := map[string]string{}
+	for _, engine := range terraformtest.Engines {
+		real[engine] = terraformtest.Binary(t, engine)
 	}
 	points := crashPoints()
 	if len(points) < 20 {
@@ -140,7 +153,7 @@ func TestCrashAtEveryStepBoundary(t *testing.T) {
 	for _, p := range points {
 		t.Run(p.String(), func(t *testing.T) {
 			t.Parallel()
-			crashAndRecover(t, bin, realTF, p)
+			crashAndRecover(t, bin, real[cmp.Or(p.engine, runner.EngineTerraform)], p)
 		})
 	}
 }
@@ -165,6 +178,10 @@ func crashAndRecover(t *testing.T, bin, realTF string, p crashPoint) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	binFlag, engine := "NOVA_TERRAFORM", ""
+	if p.engine == runner.EngineOpenTofu {
+		binFlag, engine = "NOVA_TOFU", "engine: opentofu\n"
+	}
 	writeFile(t, filepath.Join(w.dir, ".nova", "contract.yml"), `apiVersion: nova/v1
 id: 0c0ffee0-1111-4222-8333-444455556666
 stack: counter
@@ -172,11 +189,11 @@ environment: dev
 inputs:
   log: `+w.counts+`
   revision: r1
-`)
+`+engine)
 	gitCommit(t, w.dir)
 	w.repo = filepath.Join(w.home, ".local", "share", "nova", "evidence.git")
 	w.env = append(os.Environ(), "HOME="+w.home, "XDG_CONFIG_HOME=", "XDG_DATA_HOME=", "XDG_STATE_HOME=",
-		"NOVA_REGISTRY="+registry, "NOVA_TERRAFORM="+w.wrapper, "CRASH_TERRAFORM="+realTF, "CRASH_LOG="+w.tfLog,
+		"NOVA_REGISTRY="+registry, binFlag+"="+w.wrapper, "CRASH_TERRAFORM="+realTF, "CRASH_LOG="+w.tfLog,
 		"NOVA_EVIDENCE_REPO=", "GITHUB_ACTIONS=", "GITEA_ACTIONS=")
 	if p.offline {
 		w.offline()

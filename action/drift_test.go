@@ -10,14 +10,21 @@ import (
 	"github.com/nova-platform/nova/runner"
 )
 
-// TestDriftEndToEnd: apply with real Terraform, change the real state
-// behind Nova's back, and `nova drift` names the resource and its
+// TestDriftEndToEnd, on each engine: apply for real, change the real
+// state behind Nova's back, and `nova drift` names the resource and its
 // attributes (never their values) in nova.drift.detected, exit 1; after a
 // re-apply it records nova.drift.clear, exit 0. A contract changed since
 // its last apply has a pending change, which is not drift.
 func TestDriftEndToEnd(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, engine string) {
+		t.Parallel()
+		driftEndToEnd(t, engine)
+	})
+}
+
+func driftEndToEnd(t *testing.T, engine string) {
 	ctx := t.Context()
-	c := newConsumer(t, helloContract("world", "dev"))
+	c := newEngineConsumer(t, engine, helloContract("world", "dev"))
 	c.extra = []string{"--commit", "4444444444444444444444444444444444444444"}
 	if code, _, stderr := c.nova(ctx, "run"); code != ExitPass {
 		t.Fatalf("run: exit %d\n%s", code, stderr)

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"os"
@@ -23,11 +24,12 @@ import (
 	"github.com/nova-platform/nova/runner"
 	"github.com/nova-platform/nova/runner/bundle"
 	"github.com/nova-platform/nova/runner/terraform"
+	"github.com/nova-platform/nova/runner/terraform/terraformtest"
 )
 
-// These tests run the nova command in-process against real Terraform and
-// real files: no fakes. Terraform must be on PATH; `make test` installs it
-// through the Go module proxy when it is missing.
+// These tests run the nova command in-process against real engines and
+// real files: no fakes. Terraform and OpenTofu must be on PATH; `make
+// tools` builds them through the Go module proxy.
 
 type consumer struct {
 	t        *testing.T
@@ -35,22 +37,47 @@ type consumer struct {
 	stateDir string
 	extra    []string
 	env      map[string]string
+	// engine is the engine the consumer's contracts name ("": terraform).
+	engine string
 }
 
 func newConsumer(t *testing.T, contract string) *consumer {
 	t.Helper()
-	if _, err := exec.LookPath("terraform"); err != nil {
-		t.Fatal("terraform is not on PATH: run `make test`, which installs it")
-	}
+	return newEngineConsumer(t, runner.EngineTerraform, contract)
+}
+
+// newEngineConsumer is a consumer whose contracts run on engine: each
+// contract it writes names it.
+func newEngineConsumer(t *testing.T, engine, contract string) *consumer {
+	t.Helper()
+	terraformtest.Binary(t, engine)
 	// HOME holds local mode's evidence repo and the keys made on first use.
-	c := &consumer{t: t, dir: t.TempDir(), stateDir: t.TempDir(), env: map[string]string{"HOME": t.TempDir()}}
+	c := &consumer{t: t, dir: t.TempDir(), stateDir: t.TempDir(), env: map[string]string{"HOME": t.TempDir()}, engine: engine}
 	c.writeContract(contract)
 	writeFile(t, filepath.Join(c.dir, runner.ApproversFile), testApprovers)
 	return c
 }
 
+// forEachEngine runs body once per engine, as a subtest named after it.
+func forEachEngine(t *testing.T, body func(t *testing.T, engine string)) {
+	for _, engine := range terraformtest.Engines {
+		t.Run(engine, func(t *testing.T) { body(t, engine) })
+	}
+}
+
+// binary is the consumer's engine's binary.
+func (c *consumer) binary() string {
+	c.t.Helper()
+	return terraformtest.Binary(c.t, cmp.Or(c.engine, runner.EngineTerraform))
+}
+
+// writeContract writes the contract, naming the consumer's engine unless
+// the contract names one itself.
 func (c *consumer) writeContract(contract string) {
 	c.t.Helper()
+	if c.engine != "" && c.engine != runner.EngineTerraform && !strings.Contains(contract, "\nengine:") {
+		contract += "engine: " + c.engine + "\n"
+	}
 	if err := os.MkdirAll(filepath.Join(c.dir, ".nova"), 0o755); err != nil {
 		c.t.Fatal(err)
 	}
@@ -152,7 +179,7 @@ func checkChain(t *testing.T, events []runner.Event, wantTypes []string) {
 func (c *consumer) state(ctx context.Context, env string) *tfjson.State {
 	c.t.Helper()
 	path := filepath.Join(c.stateDir, "0c0ffee0-1111-4222-8333-444455556666", env, "terraform.tfstate")
-	tf, err := terraform.New(c.t.TempDir(), terraform.Options{ExecPath: mustLookPath(c.t)})
+	tf, err := terraform.New(c.t.TempDir(), terraform.Options{ExecPath: c.binary(), Engine: c.engine})
 	if err != nil {
 		c.t.Fatal(err)
 	}
@@ -172,16 +199,40 @@ func mustLookPath(t *testing.T) string {
 	return p
 }
 
+// TestEndToEndPlanApplyChangeDestroy runs on each engine: a first run
+// applies, a second answers with the receipt, a changed contract plans and
+// its bundle applies, a replay answers with the receipt again, and the
+// events name the engine that planned and applied.
 func TestEndToEndPlanApplyChangeDestroy(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, engine string) {
+		t.Parallel()
+		endToEnd(t, engine)
+	})
+}
+
+func endToEnd(t *testing.T, engine string) {
 	ctx := t.Context()
-	c := newConsumer(t, helloContract("world", "dev"))
+	c := newEngineConsumer(t, engine, helloContract("world", "dev"))
 	c.extra = []string{"--commit", "1111111111111111111111111111111111111111"}
 
 	code, v, stderr := c.nova(ctx, "run")
 	if code != ExitPass || !slices.Equal(verdicts(v), []string{"schema=pass", "change=pass", "policy=pass", "nfr=pass", "confidence=pass", "plan=pass", "plan-policy=pass", "plan-confidence=pass", "approvals=pass", "gate=pass", "apply=pass"}) {
 		t.Fatalf("first run: exit %d, stages %v\n%s", code, verdicts(v), stderr)
 	}
-	checkChain(t, readEvents(t, v.EventsFile), slices.Concat(evaluated, planned, checked, []string{runner.EventApplyAuthorized, runner.EventAttestation, runner.EventApplyCompleted}, settled))
+	first := readEvents(t, v.EventsFile)
+	checkChain(t, first, slices.Concat(evaluated, planned, checked, []string{runner.EventApplyAuthorized, runner.EventAttestation, runner.EventApplyCompleted}, settled))
+	label := engineLabel(t, c)
+	for _, e := range first {
+		var d struct {
+			Engine string `json:"engine"`
+		}
+		if e.Type != runner.EventPlanCreated && e.Type != runner.EventApplyCompleted && e.Type != runner.EventChangeIdentified {
+			continue
+		}
+		if err := runner.DecodeEventData(e, &d); err != nil || d.Engine != label {
+			t.Errorf("%s names engine %q (%v), want %q", e.Type, d.Engine, err, label)
+		}
+	}
 	if got := outputValue(t, c.state(ctx, "dev"), "message__text"); got != "Hello, world!" {
 		t.Errorf("after first apply message__text = %q", got)
 	}
@@ -252,14 +303,14 @@ func TestEndToEndPlanApplyChangeDestroy(t *testing.T) {
 	}
 
 	// Replaying the applied bundle answers with the original receipt and
-	// runs no terraform: a terraform that leaves a mark when called.
+	// runs no engine: a binary that leaves a mark when called.
 	marks := t.TempDir()
-	tf := filepath.Join(marks, "terraform")
+	tf := filepath.Join(marks, terraformtest.Program(engine))
 	writeFile(t, tf, "#!/bin/sh\ntouch "+filepath.Join(marks, "called")+"\nexit 99\n")
 	if err := os.Chmod(tf, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	code, replay, stderr := c.nova(ctx, "apply", "--bundle", v.BundleDir, "--terraform", tf)
+	code, replay, stderr := c.nova(ctx, "apply", "--bundle", v.BundleDir, "--"+terraformtest.Program(engine), tf)
 	if code != ExitPass || replay.Receipt != receipt.ID || receipt.Type != runner.EventApplyCompleted || !slices.Equal(verdicts(replay), []string{"schema=pass", "bundle=pass"}) {
 		t.Fatalf("replay: exit %d, receipt %q (want %s), stages %v\n%s", code, replay.Receipt, receipt.ID, verdicts(replay), stderr)
 	}
@@ -268,7 +319,7 @@ func TestEndToEndPlanApplyChangeDestroy(t *testing.T) {
 	}
 
 	root := filepath.Join(v.BundleDir, bundle.RootDir)
-	ws, err := terraform.New(root, terraform.Options{ExecPath: mustLookPath(t), Env: map[string]string{}})
+	ws, err := terraform.New(root, terraform.Options{ExecPath: c.binary(), Engine: engine, Env: map[string]string{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -281,6 +332,18 @@ func TestEndToEndPlanApplyChangeDestroy(t *testing.T) {
 	if st := c.state(ctx, "dev"); st.Values != nil && st.Values.RootModule != nil && len(st.Values.RootModule.ChildModules) > 0 {
 		t.Errorf("resources left after destroy: %+v", st.Values.RootModule.ChildModules)
 	}
+}
+
+// engineLabel is the consumer's engine at the version its binary reports,
+// as events name it ("opentofu 1.12.6").
+func engineLabel(t *testing.T, c *consumer) string {
+	t.Helper()
+	e := &terraform.Engine{Terraform: terraform.Options{ExecPath: c.binary(), Env: map[string]string{}}, OpenTofu: c.binary()}
+	label, err := e.EngineVersion(t.Context(), &runner.Contract{Engine: c.engine})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return label
 }
 
 func outputValue(t *testing.T, st *tfjson.State, name string) string {
@@ -431,6 +494,34 @@ func TestApplyRefusesBundlesItWasNotMadeFor(t *testing.T) {
 			t.Errorf("exit %d reason %s, want %d %s", code, v.Reason, ExitFail, runner.PlanBundleMismatch)
 		}
 	})
+	// The plan digest binds the engine: approving a Terraform plan never
+	// authorises an OpenTofu apply, nor one by another Terraform.
+	t.Run("another engine by flag", func(t *testing.T) {
+		code, v, _ := c.nova(ctx, "apply", "--bundle", second.BundleDir, "--engine", "opentofu")
+		if code != ExitFail || v.Reason != string(runner.EngineChangedSincePlan) {
+			t.Errorf("exit %d reason %s, want %d %s", code, v.Reason, ExitFail, runner.EngineChangedSincePlan)
+		}
+	})
+	t.Run("another engine in the contract", func(t *testing.T) {
+		c.writeContract(helloContract("other", "dev") + "engine: opentofu\n")
+		defer c.writeContract(helloContract("other", "dev"))
+		code, v, _ := c.nova(ctx, "apply", "--bundle", second.BundleDir)
+		if code != ExitFail || v.Reason != string(runner.EngineChangedSincePlan) {
+			t.Errorf("exit %d reason %s, want %d %s", code, v.Reason, ExitFail, runner.EngineChangedSincePlan)
+		}
+	})
+	t.Run("another version of the engine", func(t *testing.T) {
+		// The same terraform, saying it is another version.
+		other := filepath.Join(t.TempDir(), "terraform")
+		writeFile(t, other, "#!/bin/sh\nif [ \"$1\" = version ]; then echo '{\"terraform_version\":\"9.9.9\"}'; exit 0; fi\nexec "+mustLookPath(t)+" \"$@\"\n")
+		if err := os.Chmod(other, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		code, v, _ := c.nova(ctx, "apply", "--bundle", second.BundleDir, "--terraform", other)
+		if code != ExitFail || v.Reason != string(runner.EngineChangedSincePlan) || !strings.Contains(stage(v, "bundle").Summary, "terraform 9.9.9") {
+			t.Errorf("exit %d reason %s (%s), want %d %s", code, v.Reason, stage(v, "bundle").Summary, ExitFail, runner.EngineChangedSincePlan)
+		}
+	})
 	t.Run("swapped saved plan", func(t *testing.T) {
 		// Put the first plan's tfplan into the second bundle: the manifest
 		// still names the second plan's digest, the file no longer has it.
@@ -453,17 +544,24 @@ func TestApplyRefusesBundlesItWasNotMadeFor(t *testing.T) {
 	})
 }
 
-// TestCancellationInterruptsTerraform cancels a run while terraform apply
-// is busy in a slow provisioner: nova must report the apply's outcome as
-// unknown (not as a failure of the configuration) and terraform must have
-// released its state lock.
+// TestCancellationInterruptsTerraform cancels a run, on each engine, while
+// its apply is busy in a slow provisioner: nova must report the apply's
+// outcome as unknown (not as a failure of the configuration) and the
+// engine must have released its state lock.
 func TestCancellationInterruptsTerraform(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, engine string) {
+		t.Parallel()
+		cancellationInterrupts(t, engine)
+	})
+}
+
+func cancellationInterrupts(t *testing.T, engine string) {
 	events := t.TempDir()
 	started, finished := filepath.Join(events, "started"), filepath.Join(events, "finished")
 	if err := syscall.Mkfifo(started, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	c := newConsumer(t, `apiVersion: nova/v1
+	c := newEngineConsumer(t, engine, `apiVersion: nova/v1
 id: 0c0ffee0-1111-4222-8333-444455556666
 stack: slow
 environment: dev

@@ -35,7 +35,7 @@ func detectForge(getenv func(string) string) Forge {
 var secretVariables = []string{
 	"NOVA_EVIDENCE_TOKEN", "NOVA_SIGNING_KEY", "NOVA_SIGNING_KEY_PASSWORD", "COSIGN_PASSWORD",
 	"NOVA_COMMIT_KEY", "NOVA_COMMIT_KEY_PASSPHRASE", "INFRACOST_API_KEY",
-	"GITHUB_TOKEN", "GITEA_TOKEN", "NOVA_FORGE_TOKEN",
+	"GITHUB_TOKEN", "GITEA_TOKEN", "NOVA_FORGE_TOKEN", "NOVA_STATE_PASSPHRASE",
 }
 
 // secrets collects the secret values of this process: the variables above

@@ -66,6 +66,7 @@ var actionInputs = []actionInput{
 	{Name: "gitea-token", Env: "NOVA_FORGE_TOKEN", Secret: true, Description: "Token for Gitea's API, when running on Gitea (wins over github-token)."},
 	{Name: "github-token", Default: "${{ github.token }}", Env: "NOVA_FORGE_TOKEN", Secret: true, Description: "Token for GitHub's API: reads reviews and teams, writes the pull request comment, commit status and deployment. On Gitea the runner fills it with Gitea's token."},
 	{Name: "infracost-api-key", Env: "INFRACOST_API_KEY", Secret: true, Description: "Lets the nfr stage estimate cost with infracost."},
+	{Name: "state-passphrase", Env: "NOVA_STATE_PASSPHRASE", Secret: true, Description: "Passphrase (16 characters or more) OpenTofu derives the state's key from, for a contract whose backend encrypts (backend.encryption); the plan and the apply job need the same one."},
 }
 
 // actionOutputs are the outputs every command sets, documented in
@@ -75,7 +76,7 @@ var actionOutputDocs = []struct{ Name, Description string }{
 	{"exit-code", "0 pass, 1 verdict fail, 2 tool or configuration error, 3 awaiting approval."},
 	{"reason", "The reason code of the stage that stopped the run (docs/reason-codes.md)."},
 	{"run-id", "This run's id; its events are in .nova/runs/<run-id>/events.jsonl."},
-	{"plan-digest", "sha256 binding the plan to the contract and commit; approvals name it."},
+	{"plan-digest", "sha256 binding the plan to its engine and version, the contract and commit; approvals name it."},
 	{"confidence", "The last confidence score (three decimals), when one was computed."},
 	{"bundle-dir", "The plan bundle to hand to the apply job, relative to the workspace."},
 	{"receipt", "When the environment applied this change before and nothing since, the id of that apply's event: nothing was planned, and nothing needs approving or applying."},
@@ -208,6 +209,12 @@ func actionMarkdown() string {
 	b.WriteString("A job's home lives as long as the job: without `evidence-repo` the events and the keys made to sign them are lost ")
 	b.WriteString("with it (nova says so on stderr), and without a backend in the contract or the `backend` input so is the Terraform state. ")
 	b.WriteString("The workflows `nova init` writes pass `evidence-repo` from a repository variable; the backend belongs in the contract (`backend:`).\n\n")
+	b.WriteString("One image runs both engines: it carries `terraform` (HashiCorp's static build) and `tofu` (OpenTofu, built static from the Go module proxy), ")
+	b.WriteString("and each contract's `engine` picks one, so no workflow chooses an image, a tag or a setup step by engine. ")
+	b.WriteString("OpenTofu is what that costs: 115.0 MB of the image's 246.5 MB (131.5 MB without it), 34.1 MB of gzip to pull ")
+	b.WriteString("(`docker image inspect --format '{{.Size}}'` of `make image` with and without its `COPY tofu`; `gzip -6` of the binary). ")
+	b.WriteString("A second tag would save that for contracts on Terraform, at the price of workflows that read the contract to choose their image before nova reads it. ")
+	b.WriteString("The workflows pass `state-passphrase` from the secret `NOVA_STATE_PASSPHRASE`, for contracts whose state OpenTofu encrypts.\n\n")
 	b.WriteString("## Inputs\n\n| input | default | secret | becomes | description |\n|---|---|---|---|---|\n")
 	for _, in := range actionInputs {
 		becomes := "`" + in.Flag + "`"

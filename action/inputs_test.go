@@ -49,6 +49,7 @@ func TestActionInputsBecomeFlagsAndVariables(t *testing.T) {
 		"evidence-token": "evidence_token_value",
 	})
 	env["NOVA_SIGNING_KEY"] = "the environment's key, which the input overrides"
+	env["NOVA_STATE_PASSPHRASE"] = "state passphrase value"
 	cfg, err := readActionConfig(t, env)
 	if err != nil {
 		t.Fatal(err)
@@ -71,14 +72,17 @@ func TestActionInputsBecomeFlagsAndVariables(t *testing.T) {
 	if cfg.ForgeAPI.Token != "gitea_token_value" {
 		t.Errorf("forge token = %q, want gitea-token's, which wins over github-token's default", cfg.ForgeAPI.Token)
 	}
-	for _, want := range []string{"c2VjcmV0LWtleS1saW5l", "ghs_runnertoken", "gitea_token_value", "evidence_token_value"} {
+	if cfg.StatePassphrase != "state passphrase value" {
+		t.Errorf("the state passphrase is %q", cfg.StatePassphrase)
+	}
+	for _, want := range []string{"c2VjcmV0LWtleS1saW5l", "ghs_runnertoken", "gitea_token_value", "evidence_token_value", "state passphrase value"} {
 		if !slices.Contains(cfg.Secrets, want) {
 			t.Errorf("secret %q is not masked", want)
 		}
 	}
 	for k := range cfg.TerraformEnv {
-		if strings.HasPrefix(k, "INPUT_") {
-			t.Errorf("terraform would see the action input %s", k)
+		if strings.HasPrefix(k, "INPUT_") || k == "NOVA_STATE_PASSPHRASE" {
+			t.Errorf("terraform would see %s", k)
 		}
 	}
 }

@@ -101,14 +101,15 @@ func (w wiring) run(ctx context.Context, rep *reporter) *contractRun {
 	cfg := w.cfg
 	runID := local.NewRunID(time.Now())
 	st := &runner.State{
-		RunID:        runID,
-		Dir:          cfg.Dir,
-		ContractPath: cfg.ContractPath,
-		EnvOverride:  cfg.EnvOverride,
-		Commit:       cfg.Commit,
-		RunDir:       filepath.Join(local.RunsDir(cfg.Dir), runID),
-		ForgeRun:     cfg.ForgeRun,
-		PullRequest:  cfg.ForgeAPI.PullRequest,
+		RunID:          runID,
+		Dir:            cfg.Dir,
+		ContractPath:   cfg.ContractPath,
+		EnvOverride:    cfg.EnvOverride,
+		EngineOverride: cfg.EngineOverride,
+		Commit:         cfg.Commit,
+		RunDir:         filepath.Join(local.RunsDir(cfg.Dir), runID),
+		ForgeRun:       cfg.ForgeRun,
+		PullRequest:    cfg.ForgeAPI.PullRequest,
 	}
 	w.runID = runID
 	err := w.setupErr
@@ -336,11 +337,12 @@ func approverKeyDir(cfg Config) string {
 	return filepath.Join(cfg.Evidence.Paths.ConfigDir, "approvers")
 }
 
-// terraformEngine is the Terraform the plan and apply stages share, so both
-// initialise the same backend and hold the same run locks.
+// terraformEngine is the engine adapter the plan and apply stages share,
+// so both initialise the same backend and hold the same run locks; it runs
+// terraform or tofu, as each contract says.
 func (w wiring) terraformEngine(reg *registry.Registry) (*terraform.Engine, error) {
 	cfg, env := w.cfg, w.env
-	tfPath, err := cfg.terraformPath()
+	tfPath, tofuPath, err := cfg.enginePaths()
 	if err != nil {
 		return nil, err
 	}
@@ -353,12 +355,14 @@ func (w wiring) terraformEngine(reg *registry.Registry) (*terraform.Engine, erro
 		Registry: reg,
 		Terraform: terraform.Options{ExecPath: tfPath, Env: cfg.TerraformEnv, Log: tfLog,
 			LockTimeout: cfg.LockTimeout, Timeout: cfg.TerraformTimeout},
-		StateDir:      cfg.StateDir,
-		BackendType:   cfg.BackendType,
-		BackendConfig: cfg.BackendConfig,
-		Locks:         runLocks(cfg),
-		Holder:        runner.LockHolder{RunID: w.runID, PID: os.Getpid(), Host: host, Since: time.Now().UTC()},
-		Notify:        env.Stderr,
+		OpenTofu:        tofuPath,
+		StatePassphrase: cfg.StatePassphrase,
+		StateDir:        cfg.StateDir,
+		BackendType:     cfg.BackendType,
+		BackendConfig:   cfg.BackendConfig,
+		Locks:           runLocks(cfg),
+		Holder:          runner.LockHolder{RunID: w.runID, PID: os.Getpid(), Host: host, Since: time.Now().UTC()},
+		Notify:          env.Stderr,
 	}, nil
 }
 

@@ -11,21 +11,36 @@ import (
 
 	"github.com/nova-platform/nova/runner"
 	"github.com/nova-platform/nova/runner/evidence/signing"
+	"github.com/nova-platform/nova/runner/terraform/terraformtest"
 )
 
 // TestPromotionDevToDR walks examples/hello through every environment as
-// the README shows it, in local mode with real Terraform and a signed
-// checkout: dev applies on its own; qa waits, is approved by qa-lead and
-// applies; prod approved by qa-lead too is refused (separation of duties)
-// and applies once sre-oncall approves; dr likewise. The evidence verifies
-// at the end, and the authorization carries an attestation stock cosign
-// accepts.
+// the README shows it, in local mode with a signed checkout, once on each
+// engine (the contract naming OpenTofu for the second): dev applies on
+// its own; qa waits, is approved by qa-lead and applies; prod approved by
+// qa-lead too is refused (separation of duties) and applies once
+// sre-oncall approves; dr likewise. The evidence verifies at the end, and
+// the authorization carries an attestation, naming the engine, that stock
+// cosign accepts. The approvals and the evidence are the same on both.
 func TestPromotionDevToDR(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, engine string) {
+		t.Parallel()
+		promote(t, engine)
+	})
+}
+
+func promote(t *testing.T, engine string) {
 	ctx := t.Context()
-	c := &consumer{t: t, dir: t.TempDir(), stateDir: t.TempDir(), env: map[string]string{"HOME": t.TempDir(), "USER": "dev-author"}}
+	terraformtest.Binary(t, engine)
+	c := &consumer{t: t, dir: t.TempDir(), stateDir: t.TempDir(), env: map[string]string{"HOME": t.TempDir(), "USER": "dev-author"}, engine: engine}
 	if err := os.CopyFS(c.dir, os.DirFS(filepath.Join("..", "examples", "hello"))); err != nil {
 		t.Fatal(err)
 	}
+	contract, err := os.ReadFile(filepath.Join(c.dir, ".nova", "contract.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.writeContract(string(contract))
 	c.extra = []string{"--trusted-keys", signedCheckout(t, c.dir)}
 
 	step := func(wantCode int, args ...string) runView {
@@ -90,6 +105,18 @@ func TestPromotionDevToDR(t *testing.T) {
 		t.Errorf("prod apply events %v, want %v", types, want)
 	}
 	checkAttestation(t, c, events, prod)
+	label := engineLabel(t, c)
+	for _, e := range events {
+		var d struct {
+			Engine string `json:"engine"`
+		}
+		if e.Type != runner.EventApplyCompleted && e.Type != runner.EventChangeIdentified {
+			continue
+		}
+		if err := runner.DecodeEventData(e, &d); err != nil || d.Engine != label {
+			t.Errorf("prod's %s names engine %q (%v), want %q", e.Type, d.Engine, err, label)
+		}
+	}
 }
 
 // checkAttestation runs stock cosign over the saved plan the prod apply
@@ -112,7 +139,8 @@ func checkAttestation(t *testing.T, c *consumer, events []runner.Event, v runVie
 	if err != nil {
 		t.Fatal(err)
 	}
-	if stmt.Predicate.PlanDigest != v.PlanDigest || stmt.Predicate.Approver != "sre-oncall" || len(stmt.Predicate.Approvals) != 1 || stmt.Predicate.Confidence == nil {
+	if stmt.Predicate.PlanDigest != v.PlanDigest || stmt.Predicate.Approver != "sre-oncall" || len(stmt.Predicate.Approvals) != 1 || stmt.Predicate.Confidence == nil ||
+		stmt.Predicate.Engine != engineLabel(t, c) {
 		t.Errorf("predicate %+v", stmt.Predicate)
 	}
 	dir := t.TempDir()

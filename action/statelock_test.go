@@ -16,6 +16,7 @@ import (
 
 	"github.com/nova-platform/nova/runner"
 	"github.com/nova-platform/nova/runner/postgres/pgtest"
+	"github.com/nova-platform/nova/runner/terraform/terraformtest"
 )
 
 // These tests run nova as processes, as CI runners would, against one
@@ -32,15 +33,19 @@ type fleet struct {
 
 func newFleet(t *testing.T, pgURL string) *fleet {
 	t.Helper()
-	if _, err := exec.LookPath("terraform"); err != nil {
-		t.Fatal("terraform is not on PATH: run `make tools`")
-	}
+	return newEngineFleet(t, runner.EngineTerraform, pgURL)
+}
+
+// newEngineFleet is a fleet whose runners run engine, found on PATH.
+func newEngineFleet(t *testing.T, engine, pgURL string) *fleet {
+	t.Helper()
+	terraformtest.Binary(t, engine)
 	registry, err := filepath.Abs(filepath.Join("testdata", "registry"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return &fleet{t: t, bin: novaBinary(t), env: append(os.Environ(), "XDG_CONFIG_HOME=", "XDG_DATA_HOME=", "XDG_STATE_HOME=",
-		"NOVA_REGISTRY="+registry, "NOVA_TERRAFORM=", "NOVA_EVIDENCE_REPO=", "GITHUB_ACTIONS=", "GITEA_ACTIONS=",
+		"NOVA_REGISTRY="+registry, "NOVA_TERRAFORM=", "NOVA_TOFU=", "NOVA_EVIDENCE_REPO=", "GITHUB_ACTIONS=", "GITEA_ACTIONS=",
 		// The connection string reaches terraform and Nova's lock through
 		// the environment: given as -backend-config, terraform would save
 		// it, password and all, into the plan file and .terraform/.
@@ -192,17 +197,25 @@ func countLines(t *testing.T, path, word string) int {
 	return strings.Count(string(data), word)
 }
 
-// TestTwoRunnersOneContractOnAPgBackend: while one runner applies a
-// contract, a second runner of the same contract and environment is
-// refused with STATE_LOCKED naming the first run — not APPLY_INDETERMINATE,
-// which the first run's open authorization would otherwise produce — and a
-// runner given --lock-timeout waits, then finds nothing left to apply.
+// TestTwoRunnersOneContractOnAPgBackend, on each engine: while one runner
+// applies a contract, a second runner of the same contract and environment
+// is refused with STATE_LOCKED naming the first run — not
+// APPLY_INDETERMINATE, which the first run's open authorization would
+// otherwise produce — and a runner given --lock-timeout waits, then finds
+// nothing left to apply.
 func TestTwoRunnersOneContractOnAPgBackend(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, engine string) {
+		t.Parallel()
+		twoRunnersOneContract(t, engine)
+	})
+}
+
+func twoRunnersOneContract(t *testing.T, engine string) {
 	pg := pgtest.Start(t)
-	f := newFleet(t, pg.URL)
+	f := newEngineFleet(t, engine, pg.URL)
 	started, proceed := mkfifo(t, "started"), mkfifo(t, "proceed")
 	log := filepath.Join(t.TempDir(), "applies")
-	contract := gatedContract("0c0ffee0-2222-4333-8444-555566667777", started, proceed, log)
+	contract := gatedContract("0c0ffee0-2222-4333-8444-555566667777", started, proceed, log) + "engine: " + engine + "\n"
 	// One evidence repo for all runners, as a forge's would be.
 	home := t.TempDir()
 

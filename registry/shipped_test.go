@@ -1,12 +1,15 @@
 package registry
 
 import (
+	"os"
 	"os/exec"
 	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/hashicorp/terraform-config-inspect/tfconfig"
+
+	"github.com/nova-platform/nova/runner/terraform/terraformtest"
 )
 
 // The AWS modules shipped with Nova must all meet the platform's baseline:
@@ -52,15 +55,19 @@ func TestShippedAWSModules(t *testing.T) {
 	}
 }
 
-// Terraform's formatter needs no provider, so it runs wherever Terraform is
-// installed.
+// The engines' formatters need no provider, so they run wherever the
+// engines are installed; a shipped module reads the same to both, so each
+// finds it formatted.
 func TestShippedModulesAreFormatted(t *testing.T) {
-	tf, err := exec.LookPath("terraform")
-	if err != nil {
-		t.Fatal("terraform is not on PATH: run `make tools`")
-	}
-	out, err := exec.CommandContext(t.Context(), tf, "fmt", "-check", "-recursive", "-list=true", "modules").CombinedOutput()
-	if err != nil {
-		t.Errorf("terraform fmt -check: %v\nunformatted files:\n%s\nrun: terraform fmt -recursive registry/modules", err, out)
+	for _, engine := range terraformtest.Engines {
+		t.Run(engine, func(t *testing.T) {
+			bin := terraformtest.Binary(t, engine)
+			cmd := exec.CommandContext(t.Context(), bin, "fmt", "-check", "-recursive", "-list=true", "modules")
+			cmd.Env = append(os.Environ(), "TF_CLI_CONFIG_FILE="+os.DevNull)
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Errorf("%s fmt -check: %v\nunformatted files:\n%s\nrun: %s fmt -recursive registry/modules", terraformtest.Program(engine), err, out, terraformtest.Program(engine))
+			}
+		})
 	}
 }

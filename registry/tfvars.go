@@ -44,12 +44,13 @@ func readTerraformInterface(fsys fs.FS, dir string) (*tfconfig.Module, error) {
 		switch {
 		case strings.HasSuffix(name, ".tfstack.hcl"), strings.HasSuffix(name, ".tfcomponent.hcl"):
 			// tfconfig would read these as module files; Terraform does not.
-			diags = append(diags, &hcl.Diagnostic{
-				Severity: hcl.DiagError,
-				Summary:  "Unsupported file",
-				Detail:   "Terraform Stacks files do not belong in a module's terraform/ directory.",
-				Subject:  &hcl.Range{Filename: file, Start: hcl.InitialPos, End: hcl.InitialPos},
-			})
+			diags = append(diags, unsupportedFile(file, "Terraform Stacks files do not belong in a module's terraform/ directory."))
+		case strings.HasSuffix(name, ".tofu"), strings.HasSuffix(name, ".tofu.json"):
+			// OpenTofu reads these, in place of a .tf of the same name;
+			// Terraform and this check do not. A module reads the same
+			// under both engines, or module.yaml's agreement would hold
+			// for one of them only.
+			diags = append(diags, unsupportedFile(file, "OpenTofu-only files (.tofu, .tofu.json) do not belong in a registry module: it must read the same under Terraform and OpenTofu."))
 		case !ok:
 			// not a Terraform configuration file
 		case base == "override" || strings.HasSuffix(base, "_override"):
@@ -71,6 +72,16 @@ func readTerraformInterface(fsys fs.FS, dir string) (*tfconfig.Module, error) {
 		return nil, diags
 	}
 	return mod, nil
+}
+
+// unsupportedFile refuses a file of a module's terraform/ directory.
+func unsupportedFile(file, detail string) *hcl.Diagnostic {
+	return &hcl.Diagnostic{
+		Severity: hcl.DiagError,
+		Summary:  "Unsupported file",
+		Detail:   detail,
+		Subject:  &hcl.Range{Filename: file, Start: hcl.InitialPos, End: hcl.InitialPos},
+	}
 }
 
 // ignoredTerraformFile reports the editor and hidden files Terraform skips.

@@ -238,6 +238,8 @@ func TestTerraformInterfaceRefuses(t *testing.T) {
 		{"broken override", "z_override.tf", "variable \"a\" {\n  sensitive = 3\n}\n", "bool required"},
 		{"stack file", "x.tfstack.hcl", "variable \"b\" {}\n", "Stacks files"},
 		{"component file", "x.tfcomponent.hcl", "variable \"b\" {}\n", "Stacks files"},
+		{"OpenTofu-only file", "main.tofu", "variable \"a\" {}\n", "OpenTofu-only files"},
+		{"OpenTofu-only JSON file", "x.tofu.json", `{"variable": {"b": {}}}`, "OpenTofu-only files"},
 	}
 	for _, tt := range cases {
 		t.Run(tt.name, func(t *testing.T) {

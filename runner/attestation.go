@@ -14,10 +14,10 @@ import (
 
 // Every authorization is also an in-toto attestation (Statement v1 in a DSSE
 // envelope) signed with the event key: its subject is the saved plan file,
-// and its predicate binds the plan digest, the contract and commit, the
-// policy verdicts, the confidence and the approvals, so stock tooling
-// (`cosign verify-blob-attestation`) can check the exact file that is
-// applied against what authorized it.
+// and its predicate binds the plan digest, the engine, the contract and
+// commit, the policy verdicts, the confidence and the approvals, so stock
+// tooling (`cosign verify-blob-attestation`) can check the exact file that
+// is applied against what authorized it.
 const (
 	// AttestationPredicateType is the predicate type of Nova's
 	// authorization attestations (cosign's --type).
@@ -60,6 +60,9 @@ type AuthorizationPredicate struct {
 	Approvals      []string     `json:"approvals"`
 	Verdicts       []PCRVerdict `json:"policyVerdicts"`
 	Confidence     *Confidence  `json:"confidence,omitempty"`
+	// Engine is the engine, at its exact version, that planned and
+	// applies ("opentofu 1.12.6").
+	Engine string `json:"engine,omitempty"`
 }
 
 // PCRVerdict is one policy record's outcome, without its evidence.
@@ -102,7 +105,7 @@ func attestation(ctx context.Context, signer Attestor, st *State) (AttestationRe
 	}
 	pred := AuthorizationPredicate{
 		ContractID: st.Contract.ID, Environment: st.Authorization.Environment, PlanDigest: st.Authorization.Digest,
-		ContractDigest: st.ContractDigest, Commit: st.Commit, Approver: st.Authorization.Approver,
+		ContractDigest: st.ContractDigest, Commit: st.Commit, Engine: st.Plan.Engine, Approver: st.Authorization.Approver,
 		Approvals: append([]string{}, st.Authorization.Approvals...), Verdicts: []PCRVerdict{}, Confidence: st.Confidence,
 	}
 	for _, p := range st.PCRs {

@@ -39,35 +39,42 @@ func TestPlanDigest(t *testing.T) {
 	rc := []map[string]any{{"address": "a", "change": map[string]any{"actions": []string{"create"}}}}
 	conf := map[string]any{"root_module": map[string]any{"module_calls": map[string]any{"m": map[string]any{"source": "./modules/m"}}}}
 	plan := PlanContent{ResourceChanges: rc, Configuration: conf}
-	base, err := PlanDigest(plan, "cd", "abc")
+	base, err := PlanDigest(plan, "terraform 1.11.4", "cd", "abc")
 	if err != nil {
 		t.Fatal(err)
 	}
 	var nilSlice []map[string]any
-	emptyA, _ := PlanDigest(PlanContent{ResourceChanges: nilSlice}, "cd", "abc")
-	emptyB, _ := PlanDigest(PlanContent{ResourceChanges: []any{}, OutputChanges: map[string]any{}}, "cd", "abc")
+	emptyA, _ := PlanDigest(PlanContent{ResourceChanges: nilSlice}, "terraform 1.11.4", "cd", "abc")
+	emptyB, _ := PlanDigest(PlanContent{ResourceChanges: []any{}, OutputChanges: map[string]any{}}, "terraform 1.11.4", "cd", "abc")
 	if emptyA != emptyB {
 		t.Errorf("nil and empty parts digest differently: %s vs %s", emptyA, emptyB)
 	}
 	provisioned := map[string]any{"root_module": map[string]any{"module_calls": map[string]any{"m": map[string]any{"source": "./modules/m",
 		"module": map[string]any{"resources": []any{map[string]any{"provisioners": []any{map[string]any{"type": "local-exec"}}}}}}}}}
+	const tf = "terraform 1.11.4"
 	for name, other := range map[string]struct {
 		plan     PlanContent
+		engine   string
 		contract string
 		commit   string
 	}{
-		"other resource changes": {PlanContent{ResourceChanges: []map[string]any{{"address": "b"}}, Configuration: conf}, "cd", "abc"},
-		"other output changes":   {PlanContent{ResourceChanges: rc, Configuration: conf, OutputChanges: map[string]any{"o": map[string]any{"after": 1}}}, "cd", "abc"},
-		"a provisioner added":    {PlanContent{ResourceChanges: rc, Configuration: provisioned}, "cd", "abc"},
-		"other contract":         {plan, "cd2", "abc"},
-		"other commit":           {plan, "cd", "abd"},
+		"other resource changes": {PlanContent{ResourceChanges: []map[string]any{{"address": "b"}}, Configuration: conf}, tf, "cd", "abc"},
+		"other output changes":   {PlanContent{ResourceChanges: rc, Configuration: conf, OutputChanges: map[string]any{"o": map[string]any{"after": 1}}}, tf, "cd", "abc"},
+		"a provisioner added":    {PlanContent{ResourceChanges: rc, Configuration: provisioned}, tf, "cd", "abc"},
+		"other engine":           {plan, "opentofu 1.12.6", "cd", "abc"},
+		"other engine version":   {plan, "terraform 1.11.5", "cd", "abc"},
+		"other contract":         {plan, tf, "cd2", "abc"},
+		"other commit":           {plan, tf, "cd", "abd"},
 	} {
-		d, _ := PlanDigest(other.plan, other.contract, other.commit)
+		d, _ := PlanDigest(other.plan, other.engine, other.contract, other.commit)
 		if d == base {
 			t.Errorf("%s: digest unchanged", name)
 		}
 	}
-	again, _ := PlanDigest(plan, "cd", "abc")
+	if _, err := PlanDigest(plan, "", "cd", "abc"); err == nil {
+		t.Error("a digest without its engine")
+	}
+	again, _ := PlanDigest(plan, tf, "cd", "abc")
 	if again != base || len(base) != 64 {
 		t.Errorf("digest not stable or not sha256 hex: %s / %s", base, again)
 	}

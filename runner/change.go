@@ -23,7 +23,8 @@ type ChangeRecord struct {
 	Contract string `json:"contract"`
 	// Content digests the stack and the modules (registry.ContentDigests).
 	Content map[string]string `json:"content"`
-	// Engine is the engine and its exact version ("terraform 1.11.4").
+	// Engine is the engine and its exact version ("terraform 1.11.4",
+	// "opentofu 1.12.6").
 	Engine string `json:"engine"`
 }
 
@@ -40,9 +41,10 @@ type ContentDigester interface {
 	ContentDigests(target *TargetStack) (map[string]string, error)
 }
 
-// EngineVersioner names the engine and its exact version.
+// EngineVersioner names the engine a contract runs with and its exact
+// version ("opentofu 1.12.6").
 type EngineVersioner interface {
-	EngineVersion(ctx context.Context) (string, error)
+	EngineVersion(ctx context.Context, c *Contract) (string, error)
 }
 
 // IdentifyChange is the stage after schema: it names the run's change and,
@@ -72,7 +74,7 @@ func (s *IdentifyChange) Run(ctx context.Context, st *State) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	engine, err := s.Engine.EngineVersion(ctx)
+	engine, err := s.Engine.EngineVersion(ctx, st.Contract)
 	if err != nil {
 		return Result{}, err
 	}

@@ -12,7 +12,9 @@ func (d digests) ContentDigests(*TargetStack) (map[string]string, error) { retur
 
 type engineVersion string
 
-func (v engineVersion) EngineVersion(context.Context) (string, error) { return string(v), nil }
+func (v engineVersion) EngineVersion(context.Context, *Contract) (string, error) {
+	return string(v), nil
+}
 
 // TestIdentifyChange: the change is the contract's bytes, the registry
 // content and the engine's version; an environment whose latest apply was

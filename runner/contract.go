@@ -66,6 +66,11 @@ type Contract struct {
 	Supersedes  string         `json:"supersedes,omitempty"`
 	Backend     *Backend       `json:"backend,omitempty"`
 	Profile     string         `json:"profile,omitempty"`
+	// Engine is the engine that plans and applies ("" is terraform; see
+	// EngineName). EngineVersion, when set, is a version constraint its
+	// binary must satisfy (">= 1.12").
+	Engine        string `json:"engine,omitempty"`
+	EngineVersion string `json:"engineVersion,omitempty"`
 
 	// Agentic fields, accepted only with profile: agentic.
 	NaturalLanguageIntent  string   `json:"naturalLanguageIntent,omitempty"`
@@ -75,6 +80,27 @@ type Contract struct {
 	// Declared is the environment the contract names itself, before
 	// --env: the first environment its changes may enter.
 	Declared Environment `json:"-"`
+}
+
+// The engines a contract can name. Both run through the same adapter
+// (runner/terraform), since OpenTofu's CLI is Terraform's.
+const (
+	EngineTerraform = "terraform"
+	EngineOpenTofu  = "opentofu"
+)
+
+// Engines lists the engines a contract can name, the default first.
+var Engines = []string{EngineTerraform, EngineOpenTofu}
+
+// EngineName is the engine the contract runs with: its engine field, or
+// terraform when it names none. The field itself stays as written, so a
+// contract that names no engine digests as it did before engines could
+// be named.
+func (c *Contract) EngineName() string {
+	if c.Engine == "" {
+		return EngineTerraform
+	}
+	return c.Engine
 }
 
 // ProfileAgentic marks a contract written by an agent; it unlocks the agentic
@@ -93,7 +119,13 @@ type NFR struct {
 	LatencyP99Ms       *int     `json:"latencyP99Ms,omitempty"`
 	MonthlyCostCeiling *float64 `json:"monthlyCostCeiling,omitempty"`
 	DataClassification string   `json:"dataClassification,omitempty"`
+	// StateEncryption is "required" when the engine must encrypt the
+	// state (and saved plans) it writes.
+	StateEncryption string `json:"stateEncryption,omitempty"`
 }
+
+// StateEncryptionRequired is the one value of nfr.stateEncryption.
+const StateEncryptionRequired = "required"
 
 // Validation points at the JUnit XML reports that evidence the change.
 type Validation struct {
@@ -109,7 +141,25 @@ type Validation struct {
 type Backend struct {
 	Type   string            `json:"type"`
 	Config map[string]string `json:"config,omitempty"`
+	// Encryption, when set, has the engine encrypt the state it keeps in
+	// this backend, and its saved plans (OpenTofu only).
+	Encryption *StateEncryption `json:"encryption,omitempty"`
 }
+
+// StateEncryption is how the engine encrypts state. The key's secret is
+// never in the contract: the operator passes it to Nova (for PBKDF2, a
+// passphrase in $NOVA_STATE_PASSPHRASE).
+type StateEncryption struct {
+	// KeyProvider derives the key: "pbkdf2" (from a passphrase, offline).
+	KeyProvider string `json:"keyProvider"`
+}
+
+// KeyProviderPBKDF2 derives the state key from a passphrase, with no
+// service to reach.
+const KeyProviderPBKDF2 = "pbkdf2"
+
+// Encrypted reports whether the contract's backend encrypts its state.
+func (c *Contract) Encrypted() bool { return c.Backend != nil && c.Backend.Encryption != nil }
 
 // envRequired lists the fields each environment adds to the ones every
 // contract needs. The lists accumulate: a prod contract also needs what qa

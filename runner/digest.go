@@ -1,6 +1,9 @@
 package runner
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"errors"
+)
 
 // PlanContent is the part of a plan the digest covers: every planned
 // resource change, every output change, and the configuration Terraform
@@ -15,10 +18,16 @@ type PlanContent struct {
 }
 
 // PlanDigest binds a plan to what it was made from: sha256 over the
-// canonical JSON of the plan's content, the contract digest and the commit.
-// An approval names this digest, so it cannot be replayed on another plan,
-// another contract version or other code.
-func PlanDigest(plan PlanContent, contractDigest, commit string) (string, error) {
+// canonical JSON of the plan's content, the engine that made it and will
+// apply it at its exact version ("opentofu 1.12.6"), the contract digest
+// and the commit. An approval names this digest, so it cannot be replayed
+// on another plan, another engine, another contract version or other code.
+func PlanDigest(plan PlanContent, engine, contractDigest, commit string) (string, error) {
+	if engine == "" {
+		// A plan is only ever read by an engine; a digest without it
+		// would let an approval of one engine's plan authorise another's.
+		return "", errors.New("the plan digest needs the engine and its version")
+	}
 	parts := []any{plan.ResourceChanges, plan.OutputChanges, plan.Configuration, plan.Variables}
 	raw := make([]json.RawMessage, len(parts))
 	for i, p := range parts {
@@ -39,7 +48,8 @@ func PlanDigest(plan PlanContent, contractDigest, commit string) (string, error)
 		OutputChanges   json.RawMessage `json:"output_changes"`
 		Configuration   json.RawMessage `json:"configuration"`
 		Variables       json.RawMessage `json:"variables"`
+		Engine          string          `json:"engine"`
 		ContractDigest  string          `json:"contract_digest"`
 		Commit          string          `json:"commit"`
-	}{raw[0], raw[1], raw[2], raw[3], contractDigest, commit})
+	}{raw[0], raw[1], raw[2], raw[3], engine, contractDigest, commit})
 }

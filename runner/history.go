@@ -94,6 +94,9 @@ type PlanRecord struct {
 	Change string `json:"change,omitempty"`
 	// PullRequest is the pull request the plan was made for (0: none).
 	PullRequest int64 `json:"pullRequest,omitempty"`
+	// Engine is the engine that planned, at its exact version ("opentofu
+	// 1.12.6"): the one the digest binds, and the only one that may apply.
+	Engine string `json:"engine,omitempty"`
 }
 
 // ResourceChange is one planned change, without its values.

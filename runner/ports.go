@@ -69,11 +69,15 @@ type SavedPlan struct {
 	// the engine knows they are the same bytes (the file did not change
 	// while it was read); empty when it cannot vouch for that.
 	FileSHA256 string
+	// Engine is the engine that read the plan, at its exact version
+	// ("opentofu 1.12.6"): what made it and what would apply it.
+	Engine string
 }
 
-// Digest is the plan digest binding this plan to the contract and commit.
+// Digest is the plan digest binding this plan to its engine, the contract
+// and commit.
 func (p *SavedPlan) Digest(contractDigest, commit string) (string, error) {
-	d, err := PlanDigest(p.Content, contractDigest, commit)
+	d, err := PlanDigest(p.Content, p.Engine, contractDigest, commit)
 	if err != nil {
 		return "", Errorf(InternalError, "computing plan digest: %w", err)
 	}

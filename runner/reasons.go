@@ -119,6 +119,15 @@ const (
 	DriftDetected            Reason = "DRIFT_DETECTED"
 )
 
+// Engines: which binary plans and applies, and what it must be.
+const (
+	EngineVersionUnsatisfied     Reason = "ENGINE_VERSION_UNSATISFIED"
+	EngineChangedSincePlan       Reason = "ENGINE_CHANGED_SINCE_PLAN"
+	StateEncryptionUnsupported   Reason = "STATE_ENCRYPTION_UNSUPPORTED"
+	StateEncryptionNotConfigured Reason = "STATE_ENCRYPTION_NOT_CONFIGURED"
+	StateEncryptionKeyMissing    Reason = "STATE_ENCRYPTION_KEY_MISSING"
+)
+
 // Confidence signal and its inputs.
 const (
 	ConfidenceInputMissing   Reason = "CONFIDENCE_INPUT_MISSING"
@@ -264,7 +273,7 @@ var reasonTable = []ReasonInfo{
 	{StackInstanceUnknown, "resolve", KindVerdict, "A stack lists a child instance it does not declare."},
 	{InputValueTooDeep, "resolve", KindVerdict, "An input value nests deeper than 32 levels."},
 
-	{TerraformNotFound, "plan", KindError, "No terraform binary on PATH (or at --terraform)."},
+	{TerraformNotFound, "plan", KindError, "No binary of the contract's engine: terraform on PATH (or at --terraform), or tofu on PATH (or at --tofu) for `engine: opentofu`."},
 	{TerraformInitFailed, "plan", KindError, "`terraform init` failed; the finding carries the tail of its stderr."},
 	{TerraformPlanFailed, "plan", KindError, "`terraform plan` failed."},
 	{TerraformShowFailed, "plan", KindError, "`terraform show -json` failed or its JSON could not be read."},
@@ -282,6 +291,12 @@ var reasonTable = []ReasonInfo{
 	{TerraformTimeout, "plan", KindError, "A terraform command ran longer than --terraform-timeout and was interrupted (SIGINT, so it could release its state lock). An apply that timed out is recorded as `APPLY_INDETERMINATE`, never as a failure."},
 	{PlanTooLarge, "plan", KindError, "`terraform show -json` of the saved plan is larger than Nova accepts (256 MiB); the plan is refused rather than carried into the bundle and the evidence. Split the contract."},
 	{PlanNotCleared, "apply", KindVerdict, "The evidence holds no passing plan-level policy and confidence for this plan digest: the plan failed (or never finished) its evaluation and cannot be applied."},
+
+	{EngineVersionUnsatisfied, "engine", KindError, "The engine's binary does not satisfy the contract's `engineVersion` constraint (or is older than Nova runs: terraform 0.15.4, OpenTofu 1.6.0, and 1.7.0 for state encryption)."},
+	{EngineChangedSincePlan, "apply", KindVerdict, "The plan bundle was planned by another engine or engine version than the one this apply would run (the contract's `engine`, `--engine`, or the binary changed between plan and apply); approving a plan of one engine never authorises an apply by another. Plan again."},
+	{StateEncryptionUnsupported, "engine", KindVerdict, "State encryption is asked for (`nfr.stateEncryption: required` or `backend.encryption`) but the contract's engine is terraform, which cannot encrypt state; use `engine: opentofu`."},
+	{StateEncryptionNotConfigured, "engine", KindVerdict, "`nfr.stateEncryption: required` with OpenTofu, but the contract's backend configures no encryption (`backend.encryption`)."},
+	{StateEncryptionKeyMissing, "engine", KindError, "The contract's state is encrypted and `$NOVA_STATE_PASSPHRASE` holds no passphrase of at least 16 characters, so OpenTofu could neither read nor write it."},
 
 	{ConfidenceInputMissing, "confidence", KindVerdict, "A confidence input could not be computed (its stage did not run or errored, or a required test suite is missing or unreadable); the run halts rather than score without it."},
 	{ConfidenceBelowThreshold, "confidence", KindVerdict, "The confidence score is below the environment's frozen threshold (dev 0.50, qa 0.75, prod 0.90, dr 0.95)."},

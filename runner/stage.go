@@ -94,6 +94,8 @@ type State struct {
 	ContractPath string
 	// EnvOverride replaces the contract's environment when set (--env).
 	EnvOverride Environment
+	// EngineOverride replaces the contract's engine when set (--engine).
+	EngineOverride string
 	// Commit is the consumer commit being deployed; it is bound into the
 	// plan digest so an approval cannot be replayed on other code.
 	Commit string
@@ -163,6 +165,9 @@ type Plan struct {
 	// it in this process: apply can then trust the file by its hash
 	// instead of reading the plan again.
 	FileSHA256 string `json:"-"`
+	// Engine is the engine that planned, at its exact version ("opentofu
+	// 1.12.6"); the digest binds it.
+	Engine string `json:"engine"`
 }
 
 // ChangeSummary counts resource changes by action, as Terraform reports them.

@@ -77,6 +77,26 @@ func TestActionAsGitHubRunsIt(t *testing.T) {
 		checkNoLeak(t, res, "runtime-token-")
 	})
 
+	// One image runs both engines: the contract names OpenTofu, and the
+	// same image and step plan and apply with the tofu it carries.
+	t.Run("dev pass on OpenTofu", func(t *testing.T) {
+		r := newGitHubRunner(t)
+		r.checkout(func(contract string) string { return contract + "engine: opentofu\n" }, false)
+		res := r.run(image, step{})
+		if res.exitCode != 0 {
+			t.Fatalf("exit %d, want 0\nstdout:\n%s\nstderr:\n%s", res.exitCode, res.stdout, res.stderr)
+		}
+		checkOutputs(t, res.outputs, map[string]string{"verdict": "pass", "exit-code": "0", "reason": ""})
+		r.checkBundle(res.outputs["bundle-dir"])
+		m, err := bundle.ReadManifest(filepath.Join(r.workspace, res.outputs["bundle-dir"]))
+		if err != nil || m.Engine != "opentofu "+toolsPin(t, "OPENTOFU_VERSION") {
+			t.Errorf("the plan was made by %q (%v), want the image's OpenTofu", m.Engine, err)
+		}
+		if _, err := os.Stat(filepath.Join(r.home, ".local/state/nova/state", helloID, "dev", "terraform.tfstate")); err != nil {
+			t.Errorf("no state after the apply: %v", err)
+		}
+	})
+
 	t.Run("policy fail", func(t *testing.T) {
 		r := newGitHubRunner(t)
 		const secret = "AKIAIOSFODNN7EXAMPLE"

@@ -236,17 +236,19 @@ func TestImageEntrypointIsWhatActionYmlRuns(t *testing.T) {
 	}
 }
 
-// TestImageBinariesAreStatic: the image has no libc, so both programs must
+// TestImageBinariesAreStatic: the image has no libc, so every program must
 // be static; nova is the CGO_ENABLED=0, -trimpath build, as `go version -m`
-// shows for the very file in the image; terraform is the pinned version.
+// shows for the very file in the image; terraform and tofu are the pinned
+// versions.
 func TestImageBinariesAreStatic(t *testing.T) {
 	image := novaImage(t)
 	dir := t.TempDir()
 	id := strings.TrimSpace(docker(t, "create", image))
 	t.Cleanup(func() { _ = exec.Command("docker", "rm", "--force", id).Run() })
-	nova, tf := filepath.Join(dir, "nova"), filepath.Join(dir, "terraform")
+	nova, tf, tofu := filepath.Join(dir, "nova"), filepath.Join(dir, "terraform"), filepath.Join(dir, "tofu")
 	docker(t, "cp", id+":/usr/local/bin/nova", nova)
 	docker(t, "cp", id+":/usr/local/bin/terraform", tf)
+	docker(t, "cp", id+":/usr/local/bin/tofu", tofu)
 
 	out, err := exec.CommandContext(t.Context(), "go", "version", "-m", nova).CombinedOutput()
 	if err != nil {
@@ -261,24 +263,29 @@ func TestImageBinariesAreStatic(t *testing.T) {
 	if !strings.Contains(string(out), "\tpath\tgithub.com/nova-platform/nova/action\n") {
 		t.Errorf("the image's nova is not built from ./action:\n%s", out)
 	}
-	for _, bin := range []string{nova, tf} {
+	for _, bin := range []string{nova, tf, tofu} {
 		if interp := interpreter(t, bin); interp != "" {
 			t.Errorf("%s asks for the dynamic loader %s, which the image does not have", filepath.Base(bin), interp)
 		}
 	}
 
-	// The terraform in the image is the pinned one, and the label says so.
-	pinned := toolsPin(t, "TERRAFORM_IMAGE_VERSION")
-	version := docker(t, "run", "--rm", "--entrypoint", "/usr/local/bin/terraform", image, "version", "-json")
-	var v struct {
-		Version string `json:"terraform_version"`
-	}
-	if err := json.Unmarshal([]byte(version), &v); err != nil || v.Version != pinned {
-		t.Errorf("terraform in the image is %q (%v), .ci/tools.sh pins %s", v.Version, err, pinned)
-	}
-	label := strings.TrimSpace(docker(t, "image", "inspect", "--format", `{{index .Config.Labels "io.github.nova-platform.terraform.version"}}`, image))
-	if label != pinned {
-		t.Errorf("terraform version label %q, want %s", label, pinned)
+	// The engines in the image are the pinned ones, and the labels say so.
+	for _, e := range []struct{ bin, pin, label string }{
+		{"terraform", "TERRAFORM_IMAGE_VERSION", "io.github.nova-platform.terraform.version"},
+		{"tofu", "OPENTOFU_VERSION", "io.github.nova-platform.opentofu.version"},
+	} {
+		pinned := toolsPin(t, e.pin)
+		version := docker(t, "run", "--rm", "--entrypoint", "/usr/local/bin/"+e.bin, image, "version", "-json")
+		var v struct {
+			Version string `json:"terraform_version"`
+		}
+		if err := json.Unmarshal([]byte(version), &v); err != nil || v.Version != pinned {
+			t.Errorf("%s in the image is %q (%v), .ci/tools.sh pins %s", e.bin, v.Version, err, pinned)
+		}
+		label := strings.TrimSpace(docker(t, "image", "inspect", "--format", `{{index .Config.Labels "`+e.label+`"}}`, image))
+		if label != pinned {
+			t.Errorf("%s version label %q, want %s", e.bin, label, pinned)
+		}
 	}
 }
 
@@ -320,7 +327,7 @@ func TestImageHoldsOnlyWhatNovaNeeds(t *testing.T) {
 		}
 	}
 	slices.Sort(regular)
-	want := []string{"/etc/group", "/etc/nsswitch.conf", "/etc/passwd", "/etc/ssl/certs/ca-certificates.crt", "/usr/local/bin/nova", "/usr/local/bin/terraform"}
+	want := []string{"/etc/group", "/etc/nsswitch.conf", "/etc/passwd", "/etc/ssl/certs/ca-certificates.crt", "/usr/local/bin/nova", "/usr/local/bin/terraform", "/usr/local/bin/tofu"}
 	if !slices.Equal(regular, want) {
 		t.Errorf("files in the image:\n%s\nwant:\n%s", strings.Join(regular, "\n"), strings.Join(want, "\n"))
 	}

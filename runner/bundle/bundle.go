@@ -30,7 +30,7 @@ const (
 
 // formatVersion changes whenever the bundle layout does, so an apply job
 // never misreads a bundle from another Nova version.
-const formatVersion = 1
+const formatVersion = 2
 
 // Manifest describes a plan bundle and what its digest binds.
 type Manifest struct {
@@ -42,6 +42,9 @@ type Manifest struct {
 	ContractDigest string             `json:"contractDigest"`
 	Commit         string             `json:"commit"`
 	PlanDigest     string             `json:"planDigest"`
+	// Engine is the engine that planned, at its exact version ("opentofu
+	// 1.12.6"): the apply job runs the same or refuses.
+	Engine string `json:"engine"`
 	// ForgeRun is the forge's workflow run that planned, when there was
 	// one: its environment approvals bind to this bundle only.
 	ForgeRun   string               `json:"forgeRun,omitempty"`

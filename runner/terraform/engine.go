@@ -16,13 +16,24 @@ import (
 	"github.com/nova-platform/nova/runner"
 )
 
-// Engine implements runner.Engine with Terraform: it renders root modules
-// from the registry's modules and runs terraform over them.
+// Engine implements runner.Engine with Terraform or OpenTofu, whichever
+// the contract names: it renders root modules from the registry's modules
+// and runs the engine's binary over them.
 type Engine struct {
 	// Registry holds the modules a target stack's instances name.
 	Registry *registry.Registry
-	// Terraform is how terraform runs (binary, environment, extra log).
+	// Terraform is how the engine runs (terraform's binary, environment,
+	// extra log, timeouts); a contract on OpenTofu runs the same way with
+	// the OpenTofu binary.
 	Terraform Options
+	// OpenTofu is the tofu binary ("": none, and a contract on OpenTofu
+	// fails with TERRAFORM_NOT_FOUND).
+	OpenTofu string
+	// StatePassphrase is the secret OpenTofu's pbkdf2 key provider derives
+	// the state's key from, for contracts whose backend encrypts. It goes
+	// to tofu's environment only: never into the rendered root, a log or
+	// an event.
+	StatePassphrase string
 	// StateDir roots the default local state: each contract and
 	// environment gets StateDir/<contractId>/<env>/terraform.tfstate.
 	StateDir string
@@ -61,7 +72,10 @@ func (e *Engine) Render(dir string, c *runner.Contract, target *runner.TargetSta
 	if err := os.RemoveAll(dir); err != nil {
 		return runner.Errorf(runner.RenderFailed, "clearing %s: %w", dir, err)
 	}
-	src, err := RenderRoot(target, backendType)
+	if c.Encrypted() && c.EngineName() != runner.EngineOpenTofu {
+		return runner.Errorf(runner.StateEncryptionUnsupported, "the contract's backend encrypts its state (backend.encryption), which %s cannot do: use engine: opentofu", c.EngineName())
+	}
+	src, err := RenderRoot(target, backendType, c.Encrypted())
 	if err != nil {
 		return err
 	}
@@ -95,8 +109,9 @@ func (e *Engine) Render(dir string, c *runner.Contract, target *runner.TargetSta
 	return nil
 }
 
-// Open implements runner.Engine: terraform init of dir with the contract's
-// backend, terraform's output appended to runDir/terraform.log.
+// Open implements runner.Engine: init of dir by the contract's engine with
+// the contract's backend, the engine's output appended to
+// runDir/terraform.log.
 //
 // Before anything touches the state it takes the run locks of the
 // contract and environment (Locks), waiting up to the lock timeout; the
@@ -104,6 +119,10 @@ func (e *Engine) Render(dir string, c *runner.Contract, target *runner.TargetSta
 // recorded outcome is one turn.
 func (e *Engine) Open(ctx context.Context, dir, runDir string, c *runner.Contract) (runner.Workspace, error) {
 	backendType, backendConfig, err := e.Backend(c)
+	if err != nil {
+		return nil, err
+	}
+	opts, err := e.options(c)
 	if err != nil {
 		return nil, err
 	}
@@ -125,7 +144,6 @@ func (e *Engine) Open(ctx context.Context, dir, runDir string, c *runner.Contrac
 	if err != nil {
 		return nil, runner.Errorf(runner.ConfigInvalid, "opening terraform log: %w", err)
 	}
-	opts := e.Terraform
 	opts.Backend = backendType
 	if backendType == "pg" {
 		// Nova's run lock has already kept other Nova runs of this
@@ -320,6 +338,12 @@ func (w *workspace) Show(ctx context.Context, planFile string) (*runner.SavedPla
 	}
 	sp, err := savedPlan(p)
 	if err != nil {
+		return nil, err
+	}
+	// The engine that reads the plan is the one that would apply it: the
+	// digest binds it, so an approval of one engine's plan never
+	// authorises another's apply.
+	if sp.Engine, err = w.tf.Engine(ctx); err != nil {
 		return nil, err
 	}
 	sp.FileSHA256 = before

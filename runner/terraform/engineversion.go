@@ -9,23 +9,25 @@ import (
 
 var _ runner.EngineVersioner = (*Engine)(nil)
 
-// EngineVersion implements runner.EngineVersioner: "terraform <version>",
-// as the binary reports it. The version is part of what a change is, so a
-// change applied by one Terraform is never taken as applied by another.
-// It costs a `terraform version` of its own: the run's workspace, which
-// asks too, does not exist yet when the change is named, and a run that
+// EngineVersion implements runner.EngineVersioner: the contract's engine
+// and its exact version as the binary reports it ("terraform 1.11.4",
+// "opentofu 1.12.6"). The version is part of what a change is, so a change
+// applied by one engine or version is never taken as applied by another;
+// the contract's engineVersion is checked here, before anything else
+// runs. It costs a `version` of its own: the run's workspace, which asks
+// too, does not exist yet when the change is named, and a run that
 // answers with a receipt never opens one.
-func (e *Engine) EngineVersion(ctx context.Context) (string, error) {
-	w, err := New(os.TempDir(), e.Terraform)
+func (e *Engine) EngineVersion(ctx context.Context, c *runner.Contract) (string, error) {
+	opts, err := e.options(c)
+	if err != nil {
+		return "", err
+	}
+	w, err := New(os.TempDir(), opts)
 	if err != nil {
 		return "", err
 	}
 	if err := w.supported(ctx, runner.TerraformNotFound, "naming the change"); err != nil {
 		return "", err
 	}
-	v, _, err := w.tf.Version(ctx, false)
-	if err != nil {
-		return "", runner.Errorf(runner.TerraformNotFound, "asking %s its version: %s", e.Terraform.ExecPath, tail(errorText(err), 20))
-	}
-	return "terraform " + v.String(), nil
+	return w.Engine(ctx)
 }

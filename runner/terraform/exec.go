@@ -26,11 +26,12 @@ import (
 // A Workspace runs one command at a time: terraform-exec's Terraform
 // holds where a command's output goes, and each command sets it.
 type Workspace struct {
-	mu   sync.Mutex
-	tf   *tfexec.Terraform
-	dir  string
-	log  io.Writer // terraform's output; never nil
-	opts Options
+	mu      sync.Mutex
+	tf      *tfexec.Terraform
+	dir     string
+	log     io.Writer // terraform's output; never nil
+	opts    Options
+	flavour flavour
 }
 
 // Options configures a Workspace. The zero value is usable except for
@@ -59,6 +60,18 @@ type Options struct {
 	// Backend is the backend type, which decides what terraform's lock
 	// errors can say about the lock's holder.
 	Backend string
+	// Engine is which engine ExecPath is (runner.EngineTerraform or
+	// runner.EngineOpenTofu; "" is terraform): it names the commands in
+	// messages, the oldest version Nova runs and the version label.
+	Engine string
+	// VersionConstraint, when set, is what the binary's version must
+	// satisfy (the contract's engineVersion), or every command fails with
+	// ENGINE_VERSION_UNSATISFIED before it runs.
+	VersionConstraint string
+	// keyProvider is OpenTofu's key provider block for the state's
+	// encryption (TF_ENCRYPTION); set by Engine for a contract whose
+	// backend encrypts.
+	keyProvider string
 }
 
 // DefaultMaxPlanJSON is the largest plan JSON Nova accepts: far beyond any
@@ -83,11 +96,19 @@ func New(dir string, opts Options) (*Workspace, error) {
 	if opts.MaxPlanJSON <= 0 {
 		opts.MaxPlanJSON = DefaultMaxPlanJSON
 	}
+	f, err := flavourOf(opts.Engine)
+	if err != nil {
+		return nil, err
+	}
 	tf, err := tfexec.NewTerraform(dir, opts.ExecPath)
 	if err != nil {
-		return nil, runner.Errorf(runner.TerraformNotFound, "preparing terraform in %s: %w", dir, err)
+		return nil, runner.Errorf(runner.TerraformNotFound, "preparing %s in %s: %w", f.program, dir, err)
 	}
-	if err := tf.SetEnv(Environment(opts.Env)); err != nil {
+	env := Environment(opts.Env)
+	if opts.keyProvider != "" {
+		env[encryptionEnvVar] = opts.keyProvider
+	}
+	if err := tf.SetEnv(env); err != nil {
 		return nil, runner.Errorf(runner.InternalError, "terraform's environment: %w", err)
 	}
 	if err := tf.SetWaitDelay(interruptGrace); err != nil {
@@ -99,7 +120,7 @@ func New(dir string, opts Options) (*Workspace, error) {
 		log = &syncWriter{w: opts.Log}
 	}
 	tf.SetStderr(log)
-	return &Workspace{tf: tf, dir: dir, log: log, opts: opts}, nil
+	return &Workspace{tf: tf, dir: dir, log: log, opts: opts, flavour: f}, nil
 }
 
 // Environment derives terraform's environment from the caller's. What
@@ -114,6 +135,10 @@ func Environment(env map[string]string) map[string]string {
 	if out == nil {
 		out = map[string]string{}
 	}
+	// The state's encryption is the contract's to declare and Nova's to
+	// configure: one inherited from the runner's environment would encrypt
+	// (or fail to decrypt) state behind the contract's back.
+	delete(out, encryptionEnvVar)
 	if p, ok := out["TF_CLI_CONFIG_FILE"]; ok {
 		if _, err := os.Stat(p); err != nil {
 			out["TF_CLI_CONFIG_FILE"] = os.DevNull
@@ -127,6 +152,9 @@ func Environment(env map[string]string) map[string]string {
 
 // Dir is the root module directory.
 func (w *Workspace) Dir() string { return w.dir }
+
+// named is a command as the user would type it: "tofu plan".
+func (w *Workspace) named(command string) string { return w.flavour.program + " " + command }
 
 // command runs one terraform command: bounded by Options.Timeout, its
 // stdout to stdout (nil: dropped), once the binary is known to be one Nova
@@ -160,21 +188,21 @@ func (w *Workspace) Init(ctx context.Context, backendConfig []string) error {
 	for _, bc := range backendConfig {
 		opts = append(opts, tfexec.BackendConfig(bc))
 	}
-	return w.command(ctx, runner.TerraformInitFailed, "terraform init", w.log, func(ctx context.Context) error {
+	return w.command(ctx, runner.TerraformInitFailed, w.named("init"), w.log, func(ctx context.Context) error {
 		return w.tf.Init(ctx, opts...)
 	})
 }
 
 // Plan writes a plan to planFile and reports whether it changes anything.
 func (w *Workspace) Plan(ctx context.Context, planFile string) (bool, error) {
-	return w.plan(ctx, "terraform plan", tfexec.Out(planFile))
+	return w.plan(ctx, w.named("plan"), tfexec.Out(planFile))
 }
 
 // RefreshPlan writes a refresh-only plan to planFile: what terraform finds
 // changed outside it, proposing nothing. It reports whether the refresh
 // changed anything (terraform's -detailed-exitcode).
 func (w *Workspace) RefreshPlan(ctx context.Context, planFile string) (bool, error) {
-	return w.plan(ctx, "terraform plan -refresh-only", tfexec.Out(planFile), tfexec.RefreshOnly(true))
+	return w.plan(ctx, w.named("plan -refresh-only"), tfexec.Out(planFile), tfexec.RefreshOnly(true))
 }
 
 func (w *Workspace) plan(ctx context.Context, what string, opts ...tfexec.PlanOption) (bool, error) {
@@ -196,7 +224,7 @@ func (w *Workspace) plan(ctx context.Context, what string, opts ...tfexec.PlanOp
 // ShowPlan reads a saved plan as JSON, refusing one larger than
 // Options.MaxPlanJSON.
 func (w *Workspace) ShowPlan(ctx context.Context, planFile string) (*tfjson.Plan, error) {
-	const what = "terraform show -json"
+	what := w.named("show -json")
 	size := &countingWriter{}
 	var p *tfjson.Plan
 	err := w.command(ctx, runner.TerraformShowFailed, what, size, func(ctx context.Context) (err error) {
@@ -214,7 +242,7 @@ func (w *Workspace) ShowPlan(ctx context.Context, planFile string) (*tfjson.Plan
 
 // Apply applies exactly the saved plan in planFile.
 func (w *Workspace) Apply(ctx context.Context, planFile string) error {
-	const what = "terraform apply"
+	what := w.named("apply")
 	u := newUI(w.log)
 	err := w.command(ctx, runner.TerraformApplyFailed, what, nil, func(ctx context.Context) error {
 		return w.tf.ApplyJSON(ctx, u, tfexec.DirOrPlan(planFile), tfexec.LockTimeout(w.opts.LockTimeout.String()))
@@ -227,7 +255,7 @@ func (w *Workspace) Apply(ctx context.Context, planFile string) error {
 
 // Destroy destroys everything in the workspace's state.
 func (w *Workspace) Destroy(ctx context.Context) error {
-	return w.command(ctx, runner.TerraformApplyFailed, "terraform destroy", w.log, func(ctx context.Context) error {
+	return w.command(ctx, runner.TerraformApplyFailed, w.named("destroy"), w.log, func(ctx context.Context) error {
 		return w.tf.Destroy(ctx, tfexec.LockTimeout(w.opts.LockTimeout.String()))
 	})
 }
@@ -235,7 +263,7 @@ func (w *Workspace) Destroy(ctx context.Context) error {
 // ShowState reads a state file as JSON.
 func (w *Workspace) ShowState(ctx context.Context, statePath string) (*tfjson.State, error) {
 	var st *tfjson.State
-	err := w.command(ctx, runner.TerraformShowFailed, "terraform show -json state", nil, func(ctx context.Context) (err error) {
+	err := w.command(ctx, runner.TerraformShowFailed, w.named("show -json state"), nil, func(ctx context.Context) (err error) {
 		st, err = w.tf.ShowStateFile(ctx, statePath, tfexec.JSONNumber(true))
 		return err
 	})
@@ -247,7 +275,7 @@ func (w *Workspace) ShowState(ctx context.Context, statePath string) (*tfjson.St
 // only repeat the state and may be credentials a module returns.
 func (w *Workspace) Outputs(ctx context.Context) (map[string]runner.OutputValue, error) {
 	var out map[string]tfexec.OutputMeta
-	err := w.command(ctx, runner.TerraformShowFailed, "terraform output", nil, func(ctx context.Context) (err error) {
+	err := w.command(ctx, runner.TerraformShowFailed, w.named("output"), nil, func(ctx context.Context) (err error) {
 		out, err = w.tf.Output(ctx)
 		return err
 	})
@@ -287,7 +315,7 @@ func (w *Workspace) explain(err error, reason runner.Reason, what string, u *ui)
 	if runner.ReasonOf(err) != reason {
 		return err
 	}
-	specific, msg, ok := u.classified(w.opts.Backend)
+	specific, msg, ok := u.classified(w.opts.Backend, w.flavour.program)
 	if !ok {
 		return err
 	}

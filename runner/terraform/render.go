@@ -34,8 +34,11 @@ func ModuleDir(module, version string) string {
 type rootData struct {
 	Stack, StackVersion string
 	Backend             string
-	Modules             []moduleData
-	Outputs             []outputData
+	// Encrypted renders OpenTofu's encryption block (encryption.go).
+	Encrypted   bool
+	KeyProvider string
+	Modules     []moduleData
+	Outputs     []outputData
 }
 
 type moduleData struct {
@@ -57,9 +60,10 @@ type outputData struct {
 // ${ and %{, and the file is laid out by hclwrite.Format; names must be
 // identifiers. No contract string can therefore add a block, an attribute
 // or an interpolation to the output. backendType may be empty for
-// Terraform's implicit local backend.
-func RenderRoot(t *runner.TargetStack, backendType string) ([]byte, error) {
-	d := rootData{Stack: t.Stack, StackVersion: t.StackVersion}
+// Terraform's implicit local backend. encrypted adds OpenTofu's
+// encryption block, which only OpenTofu reads.
+func RenderRoot(t *runner.TargetStack, backendType string, encrypted bool) ([]byte, error) {
+	d := rootData{Stack: t.Stack, StackVersion: t.StackVersion, Encrypted: encrypted, KeyProvider: runner.KeyProviderPBKDF2 + "." + keyProviderName}
 	if !identifier().MatchString(t.Stack) || !identifier().MatchString(sanitizeVersion(t.StackVersion)) {
 		return nil, runner.Errorf(runner.RenderFailed, "stack name %q or version %q is not renderable", t.Stack, t.StackVersion)
 	}

@@ -215,7 +215,7 @@ func readBackValue(t *testing.T, v any) cty.Value {
 // RENDER_FAILED. It reports whether the stack rendered.
 func checkLiterals(t *testing.T, ts *runner.TargetStack, backend string) bool {
 	t.Helper()
-	src, err := RenderRoot(ts, backend)
+	src, err := RenderRoot(ts, backend, false)
 	if err != nil {
 		if runner.ReasonOf(err) != runner.RenderFailed {
 			t.Fatalf("RenderRoot: %v, want %s", err, runner.RenderFailed)

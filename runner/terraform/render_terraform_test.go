@@ -15,18 +15,25 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/nova-platform/nova/runner"
+	"github.com/nova-platform/nova/runner/terraform/terraformtest"
 )
 
 // TestTerraformReadsRenderedValuesBack applies a root module rendered from
-// hostile contract values with the real Terraform: every value comes back
-// out of `terraform output` exactly as the contract gave it, so Terraform
-// itself read each one as a literal, never as an interpolation, a
-// directive, a heredoc or more configuration.
+// hostile contract values with each real engine: every value comes back
+// out of `output` exactly as the contract gave it, so the engine itself
+// read each one as a literal, never as an interpolation, a directive, a
+// heredoc or more configuration. OpenTofu parses with its own fork of HCL,
+// so each engine is asked.
 func TestTerraformReadsRenderedValuesBack(t *testing.T) {
-	bin, err := exec.LookPath("terraform")
-	if err != nil {
-		t.Fatal("terraform is not on PATH: run .ci/tools.sh terraform")
+	for _, engine := range terraformtest.Engines {
+		t.Run(engine, func(t *testing.T) {
+			t.Parallel()
+			readsRenderedValuesBack(t, terraformtest.Binary(t, engine))
+		})
 	}
+}
+
+func readsRenderedValuesBack(t *testing.T, bin string) {
 	strs := append(slices.Clone(hostile),
 		"%{ if true }x%{ endif }", "$${x}", "%%{x}", "${", "%{", "$", "%", "{}", "${{ github.token }}",
 		"<<-EOT\nx\nEOT\n", "EOT\n}\noutput \"pwned\" {\n  value = 1\n}\n", "\\${x}", "\x00\x1b\u2028\ufeff")
@@ -54,7 +61,7 @@ func TestTerraformReadsRenderedValuesBack(t *testing.T) {
 	}
 	neighbour := runner.Instance{Name: "neighbour", Module: "echo", Version: "1.0.0", Outputs: []string{"s00"},
 		Wires: map[string]runner.Ref{"s00": {Instance: "victim", Output: "s05"}}}
-	src, err := RenderRoot(&runner.TargetStack{Stack: "hostile", StackVersion: "1.0.0", Instances: []runner.Instance{victim, neighbour}}, "local")
+	src, err := RenderRoot(&runner.TargetStack{Stack: "hostile", StackVersion: "1.0.0", Instances: []runner.Instance{victim, neighbour}}, "local", false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,11 +80,14 @@ func TestTerraformReadsRenderedValuesBack(t *testing.T) {
 		t.Helper()
 		cmd := exec.CommandContext(t.Context(), bin, args...)
 		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "TF_IN_AUTOMATION=1", "CHECKPOINT_DISABLE=1", "TF_DATA_DIR="+filepath.Join(dir, ".terraform"))
+		// A CLI config file that is missing makes tofu print a warning
+		// on stdout, where the JSON goes: an empty one, as Environment
+		// gives the engine.
+		cmd.Env = append(os.Environ(), "TF_IN_AUTOMATION=1", "CHECKPOINT_DISABLE=1", "TF_DATA_DIR="+filepath.Join(dir, ".terraform"), "TF_CLI_CONFIG_FILE="+os.DevNull)
 		var stdout, stderr bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
 		if err := cmd.Run(); err != nil {
-			t.Fatalf("terraform %s: %v\n%s%s\n--- main.tf:\n%s", strings.Join(args, " "), err, stdout.String(), stderr.String(), src)
+			t.Fatalf("%s %s: %v\n%s%s\n--- main.tf:\n%s", filepath.Base(bin), strings.Join(args, " "), err, stdout.String(), stderr.String(), src)
 		}
 		return stdout.Bytes()
 	}

@@ -56,7 +56,7 @@ func TestRenderedValuesCannotChangeStructure(t *testing.T) {
 		{Name: "victim", Module: "m", Version: "1.0.0", Inputs: inputs, Outputs: []string{"out"}},
 		{Name: "neighbour", Module: "m", Version: "1.0.0", Wires: map[string]runner.Ref{"in": {Instance: "victim", Output: "out"}}},
 	}}
-	src, err := RenderRoot(target, "local")
+	src, err := RenderRoot(target, "local", false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,11 +117,11 @@ func TestRenderRejectsNonIdentifierNames(t *testing.T) {
 		{Stack: "s\n}", StackVersion: "1.0.0"},
 		{Stack: "s", StackVersion: "1.0.0", Instances: []runner.Instance{{Name: "a", Module: "m", Version: "1", Inputs: map[string]runner.Value{"count": {Type: "number", Value: json.Number("2")}}}}},
 	} {
-		if _, err := RenderRoot(&bad, ""); runner.ReasonOf(err) != runner.RenderFailed {
+		if _, err := RenderRoot(&bad, "", false); runner.ReasonOf(err) != runner.RenderFailed {
 			t.Errorf("RenderRoot(%+v) = %v, want %s", bad, err, runner.RenderFailed)
 		}
 	}
-	if _, err := RenderRoot(&runner.TargetStack{Stack: "s", StackVersion: "1.0.0"}, `local" {} x {`); runner.ReasonOf(err) != runner.BackendConfigInvalid {
+	if _, err := RenderRoot(&runner.TargetStack{Stack: "s", StackVersion: "1.0.0"}, `local" {} x {`, false); runner.ReasonOf(err) != runner.BackendConfigInvalid {
 		t.Errorf("hostile backend type: %v, want %s", err, runner.BackendConfigInvalid)
 	}
 }
@@ -139,11 +139,24 @@ func TestRenderGolden(t *testing.T) {
 		{Name: "echo", Module: "hello-echo", Version: "1.0.0", Depth: 2, Parent: "message", Outputs: []string{"echoed"},
 			Wires: map[string]runner.Ref{"text": {Instance: "message", Output: "text"}}},
 	}}
-	got, err := RenderRoot(target, "local")
-	if err != nil {
-		t.Fatal(err)
+	// With encryption, the root carries OpenTofu's encryption block and
+	// names the key provider, whose passphrase it never holds.
+	for _, tt := range []struct {
+		dir       string
+		encrypted bool
+	}{{"hello", false}, {"hello-encrypted", true}} {
+		t.Run(tt.dir, func(t *testing.T) {
+			got, err := RenderRoot(target, "local", tt.encrypted)
+			if err != nil {
+				t.Fatal(err)
+			}
+			golden(t, filepath.Join("testdata", tt.dir, "want.main.tf"), got)
+		})
 	}
-	golden := filepath.Join("testdata", "hello", "want.main.tf")
+}
+
+func golden(t *testing.T, golden string, got []byte) {
+	t.Helper()
 	if *update {
 		if err := os.MkdirAll(filepath.Dir(golden), 0o755); err != nil {
 			t.Fatal(err)

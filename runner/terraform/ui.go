@@ -77,7 +77,7 @@ func (u *ui) line(b []byte) {
 
 // classified is the reason and explanation of the first error diagnostic
 // terraform reported, or ok false when it reported none.
-func (u *ui) classified(backend string) (runner.Reason, string, bool) {
+func (u *ui) classified(backend, program string) (runner.Reason, string, bool) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	if len(u.errors) == 0 {
@@ -91,7 +91,7 @@ func (u *ui) classified(backend string) (runner.Reason, string, bool) {
 	for _, c := range diagnosticReasons {
 		if strings.Contains(d.Summary, c.summary) {
 			if c.reason == runner.StateLocked {
-				msg = lockMessage(d, backend)
+				msg = lockMessage(d, backend, program)
 			}
 			return c.reason, msg, true
 		}
@@ -123,7 +123,7 @@ var (
 // asking run's own (advisory locks carry no data), so for it only the
 // error is repeated: Nova's run lock names Nova holders before terraform
 // is asked, and anyone else is a terraform run outside Nova.
-func lockMessage(d diagnostic, backend string) string {
+func lockMessage(d diagnostic, backend, program string) string {
 	if backend == "pg" {
 		reason := "the state is locked"
 		if m := lockErrorLine().FindStringSubmatch(d.Detail); m != nil {
@@ -132,7 +132,7 @@ func lockMessage(d diagnostic, backend string) string {
 		if strings.Contains(reason, "workspace creation") {
 			return "another run is creating its state in this database and did not finish within the lock timeout (" + reason + "); the pg backend creates one workspace at a time, database-wide"
 		}
-		return "the state is locked by a terraform run outside Nova (" + reason + "); the pg backend does not record who holds its lock: look for terraform sessions in the database's pg_stat_activity"
+		return "the state is locked by a " + program + " run outside Nova (" + reason + "); the pg backend does not record who holds its lock: look for " + program + " sessions in the database's pg_stat_activity"
 	}
 	info := map[string]string{}
 	for _, m := range lockField().FindAllStringSubmatch(d.Detail, -1) {
@@ -141,8 +141,8 @@ func lockMessage(d diagnostic, backend string) string {
 	if info["Who"] == "" {
 		return "the state is locked by another run: " + tail(strings.TrimSpace(d.Detail), 12)
 	}
-	return fmt.Sprintf("the state is locked by %s (operation %s, since %s, lock id %s); it is released when that run ends, or with `terraform force-unlock %s` once you are sure it is dead",
-		info["Who"], orUnknown(info["Operation"]), orUnknown(info["Created"]), orUnknown(info["ID"]), orUnknown(info["ID"]))
+	return fmt.Sprintf("the state is locked by %s (operation %s, since %s, lock id %s); it is released when that run ends, or with `%s force-unlock %s` once you are sure it is dead",
+		info["Who"], orUnknown(info["Operation"]), orUnknown(info["Created"]), orUnknown(info["ID"]), program, orUnknown(info["ID"]))
 }
 
 func orUnknown(s string) string {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"strings"
 
 	"github.com/nova-platform/nova/runner"
 	"github.com/nova-platform/nova/runner/bundle"
@@ -64,6 +65,13 @@ func (b *Bundle) Run(ctx context.Context, st *runner.State) (runner.Result, erro
 	}
 	check("contract", m.ContractID, st.Contract.ID)
 	check("environment", string(m.Environment), string(st.Contract.Environment))
+	// An engine changed in the contract (or by --engine) would also change
+	// the contract digest below; in a bundle of this contract and
+	// environment it is named for what it is first.
+	if planned, _, _ := strings.Cut(m.Engine, " "); len(mismatches) == 0 && planned != st.Contract.EngineName() {
+		res, _ := engineChanged(m.Engine, st.Contract.EngineName(), dir)
+		return res, nil
+	}
 	check("contract digest", m.ContractDigest, st.ContractDigest)
 	check("commit", m.Commit, st.Commit)
 	if b.ExpectDigest != "" {
@@ -88,7 +96,7 @@ func (b *Bundle) Run(ctx context.Context, st *runner.State) (runner.Result, erro
 	st.Plan = &runner.Plan{
 		Digest: m.PlanDigest, ContractDigest: m.ContractDigest, Commit: m.Commit,
 		HasChanges: m.HasChanges, Changes: m.Changes, BundleDir: dir,
-		PlanFile: planFile, ForgeRun: m.ForgeRun,
+		PlanFile: planFile, ForgeRun: m.ForgeRun, Engine: m.Engine,
 	}
 	if receipt := runner.AppliedReceipt(events, st.Contract.Environment, m.PlanDigest); receipt != nil {
 		// Applying a plan twice is never right, and terraform would only
@@ -138,6 +146,9 @@ func (b *Bundle) verify(ctx context.Context, st *runner.State, planFile string) 
 	if err != nil {
 		return runner.Result{}, err
 	}
+	if res, changed := engineChanged(st.Plan.Engine, sp.Engine, st.Plan.BundleDir); changed {
+		return res, nil
+	}
 	digest, err := sp.Digest(st.ContractDigest, st.Commit)
 	if err != nil {
 		return runner.Result{}, err
@@ -154,4 +165,28 @@ func (b *Bundle) verify(ctx context.Context, st *runner.State, planFile string) 
 	// apply stage then trusts it by that hash, and reads it again if not.
 	st.Plan.FileSHA256, st.Plan.HasChanges, st.Plan.Changes, st.Plan.Resources = sp.FileSHA256, sp.HasChanges, sp.Changes, sp.Resources
 	return runner.Result{}, nil
+}
+
+// engineChanged refuses a plan made by one engine (or version) that
+// another would apply: the plan digest binds the engine, so an approval
+// of one engine's plan never authorises another's apply, and the engines
+// do not promise to read each other's plan files. now is the engine this
+// run has, as a version label or, before it is asked, a name.
+func engineChanged(planned, now, bundleDir string) (runner.Result, bool) {
+	if planned == now {
+		return runner.Result{}, false
+	}
+	msg := fmt.Sprintf("the plan in %s was made by %s, and this apply would run %s; plan again with the engine that is to apply", bundleDir, orUnknown(planned), now)
+	return runner.Result{
+		Verdict:  runner.Fail,
+		Summary:  fmt.Sprintf("planned by %s, applying with %s", orUnknown(planned), now),
+		Findings: []runner.Finding{{Reason: runner.EngineChangedSincePlan, Message: msg}},
+	}, true
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "an unknown engine"
+	}
+	return s
 }

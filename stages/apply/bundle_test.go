@@ -44,25 +44,36 @@ func cleared(t *testing.T, digest string) []runner.Event {
 // savedPlan is what the fake engine reads back from a bundle's tfplan.
 var savedPlan = runner.PlanContent{ResourceChanges: []any{map[string]any{"address": "x"}}}
 
+// engine is the engine the fake workspace reads plans with.
+const engine = "terraform 1.11.4"
+
 func TestBundle(t *testing.T) {
-	pd, err := runner.PlanDigest(savedPlan, "cd", "commit")
+	pd, err := runner.PlanDigest(savedPlan, engine, "cd", "commit")
 	if err != nil {
 		t.Fatal(err)
 	}
-	base := bundle.Manifest{RunID: "r1", ContractID: "c-1", Environment: runner.Dev, ContractDigest: "cd", Commit: "commit", PlanDigest: pd, HasChanges: true}
+	base := bundle.Manifest{RunID: "r1", ContractID: "c-1", Environment: runner.Dev, ContractDigest: "cd", Commit: "commit", PlanDigest: pd, Engine: engine, HasChanges: true}
 	tests := []struct {
 		name       string
 		mutate     func(*bundle.Manifest)
 		evidence   func(t *testing.T) []runner.Event
 		wantReason runner.Reason
+		// runs is the engine this apply runs, when not the contract's
+		// default.
+		runs string
 	}{
-		{"cleared plan loads", nil, func(t *testing.T) []runner.Event { return cleared(t, pd) }, ""},
-		{"the saved plan is not the one planned", func(m *bundle.Manifest) { m.PlanDigest = "pd-swapped" }, func(t *testing.T) []runner.Event { return cleared(t, "pd-swapped") }, runner.PlanDigestMismatch},
-		{"another contract's bundle", func(m *bundle.Manifest) { m.ContractID = "c-2" }, nil, runner.PlanBundleMismatch},
-		{"another environment", func(m *bundle.Manifest) { m.Environment = runner.QA }, nil, runner.PlanBundleMismatch},
-		{"another contract version", func(m *bundle.Manifest) { m.ContractDigest = "changed" }, nil, runner.PlanBundleMismatch},
-		{"another commit", func(m *bundle.Manifest) { m.Commit = "older" }, nil, runner.PlanBundleMismatch},
-		{"plan never cleared", nil, func(t *testing.T) []runner.Event { return cleared(t, "another-digest") }, runner.PlanNotCleared},
+		{"cleared plan loads", nil, func(t *testing.T) []runner.Event { return cleared(t, pd) }, "", ""},
+		{"the saved plan is not the one planned", func(m *bundle.Manifest) { m.PlanDigest = "pd-swapped" }, func(t *testing.T) []runner.Event { return cleared(t, "pd-swapped") }, runner.PlanDigestMismatch, ""},
+		{"another contract's bundle", func(m *bundle.Manifest) { m.ContractID = "c-2" }, nil, runner.PlanBundleMismatch, ""},
+		{"another environment", func(m *bundle.Manifest) { m.Environment = runner.QA }, nil, runner.PlanBundleMismatch, ""},
+		{"another contract version", func(m *bundle.Manifest) { m.ContractDigest = "changed" }, nil, runner.PlanBundleMismatch, ""},
+		{"another commit", func(m *bundle.Manifest) { m.Commit = "older" }, nil, runner.PlanBundleMismatch, ""},
+		{"plan never cleared", nil, func(t *testing.T) []runner.Event { return cleared(t, "another-digest") }, runner.PlanNotCleared, ""},
+		// Approving a Terraform plan never authorises an OpenTofu apply.
+		{"planned by terraform, the contract now on opentofu", nil, nil, runner.EngineChangedSincePlan, runner.EngineOpenTofu},
+		{"planned by opentofu, the contract now on terraform", func(m *bundle.Manifest) { m.Engine = "opentofu 1.12.6" }, nil, runner.EngineChangedSincePlan, ""},
+		{"another contract's bundle, by another engine", func(m *bundle.Manifest) { m.ContractID, m.Engine = "c-2", "opentofu 1.12.6" }, nil, runner.PlanBundleMismatch, ""},
+		{"planned by another terraform version", func(m *bundle.Manifest) { m.Engine = "terraform 1.5.7" }, func(t *testing.T) []runner.Event { return cleared(t, pd) }, runner.EngineChangedSincePlan, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -78,9 +89,9 @@ func TestBundle(t *testing.T) {
 				}
 				return tt.evidence(t), nil
 			})
-			st := &runner.State{Contract: &runner.Contract{ID: "c-1", Environment: runner.Dev}, ContractDigest: "cd", Commit: "commit"}
+			st := &runner.State{Contract: &runner.Contract{ID: "c-1", Environment: runner.Dev, Engine: tt.runs}, ContractDigest: "cd", Commit: "commit"}
 			ws := &runnertest.Workspace{ShowFunc: func(context.Context, string) (*runner.SavedPlan, error) {
-				return &runner.SavedPlan{Content: savedPlan, HasChanges: true, FileSHA256: "5a7ed91a"}, nil
+				return &runner.SavedPlan{Content: savedPlan, HasChanges: true, FileSHA256: "5a7ed91a", Engine: engine}, nil
 			}}
 			res, err := (&Bundle{Dir: dir, Evidence: chain, Engine: runnertest.Opening(ws)}).Run(t.Context(), st)
 			if err != nil {

@@ -29,6 +29,9 @@ type Data struct {
 	Digest  string               `json:"digest"`
 	Applied bool                 `json:"applied"`
 	Changes runner.ChangeSummary `json:"changes"`
+	// Engine is the engine, at its exact version, that applied (or found
+	// nothing to apply): the one that planned.
+	Engine string `json:"engine,omitempty"`
 	// Outputs holds a digest ("sha256:<hex>" of the canonical JSON) of
 	// each root output Terraform does not mark sensitive. Events are kept
 	// forever and output values may be credentials a module returns: the
@@ -61,7 +64,7 @@ func (s *Stage) Run(ctx context.Context, st *runner.State) (runner.Result, error
 			Verdict: runner.Pass,
 			Summary: fmt.Sprintf("plan %s has no changes; nothing to apply", runner.ShortDigest(digest)),
 			Event:   runner.EventApplyCompleted,
-			Data:    Data{Digest: digest, Applied: false, Changes: changes},
+			Data:    Data{Digest: digest, Applied: false, Changes: changes, Engine: st.Plan.Engine},
 		}, nil
 	}
 	if err := ws.Apply(ctx, planFile); err != nil {
@@ -93,7 +96,7 @@ func (s *Stage) Run(ctx context.Context, st *runner.State) (runner.Result, error
 		Verdict: runner.Pass,
 		Summary: fmt.Sprintf("applied plan %s: %d added, %d changed, %d destroyed", runner.ShortDigest(digest), changes.Add, changes.Change, changes.Destroy),
 		Event:   runner.EventApplyCompleted,
-		Data:    Data{Digest: digest, Applied: true, Changes: changes, Outputs: public},
+		Data:    Data{Digest: digest, Applied: true, Changes: changes, Outputs: public, Engine: st.Plan.Engine},
 	}, nil
 }
 
@@ -121,6 +124,9 @@ func (s *Stage) verified(ctx context.Context, st *runner.State, planFile, author
 	sp, err := ws.Show(ctx, planFile)
 	if err != nil {
 		return nil, runner.ChangeSummary{}, false, runner.Result{}, err
+	}
+	if res, changed := engineChanged(st.Plan.Engine, sp.Engine, st.Plan.BundleDir); changed {
+		return nil, runner.ChangeSummary{}, false, res, nil
 	}
 	digest, err := sp.Digest(st.ContractDigest, st.Commit)
 	if err != nil {

@@ -24,7 +24,7 @@ var (
 
 func digestOf(t *testing.T, c runner.PlanContent) string {
 	t.Helper()
-	d, err := runner.PlanDigest(c, "cd", "commit")
+	d, err := runner.PlanDigest(c, engine, "cd", "commit")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,7 +33,7 @@ func digestOf(t *testing.T, c runner.PlanContent) string {
 
 func showing(content runner.PlanContent, changes bool) func(context.Context, string) (*runner.SavedPlan, error) {
 	return func(context.Context, string) (*runner.SavedPlan, error) {
-		return &runner.SavedPlan{Content: content, HasChanges: changes, Changes: runner.ChangeSummary{Add: 1}}, nil
+		return &runner.SavedPlan{Content: content, HasChanges: changes, Changes: runner.ChangeSummary{Add: 1}, Engine: engine}, nil
 	}
 }
 
@@ -61,7 +61,7 @@ func TestApplyTrustsThePlanFileItHashed(t *testing.T) {
 			OutputsFunc: func(context.Context) (map[string]runner.OutputValue, error) { return nil, nil }}
 		st := &runner.State{
 			Contract: &runner.Contract{ID: "c-1", Environment: runner.Dev}, ContractDigest: "cd", Commit: "commit", RunDir: t.TempDir(),
-			Plan:          &runner.Plan{Digest: digest, BundleDir: dir, FileSHA256: sum, HasChanges: true},
+			Plan:          &runner.Plan{Digest: digest, BundleDir: dir, FileSHA256: sum, HasChanges: true, Engine: engine},
 			Authorization: &runner.Authorization{Digest: digest, Environment: runner.Dev},
 			Workspace:     ws,
 		}
@@ -119,6 +119,16 @@ func TestApply(t *testing.T) {
 			wantCalls: []string{"show"},
 		},
 		{
+			// The plan of one engine is never applied by another, nor
+			// by another version of it.
+			name: "another engine would apply: refused before apply",
+			ws: runnertest.Workspace{ShowFunc: func(context.Context, string) (*runner.SavedPlan, error) {
+				return &runner.SavedPlan{Content: authorizedPlan, HasChanges: true, Engine: "opentofu 1.12.6"}, nil
+			}},
+			wantVerdict: runner.Fail, wantReason: runner.EngineChangedSincePlan,
+			wantCalls: []string{"show"},
+		},
+		{
 			name: "saved plan unreadable",
 			ws: runnertest.Workspace{ShowFunc: func(context.Context, string) (*runner.SavedPlan, error) {
 				return nil, runner.Errorf(runner.TerraformShowFailed, "bad plan")
@@ -131,14 +141,14 @@ func TestApply(t *testing.T) {
 			ws:          runnertest.Workspace{ShowFunc: showing(authorizedPlan, false)},
 			wantVerdict: runner.Pass,
 			wantCalls:   []string{"show"},
-			wantData:    &Data{Applied: false, Changes: runner.ChangeSummary{Add: 1}},
+			wantData:    &Data{Applied: false, Changes: runner.ChangeSummary{Add: 1}, Engine: engine},
 		},
 		{
 			name:        "applied: sensitive outputs stay out of the event",
 			ws:          runnertest.Workspace{ShowFunc: showing(authorizedPlan, true), ApplyFunc: func(context.Context, string) error { return nil }, OutputsFunc: outputs},
 			wantVerdict: runner.Pass,
 			wantCalls:   []string{"show", "apply", "outputs"},
-			wantData:    &Data{Applied: true, Changes: runner.ChangeSummary{Add: 1}, Outputs: map[string]string{"greeting": "sha256:" + mustDigest(t, "hello")}},
+			wantData:    &Data{Applied: true, Changes: runner.ChangeSummary{Add: 1}, Outputs: map[string]string{"greeting": "sha256:" + mustDigest(t, "hello")}, Engine: engine},
 		},
 		{
 			name:        "apply failed: a failure, not an unknown outcome",
@@ -179,7 +189,7 @@ func TestApply(t *testing.T) {
 			st := &runner.State{
 				Contract:       &runner.Contract{ID: "c-1", Environment: runner.Dev},
 				ContractDigest: "cd", Commit: "commit", RunDir: t.TempDir(),
-				Plan: &runner.Plan{Digest: digest, BundleDir: t.TempDir()},
+				Plan: &runner.Plan{Digest: digest, BundleDir: t.TempDir(), Engine: engine},
 			}
 			st.Authorization = &runner.Authorization{Digest: digest, Environment: runner.Dev, Approver: "autonomous"}
 			if tt.authorize != nil {

@@ -7,7 +7,10 @@
 // Every declared NFR yields one PCR (engine "nfr", ruleId "nfr.<field>"):
 // pass when satisfied, fail when not satisfied or not satisfiable by this
 // stack. Unmet NFRs lower the confidence score; only a critical one (data
-// classified confidential or restricted left unencrypted) stops the run.
+// classified confidential or restricted left unencrypted, state required
+// encrypted that the engine would write in plaintext) stops the run.
+// stateEncryption is judged from the contract's engine and backend, not
+// from the stack's modules.
 package nfr
 
 import (
@@ -83,6 +86,9 @@ func (s *Stage) Run(ctx context.Context, st *runner.State) (runner.Result, error
 		}
 		pcrs = append(pcrs, record(k, required, assess(s.reg, st.Target, k, required), c.NFR))
 	}
+	if c.NFR != nil && c.NFR.StateEncryption != "" {
+		pcrs = append(pcrs, stateEncryption(c))
+	}
 	est := runner.CostReport{Estimate: runner.CostEstimate{Skipped: true, Reason: runner.InfracostNotConfigured}, Detail: "no cost estimator is configured"}
 	if s.cost != nil {
 		est = s.cost.Estimate(ctx, st)
@@ -112,7 +118,13 @@ func (s *Stage) Run(ctx context.Context, st *runner.State) (runner.Result, error
 	}); i >= 0 {
 		res.Verdict = runner.Fail
 		field, _ := strings.CutPrefix(pcrs[i].ResourceRef, "contract:")
-		res.Findings = []runner.Finding{{Reason: runner.PolicyCriticalFail, Message: pcrs[i].Message, Field: field}}
+		reason := runner.PolicyCriticalFail
+		if pcrs[i].RuleID == StateEncryptionRuleID {
+			// Its reasons say what to change (the engine, or the
+			// backend), which POLICY_CRITICAL_FAIL does not.
+			reason = runner.PCRReason(pcrs[i])
+		}
+		res.Findings = []runner.Finding{{Reason: reason, Message: pcrs[i].Message, Field: field}}
 	}
 	return res, nil
 }

@@ -213,3 +213,46 @@ func TestStageNeedsAResolvedContract(t *testing.T) {
 		t.Errorf("error %v", err)
 	}
 }
+
+// TestStateEncryption: nfr.stateEncryption is met by OpenTofu with the
+// backend's encryption configured and by nothing else; unmet, it stops the
+// run with the reason that says what to change.
+func TestStateEncryption(t *testing.T) {
+	encrypted := &runner.Backend{Type: "local", Encryption: &runner.StateEncryption{KeyProvider: runner.KeyProviderPBKDF2}}
+	tests := []struct {
+		name        string
+		engine      string
+		backend     *runner.Backend
+		declared    bool
+		want        []outcome
+		wantVerdict runner.Verdict
+		wantReason  runner.Reason
+	}{
+		{"terraform", "", nil, true,
+			[]outcome{{StateEncryptionRuleID, runner.Critical, runner.PCRFail, NotSatisfiable, runner.StateEncryptionUnsupported}}, runner.Fail, runner.StateEncryptionUnsupported},
+		{"opentofu without backend encryption", runner.EngineOpenTofu, &runner.Backend{Type: "local"}, true,
+			[]outcome{{StateEncryptionRuleID, runner.Critical, runner.PCRFail, NotSatisfied, runner.StateEncryptionNotConfigured}}, runner.Fail, runner.StateEncryptionNotConfigured},
+		{"opentofu with backend encryption", runner.EngineOpenTofu, encrypted, true,
+			[]outcome{{StateEncryptionRuleID, runner.Critical, runner.PCRPass, Satisfied, ""}}, runner.Pass, ""},
+		{"not declared", runner.EngineOpenTofu, encrypted, false, []outcome{}, runner.Pass, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := &runner.Contract{APIVersion: "nova/v1", ID: "3b0c6f5e-8a41-4e8f-9d2a-6c1b7e4f2a90", Stack: "hello", Environment: runner.Dev,
+				Engine: tt.engine, Backend: tt.backend, NFR: &runner.NFR{}}
+			if tt.declared {
+				c.NFR.StateEncryption = runner.StateEncryptionRequired
+			}
+			res := runStage(t, resolve(t, c))
+			if diff := cmp.Diff(tt.want, outcomes(res.PCRs)); diff != "" {
+				t.Errorf("records (-want +got)\n%s", diff)
+			}
+			if res.Verdict != tt.wantVerdict {
+				t.Fatalf("verdict %s, want %s", res.Verdict, tt.wantVerdict)
+			}
+			if tt.wantReason != "" && (len(res.Findings) != 1 || res.Findings[0].Reason != tt.wantReason || res.Findings[0].Field != "/nfr/stateEncryption") {
+				t.Errorf("findings %+v, want %s at /nfr/stateEncryption", res.Findings, tt.wantReason)
+			}
+		})
+	}
+}

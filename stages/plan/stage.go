@@ -82,7 +82,7 @@ func (s *Stage) Run(ctx context.Context, st *runner.State) (runner.Result, error
 	}
 	m := bundle.Manifest{
 		RunID: st.RunID, ContractID: st.Contract.ID, Environment: st.Contract.Environment, Stack: st.Target.Stack,
-		ContractDigest: st.ContractDigest, Commit: st.Commit, PlanDigest: digest, ForgeRun: st.ForgeRun,
+		ContractDigest: st.ContractDigest, Commit: st.Commit, PlanDigest: digest, Engine: sp.Engine, ForgeRun: st.ForgeRun,
 		HasChanges: sp.HasChanges, Changes: sp.Changes, CreatedAt: s.now().UTC(),
 	}
 	if err := bundle.WriteManifest(dir, m); err != nil {
@@ -93,7 +93,7 @@ func (s *Stage) Run(ctx context.Context, st *runner.State) (runner.Result, error
 		HasChanges: sp.HasChanges, Changes: sp.Changes, Resources: sp.Resources, BundleDir: dir,
 		// The engine's hash of the file its digest was derived from lets
 		// this run's apply trust the file without reading it again.
-		PlanFile: planFile, ForgeRun: st.ForgeRun, FileSHA256: sp.FileSHA256,
+		PlanFile: planFile, ForgeRun: st.ForgeRun, FileSHA256: sp.FileSHA256, Engine: sp.Engine,
 	}
 	summary := fmt.Sprintf("plan %s: %s", runner.ShortDigest(digest), Describe(sp.Changes))
 	if !sp.HasChanges {
@@ -103,7 +103,7 @@ func (s *Stage) Run(ctx context.Context, st *runner.State) (runner.Result, error
 		Verdict: runner.Pass,
 		Summary: summary,
 		Event:   runner.EventPlanCreated,
-		Data:    runner.PlanRecord{Digest: digest, HasChanges: sp.HasChanges, Changes: sp.Changes, Resources: sp.Resources, BundleDir: dir, Commit: st.Commit, Change: changeID(st), PullRequest: st.PullRequest},
+		Data:    runner.PlanRecord{Digest: digest, HasChanges: sp.HasChanges, Changes: sp.Changes, Resources: sp.Resources, BundleDir: dir, Commit: st.Commit, Change: changeID(st), PullRequest: st.PullRequest, Engine: sp.Engine},
 	}, nil
 }
 

@@ -29,7 +29,7 @@ func TestPlanWritesTheBundleAndRecordsTheDigest(t *testing.T) {
 	content := runner.PlanContent{ResourceChanges: []any{map[string]any{"address": "module.m.terraform_data.x"}}}
 	saved := &runner.SavedPlan{Content: content, JSON: []byte(`{"format_version":"1.2"}`), HasChanges: true,
 		Changes: runner.ChangeSummary{Add: 1}, Resources: []runner.ResourceChange{{Address: "module.m.terraform_data.x", Actions: []string{"create"}}},
-		FileSHA256: "5a7ed91a"}
+		FileSHA256: "5a7ed91a", Engine: "opentofu 1.12.6"}
 	var rendered, planned string
 	ws := &runnertest.Workspace{PlanFunc: func(_ context.Context, planFile string) (*runner.SavedPlan, error) {
 		planned = planFile
@@ -62,8 +62,8 @@ func TestPlanWritesTheBundleAndRecordsTheDigest(t *testing.T) {
 	if st.Plan.FileSHA256 != saved.FileSHA256 {
 		t.Errorf("plan file hash %q, want the engine's %q", st.Plan.FileSHA256, saved.FileSHA256)
 	}
-	digest, _ := runner.PlanDigest(content, "cd", "commit")
-	want := runner.PlanRecord{Digest: digest, HasChanges: true, Changes: runner.ChangeSummary{Add: 1}, Resources: saved.Resources, BundleDir: dir, Commit: "commit", Change: "change-1"}
+	digest, _ := runner.PlanDigest(content, "opentofu 1.12.6", "cd", "commit")
+	want := runner.PlanRecord{Digest: digest, HasChanges: true, Changes: runner.ChangeSummary{Add: 1}, Resources: saved.Resources, BundleDir: dir, Commit: "commit", Change: "change-1", Engine: "opentofu 1.12.6"}
 	if diff := cmp.Diff(want, res.Data); diff != "" {
 		t.Errorf("event data (-want +got):\n%s", diff)
 	}
@@ -71,8 +71,8 @@ func TestPlanWritesTheBundleAndRecordsTheDigest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantManifest := bundle.Manifest{FormatVersion: 1, RunID: "r1", ContractID: "c-1", Environment: runner.Dev, Stack: "hello",
-		ContractDigest: "cd", Commit: "commit", PlanDigest: digest, HasChanges: true, Changes: runner.ChangeSummary{Add: 1}, CreatedAt: at}
+	wantManifest := bundle.Manifest{FormatVersion: 2, RunID: "r1", ContractID: "c-1", Environment: runner.Dev, Stack: "hello",
+		ContractDigest: "cd", Commit: "commit", PlanDigest: digest, Engine: "opentofu 1.12.6", HasChanges: true, Changes: runner.ChangeSummary{Add: 1}, CreatedAt: at}
 	if diff := cmp.Diff(wantManifest, m); diff != "" {
 		t.Errorf("manifest (-want +got):\n%s", diff)
 	}
@@ -125,7 +125,7 @@ func TestPlanErrorsKeepTheirReason(t *testing.T) {
 // workspace over instead of opening another, and leaves it open for the
 // run. Before the contract is resolved Prepare starts nothing.
 func TestPrepareOpensTheWorkspaceAheadOfTheTurn(t *testing.T) {
-	saved := &runner.SavedPlan{JSON: []byte(`{"format_version":"1.2"}`)}
+	saved := &runner.SavedPlan{JSON: []byte(`{"format_version":"1.2"}`), Engine: "terraform 1.11.4"}
 	for _, resolved := range []bool{true, false} {
 		st := state(t)
 		ws := &runnertest.Workspace{PlanFunc: func(context.Context, string) (*runner.SavedPlan, error) { return saved, nil }}

@@ -217,6 +217,29 @@ func parseCases(tb testing.TB) []parseCase {
 			},
 		},
 		{
+			name: "OpenTofu with a version constraint and encrypted state", data: []byte(devContract + "engine: opentofu\nengineVersion: \">= 1.12, < 2\"\nnfr:\n  stateEncryption: required\nbackend:\n  type: pg\n  encryption:\n    keyProvider: pbkdf2\n"),
+			check: func(t *testing.T, c *runner.Contract) {
+				got := []any{c.Engine, c.EngineName(), c.EngineVersion, c.NFR.StateEncryption, c.Encrypted(), c.Backend.Encryption.KeyProvider}
+				want := []any{"opentofu", "opentofu", ">= 1.12, < 2", "required", true, "pbkdf2"}
+				if diff := cmp.Diff(want, got); diff != "" {
+					t.Errorf("engine, name, version, stateEncryption, encrypted, key provider (-want +got):\n%s", diff)
+				}
+			},
+		},
+		{
+			name: "no engine is terraform", data: []byte(devContract),
+			check: func(t *testing.T, c *runner.Contract) {
+				if c.Engine != "" || c.EngineName() != runner.EngineTerraform || c.Encrypted() {
+					t.Errorf("engine %q (%s), encrypted %t", c.Engine, c.EngineName(), c.Encrypted())
+				}
+			},
+		},
+		{name: "an engine Nova does not run", data: []byte(devContract + "engine: pulumi\n"), wantWhere: []where{{fieldValue, "/engine", "c.yml:5:9"}}},
+		{name: "engineVersion that is no constraint", data: []byte(devContract + "engineVersion: newest\n"), wantWhere: []where{{fieldValue, "/engineVersion", "c.yml:5:16"}}, wantMessage: "not a version constraint"},
+		{name: "stateEncryption other than required", data: []byte(devContract + "nfr:\n  stateEncryption: optional\n"), wantWhere: []where{{fieldValue, "/nfr/stateEncryption", "c.yml:6:20"}}},
+		{name: "encryption without a key provider", data: []byte(devContract + "backend:\n  type: local\n  encryption: {}\n"), want: []runner.Reason{missing}},
+		{name: "encryption with a key provider Nova has no secret for", data: []byte(devContract + "backend:\n  type: local\n  encryption:\n    keyProvider: aws_kms\n"), wantWhere: []where{{fieldValue, "/backend/encryption/keyProvider", "c.yml:8:18"}}},
+		{
 			name: "dates stay strings", data: []byte(devContract + "inputs:\n  since: 2024-01-02\n  at: 2001-12-14t21:59:43.10-05:00\n"),
 			check: func(t *testing.T, c *runner.Contract) {
 				want := map[string]any{"since": "2024-01-02", "at": "2001-12-14t21:59:43.10-05:00"}

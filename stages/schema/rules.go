@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/hashicorp/go-version"
+
 	"github.com/nova-platform/nova/runner"
 )
 
@@ -36,6 +38,16 @@ func checkRules(doc *document, file string, envFromFlag bool) []runner.Finding {
 					Message: fmt.Sprintf("%s is only accepted with profile: agentic", field),
 				}))
 			}
+		}
+	}
+	if c, ok := root["engineVersion"].(string); ok {
+		// The engine adapter checks the binary against it; a constraint
+		// that cannot be read would otherwise surface only at plan time.
+		if _, err := version.NewConstraint(c); err != nil {
+			out = append(out, doc.at(file, "/engineVersion", runner.Finding{
+				Reason: runner.ContractFieldValue, Field: "/engineVersion",
+				Message: fmt.Sprintf("engineVersion %q is not a version constraint (such as \">= 1.12\" or \"~> 1.11.0\"): %v", c, err),
+			}))
 		}
 	}
 	return sortFindings(out)

@@ -68,7 +68,21 @@ func (s *Stage) Run(_ context.Context, st *runner.State) (runner.Result, error) 
 		}
 		return runner.Result{Verdict: runner.Fail, Summary: summarize(findings), Findings: findings}, nil
 	}
+	declaredEngine := c.Engine
+	if e := st.EngineOverride; e != "" && e != c.EngineName() {
+		// --engine replaces the engine for this run as --env replaces the
+		// environment: every later stage, the contract digest and so the
+		// plan digest see the engine that runs.
+		c.Engine = e
+	}
 	st.Contract = c
+	if c.Encrypted() && c.EngineName() != runner.EngineOpenTofu {
+		// Terraform has no state encryption: planning would write the
+		// state the contract asks to keep encrypted in plaintext.
+		f := doc.at(rel, "/backend/encryption", runner.Finding{Reason: runner.StateEncryptionUnsupported, Field: "/backend/encryption",
+			Message: fmt.Sprintf("backend.encryption needs engine: opentofu; %s cannot encrypt state", c.EngineName())})
+		return runner.Result{Verdict: runner.Fail, Summary: summarize([]runner.Finding{f.Finding}), Findings: []runner.Finding{f.Finding}}, nil
+	}
 	target, findings := s.reg.Resolve(c)
 	if len(findings) > 0 {
 		for i, f := range findings {
@@ -85,9 +99,10 @@ func (s *Stage) Run(_ context.Context, st *runner.State) (runner.Result, error) 
 		return runner.Result{}, runner.Errorf(runner.InternalError, "hashing target stack: %w", err)
 	}
 	// The contract's content as written, whichever environment --env
-	// runs it in: the same contract promoted from dev to dr.
+	// runs it in (and whichever engine --engine): the same contract
+	// promoted from dev to dr.
 	written := *c
-	written.Environment = c.Declared
+	written.Environment, written.Engine = c.Declared, declaredEngine
 	content, err := runner.Digest(written)
 	if err != nil {
 		return runner.Result{}, runner.Errorf(runner.InternalError, "hashing contract: %w", err)

@@ -132,6 +132,17 @@ func TestStageRun(t *testing.T) {
 			wantWhere:   []where{{runner.ContractYAMLInvalid, "", loc + ":5"}},
 		},
 		{
+			// Terraform cannot encrypt state: planning would write in
+			// plaintext what the contract asks to keep encrypted.
+			name: "encrypted state on terraform",
+			setup: func(t *testing.T, dir string) {
+				writeContract(t, dir, loc, []byte(devContract+"backend:\n  type: local\n  encryption:\n    keyProvider: pbkdf2\n"))
+			},
+			wantVerdict:  runner.Fail,
+			wantWhere:    []where{{runner.StateEncryptionUnsupported, "/backend/encryption", loc + ":8:5"}},
+			wantIdentity: true,
+		},
+		{
 			name:        "--env dr on a prod contract",
 			setup:       func(t *testing.T, dir string) { writeContract(t, dir, loc, []byte(prodContract)) },
 			env:         runner.DR,
@@ -221,5 +232,42 @@ func checkPassed(t *testing.T, st *runner.State, res runner.Result) {
 				t.Errorf("event carries input %s.%s = %v (type %q); want the type only", in.Name, name, v.Value, v.Type)
 			}
 		}
+	}
+}
+
+// TestEngineOverride: --engine replaces the contract's engine for the run,
+// so the contract digest (and the plan digest it feeds) names the engine
+// that runs, while the contract's content as written stays that of the
+// file; naming the engine the contract already runs changes nothing.
+func TestEngineOverride(t *testing.T) {
+	reg := embeddedRegistry(t)
+	run := func(t *testing.T, contract, override string) *runner.State {
+		t.Helper()
+		dir := t.TempDir()
+		writeContract(t, dir, ".nova/contract.yml", []byte(contract))
+		st := &runner.State{Dir: dir, EngineOverride: override}
+		res, err := schema.New(reg).Run(t.Context(), st)
+		if err != nil || res.Verdict != runner.Pass {
+			t.Fatalf("schema: %v %+v", err, res)
+		}
+		return st
+	}
+	plain := run(t, devContract, "")
+	same := run(t, devContract, runner.EngineTerraform)
+	tofu := run(t, devContract, runner.EngineOpenTofu)
+	written := run(t, devContract+"engine: opentofu\n", "")
+	back := run(t, devContract+"engine: opentofu\n", runner.EngineTerraform)
+
+	if tofu.Contract.EngineName() != runner.EngineOpenTofu || back.Contract.EngineName() != runner.EngineTerraform {
+		t.Errorf("engines %s and %s, want opentofu and terraform", tofu.Contract.EngineName(), back.Contract.EngineName())
+	}
+	if same.ContractDigest != plain.ContractDigest || same.ContractContent != plain.ContractContent {
+		t.Error("--engine naming the contract's own engine changed its digests")
+	}
+	if tofu.ContractDigest == plain.ContractDigest || tofu.ContractDigest != written.ContractDigest {
+		t.Error("the contract digest does not name the engine that runs")
+	}
+	if tofu.ContractContent != plain.ContractContent || back.ContractContent != written.ContractContent {
+		t.Error("--engine changed the contract's content as written")
 	}
 }
