@@ -349,8 +349,8 @@ func sealedFiles(objs *gitrepo.Objects, keys signing.Keys, e runner.Event) ([]gi
 // on a contract with 10 past events and on one with 10 000: the store's
 // cost should not grow with a contract's history. Each of the eleven
 // commits writes new trees on its event's path, so what this measures is
-// how long those trees are. Every append starts from a
-// copy of the fixture repo (not timed), so the history stays the same.
+// how long those trees are. Every append starts from a copy of the
+// fixture repo (not timed), so the history stays the same.
 func BenchmarkAppendHistory(b *testing.B) {
 	appendRounds(b, gateHistoryFixture(b, 10), gateHistoryFixture(b, 10_000))
 }
