@@ -52,9 +52,9 @@ per() { awk -v a="$1" -v b="$2" 'BEGIN { print a / b }'; }
 mb() { printf '%.1f MB' "$(per "$1" 1e6)"; }
 
 bench run ./action BenchmarkRunNoChange 10x
-bench gate ./runner/evidence BenchmarkGateHistoryPending 30x
-bench gatewide ./runner/evidence BenchmarkGateWide 30x
-bench gateother ./runner/evidence BenchmarkGateAfterOther 30x
+bench gate ./runner/evidence BenchmarkGateHistoryPending 100x
+bench gatewide ./runner/evidence BenchmarkGateWide 100x
+bench gateother ./runner/evidence BenchmarkGateAfterOther 100x
 bench append ./runner/evidence 'BenchmarkEvidenceAppend/batch-10' 500x
 bench appendtransport ./runner/evidence 'BenchmarkEvidenceAppend/batch-10-file-transport' 500x
 bench verify ./runner/evidence BenchmarkEvidenceVerify 5x
