@@ -18,6 +18,7 @@ image="${IMAGE:?IMAGE: the image make image built}"
 context="${IMAGE_CONTEXT:?IMAGE_CONTEXT: the image build context (make image)}"
 out="${BENCH_OUT:-bin/bench}"
 mkdir -p "$out"
+rm -f "$out"/*.txt
 
 # cmd_NAME is the command that measured NAME, for the table.
 declare -A cmd
