@@ -26,9 +26,12 @@ demo: build
 ## goroutines once more under the race detector.
 RACE_PKGS := ./runner ./runner/evidence/... ./stages/plan ./action
 
-## The fuzz targets run on every test run: the contract loader and the
-## plan bundle loader read what anyone can hand to Nova, and the evidence
-## reader the file names of whoever can push to the evidence repo. Each runs a fixed number of inputs (about ten
+## Three fuzz targets run on every test run, each on input anyone can hand
+## Nova: FuzzParse the contract loader (a contract file from the change
+## under review), FuzzReadManifest the plan bundle's manifest (a bundle
+## handed from the plan job to the apply job), FuzzEventFileName the
+## evidence reader's parse of event file names (whoever can push to the
+## evidence repo names them). Each runs a fixed number of inputs (about ten
 ## seconds' worth on a 2-core machine), not for a time: with -fuzztime
 ## <duration>, Go 1.26's fuzz coordinator can report its own deadline as
 ## the target's failure on a loaded machine (go.dev/issue/75804, fixed in
@@ -58,17 +61,12 @@ fmt:
 vet:
 	$(GO) vet ./...
 
-bench: tools
-	$(GO) test -run '^$$' -bench . -benchmem ./...
-
-## bench-run: issue 13 goal 1, a no-change `nova run` of examples/hello
-## against the bare terraform commands on the same root, interleaved
-## (docs/benchmarks.md). NOVA_BENCH_BASE=<another nova binary> runs it as
-## a third side, to measure a change against what it replaces.
-.PHONY: bench-run
-bench-run:
-	@./.ci/tools.sh terraform >/dev/null
-	$(GO) test -run '^$$' -bench '^BenchmarkRunNoChange$$' -benchtime 10x -count 3 ./action
+## bench: the figures of docs/benchmarks.md, printed as its table (guard,
+## figure, what it is compared with, command); figures, never assertions.
+## Minutes on a 2-core machine; Docker must be running (the image). Each
+## benchmark's own output stays in bin/bench.
+bench: tools build image
+	BIN=$(BIN) IMAGE=$(IMAGE) IMAGE_CONTEXT=$(IMAGE_CONTEXT) GO=$(GO) ./.ci/bench.sh
 
 ## image: the container action's image, FROM scratch, from a context of
 ## prebuilt static binaries and the CA bundle (.ci/image-context.sh): no

@@ -96,8 +96,8 @@ func (f *queryFixture) query(b *testing.B, args ...string) string {
 }
 
 // BenchmarkEvidenceQuery100k measures `nova evidence query`, the whole
-// command, over a 100 000-event repo once it is local and indexed (the
-// goal: under 2 s): "filtered" asks who approved what in prod (JSON Lines,
+// command, over a 100 000-event repo once it is local and indexed:
+// "filtered" asks who approved what in prod (JSON Lines,
 // so each matching event is read back from the repo), "all" lists every
 // event as CSV, and "new-head" first records one more event, so the index
 // is extended by it. Building the index the first time verifies every

@@ -29,9 +29,6 @@ const monorepoSize = 1000
 // and commit verification, per-directory policy engines). Plan is excluded, and so is
 // recording events: the evidence repo's cost per event is
 // BenchmarkEvidenceAppend's, and not what this measures.
-//
-// Goal: ≤ 3 s per op on the project's 2-core machine (≤ 3 ms per
-// contract). docs/benchmarks.md has the figures and the command.
 func BenchmarkMonorepo1000(b *testing.B) {
 	root, head := generateMonorepo(b, monorepoSize)
 	cfg := Config{

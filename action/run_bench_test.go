@@ -19,27 +19,28 @@ import (
 	"github.com/nova-platform/nova/runner/terraform"
 )
 
-// BenchmarkRunNoChange is goal 1 of issue 13: a no-change `nova run` of
-// examples/hello, the built binary as a user runs it, against what a
-// careful human runs on the same rendered root module by hand — `terraform
-// init` (already initialised), `plan -out`, `show -json` and `apply` of
-// the saved plan. The two sides alternate which goes first, so both meet
-// the same neighbours, and the figures are per run:
+// BenchmarkRunNoChange measures a no-change `nova run` of examples/hello,
+// the built binary as a user runs it, against what a careful human runs on
+// the same rendered root module by hand: `terraform init` (already
+// initialised), `plan -out`, `show -json` and `apply` of the saved plan.
+// Nova meets a no-change run on two paths, both measured:
 //
-//   - ratio: Nova's wall time over the bare commands' (goal ≤ 1.0);
-//   - nova-own-cpu-ms: user+sys of the nova process less its terraform
-//     children (goal ≤ 50 ms);
-//   - nova-tf-cpu-ms, bare-tf-cpu-ms: what terraform itself spent on each
-//     side;
-//   - nova-tf-calls: the terraform processes a run starts.
+//   - receipt: dev applied this very change and nothing since, so the run
+//     names the change (one `terraform version`) and ends with the receipt
+//     of that apply;
+//   - plan: dev applied another change since, one that renders the same
+//     root module (the contract's on-call differs, which Terraform never
+//     sees), so Nova plans, finds no change and records that.
 //
-// With NOVA_BENCH_BASE set to another nova binary, that binary runs as a
-// third side (base-ratio, base-own-cpu-ms, base-tf-calls).
-//
-// Both sides run terraform behind the same small wrapper
+// The three sides take turns at going first, so all meet the same
+// neighbours, and every Nova run starts from the same evidence (the
+// evidence under HOME, copied back before each run). Per run and side:
+// ratio (wall time over the bare commands'), ms, own-cpu-ms (user+sys of
+// nova less its terraform children's and the wrapper's) and tf-calls (the
+// terraform processes it starts); bare-ms and bare-tf-cpu-ms for the bare
+// commands. Both sides run terraform behind the same small wrapper
 // (testdata/tfrusage) that records each command's CPU time, so both pay
-// its start-up once per command. ns/op is one run of each side together.
-// docs/benchmarks.md has the figures and the command.
+// its start-up once per command.
 func BenchmarkRunNoChange(b *testing.B) {
 	realTF, err := exec.LookPath("terraform")
 	if err != nil {
@@ -56,27 +57,43 @@ func BenchmarkRunNoChange(b *testing.B) {
 	if err := os.RemoveAll(filepath.Join(consumer, ".nova", "runs")); err != nil {
 		b.Fatal(err)
 	}
+	contractFile := filepath.Join(consumer, ".nova", "contract.yml")
+	change, err := os.ReadFile(contractFile)
+	if err != nil {
+		b.Fatal(err)
+	}
+	other := bytes.Replace(change, []byte("oncall: team-hello\n"), []byte("oncall: team-hello-bench\n"), 1)
+	if bytes.Equal(other, change) {
+		b.Fatal("examples/hello's contract has no `oncall: team-hello` line to vary")
+	}
+	writeContract := func(content []byte) {
+		if err := os.WriteFile(contractFile, content, 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
 	novaEnv := append(os.Environ(), "HOME="+home, "XDG_CONFIG_HOME=", "XDG_DATA_HOME=", "XDG_STATE_HOME=",
 		"NOVA_EVIDENCE_REPO=", "GITHUB_ACTIONS=", "GITEA_ACTIONS=")
 
-	// Every measured run starts from the evidence the warm-up left (the
-	// repo, its outbox and witness, all under HOME): the gate reads a
-	// contract's whole chain, and a chain growing with every iteration
-	// would measure history, which is goal 3's benchmark, not this one.
-	snapshot := filepath.Join(work, "home.snapshot")
-	restore := func() {
-		if _, err := os.Stat(snapshot); err != nil {
-			return
+	// Evidence as each path meets it (the repo, its outbox and witness,
+	// all under HOME), copied back before every run: a chain growing with
+	// every iteration would measure history, which the gate's benchmarks
+	// do.
+	snapshot := func(name string) string {
+		dir := filepath.Join(work, name)
+		if out, err := exec.Command("cp", "-a", home, dir).CombinedOutput(); err != nil {
+			b.Fatalf("keeping HOME: %v\n%s", err, out)
 		}
+		return dir
+	}
+	restore := func(dir string) {
 		if err := os.RemoveAll(home); err != nil {
 			b.Fatal(err)
 		}
-		if out, err := exec.Command("cp", "-a", snapshot, home).CombinedOutput(); err != nil {
+		if out, err := exec.Command("cp", "-a", dir, home).CombinedOutput(); err != nil {
 			b.Fatalf("restoring HOME: %v\n%s", err, out)
 		}
 	}
-	runWith := func(bin string) sideCost {
-		restore()
+	novaRun := func() (sideCost, runView) {
 		if err := os.Truncate(calls, 0); err != nil && !os.IsNotExist(err) {
 			b.Fatal(err)
 		}
@@ -94,25 +111,37 @@ func BenchmarkRunNoChange(b *testing.B) {
 		if err := json.Unmarshal(stdout.Bytes(), &v); err != nil {
 			b.Fatalf("nova run: %v\n%s", err, stdout.String())
 		}
-		c.bundle = v.BundleDir
-		c.applySummary = stage(v, "apply").Summary
 		c.calls = readCalls(b, calls)
-		return c
+		return c, v
 	}
-	novaRun := func() sideCost { return runWith(bin) }
-	// The first run applies the greeting; the second plans no change and
-	// leaves the initialised root module the bare side works in.
-	if first := novaRun(); first.bundle == "" {
+	noChange := func(what string, v runView) {
+		if s := stage(v, "apply").Summary; !strings.Contains(s, "nothing to apply") {
+			b.Fatalf("%s is not a no-change run: apply said %q", what, s)
+		}
+	}
+	receipt := func(what string, v runView) {
+		if v.Receipt == "" || v.BundleDir != "" {
+			b.Fatalf("%s did not end with a receipt: receipt %q, bundle %q, stages %+v", what, v.Receipt, v.BundleDir, v.Stages)
+		}
+	}
+
+	// The first run applies the greeting; the other change then plans no
+	// change and applies nothing, but dev now runs it: the plan path's
+	// evidence. This change again plans no change: the receipt path's
+	// evidence, and the initialised root module the bare side works in.
+	if _, v := novaRun(); v.BundleDir == "" {
 		b.Fatal("the first run made no plan bundle")
 	}
-	warm := novaRun()
-	if !strings.Contains(warm.applySummary, "nothing to apply") {
-		b.Fatalf("the second run is not a no-change run: apply said %q", warm.applySummary)
-	}
-	if out, err := exec.Command("cp", "-a", home, snapshot).CombinedOutput(); err != nil {
-		b.Fatalf("keeping HOME: %v\n%s", err, out)
-	}
-	root := filepath.Join(warm.bundle, "root")
+	writeContract(other)
+	_, v := novaRun()
+	noChange("the other change's run", v)
+	planEvidence := snapshot("home.plan")
+	writeContract(change)
+	_, warm := novaRun()
+	noChange("the run after the other change", warm)
+	receiptEvidence := snapshot("home.receipt")
+	root := filepath.Join(warm.BundleDir, "root")
+
 	// The rendered root uses the local backend at Nova's state path for
 	// the contract; a human would name the same state.
 	contractID := "3b0c6f5e-8a41-4e8f-9d2a-6c1b7e4f2a90"
@@ -143,56 +172,53 @@ func BenchmarkRunNoChange(b *testing.B) {
 		return c
 	}
 
-	// NOVA_BENCH_BASE names another nova binary (say, main's) to run as a
-	// third side in the same rotation: a change is then measured against
-	// what it replaces under the same neighbours.
-	base := os.Getenv("NOVA_BENCH_BASE")
-	sides := []func() sideCost{novaRun, bareRun}
-	if base != "" {
-		sides = append(sides, func() sideCost { return runWith(base) })
+	sides := []struct {
+		name string
+		run  func() sideCost
+	}{
+		{"bare", bareRun},
+		{"receipt", func() sideCost {
+			restore(receiptEvidence)
+			c, v := novaRun()
+			receipt("a receipt run", v)
+			return c
+		}},
+		{"plan", func() sideCost {
+			restore(planEvidence)
+			c, v := novaRun()
+			noChange("a plan run", v)
+			return c
+		}},
 	}
 	totals := make([]sideCost, len(sides))
-	var callsSeen []string
+	last := make([]sideCost, len(sides))
 	runs := 0
 	for b.Loop() {
-		// Each side takes each place in the order in turn.
 		for k := range sides {
 			i := (k + runs) % len(sides)
-			c := sides[i]()
-			if i != 1 && !strings.Contains(c.applySummary, "nothing to apply") {
-				b.Fatalf("run %d was not a no-change run: apply said %q", runs, c.applySummary)
-			}
-			if i == 0 {
-				callsSeen = c.commands()
-			}
-			totals[i].add(c)
+			last[i] = sides[i].run()
+			totals[i].add(last[i])
 		}
 		runs++
 	}
 	per := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1e3 / float64(runs) }
-	novaTotal, bareTotal := totals[0], totals[1]
-	b.ReportMetric(float64(novaTotal.wall)/float64(bareTotal.wall), "ratio")
-	b.ReportMetric(per(novaTotal.wall), "nova-ms")
+	bareTotal := totals[0]
 	b.ReportMetric(per(bareTotal.wall), "bare-ms")
-	b.ReportMetric(per(novaTotal.cpu-novaTotal.tfCPU()), "nova-own-cpu-ms")
-	b.ReportMetric(per(novaTotal.tfChildCPU()), "nova-tf-cpu-ms")
 	b.ReportMetric(per(bareTotal.cpu), "bare-tf-cpu-ms")
-	b.ReportMetric(float64(len(novaTotal.calls))/float64(runs), "nova-tf-calls")
-	if base != "" {
-		baseTotal := totals[2]
-		b.ReportMetric(float64(baseTotal.wall)/float64(bareTotal.wall), "base-ratio")
-		b.ReportMetric(per(baseTotal.cpu-baseTotal.tfCPU()), "base-own-cpu-ms")
-		b.ReportMetric(float64(len(baseTotal.calls))/float64(runs), "base-tf-calls")
+	for i, s := range sides[1:] {
+		t := totals[i+1]
+		b.ReportMetric(float64(t.wall)/float64(bareTotal.wall), s.name+"-ratio")
+		b.ReportMetric(per(t.wall), s.name+"-ms")
+		b.ReportMetric(per(t.cpu-t.tfCPU()), s.name+"-own-cpu-ms")
+		b.ReportMetric(float64(len(t.calls))/float64(runs), s.name+"-tf-calls")
+		b.Logf("terraform commands of a %s run: %s", s.name, strings.Join(last[i+1].commands(), ", "))
 	}
-	b.Logf("terraform commands of one nova run: %s", strings.Join(callsSeen, ", "))
 }
 
 // sideCost is what one side of BenchmarkRunNoChange spent.
 type sideCost struct {
-	wall, cpu    time.Duration
-	calls        []tfCall
-	bundle       string
-	applySummary string
+	wall, cpu time.Duration
+	calls     []tfCall
 }
 
 // tfCall is one line of the wrapper's record.
@@ -213,14 +239,6 @@ func (s sideCost) tfCPU() time.Duration {
 	var d time.Duration
 	for _, c := range s.calls {
 		d += c.child + c.self
-	}
-	return d
-}
-
-func (s sideCost) tfChildCPU() time.Duration {
-	var d time.Duration
-	for _, c := range s.calls {
-		d += c.child
 	}
 	return d
 }

@@ -3,7 +3,7 @@ package registry
 import "testing"
 
 // BenchmarkLoadEmbedded is what every run pays to read the registry built
-// into the binary (issue 13, goal 1: a no-change run's own CPU).
+// into the binary: part of a no-change run's own CPU.
 func BenchmarkLoadEmbedded(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
