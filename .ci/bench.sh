@@ -88,6 +88,7 @@ query=$(per "$(metric query BenchmarkEvidenceQuery100k/filtered ns/op)" 1e9)
 image_bytes=$(docker image inspect -f '{{.Size}}' "$image")
 nova_bytes=$(stat -c %s "$context/nova")
 tf_bytes=$(stat -c %s "$context/terraform")
+tofu_bytes=$(stat -c %s "$context/tofu")
 bin_bytes=$(stat -c %s "$bin")
 
 export LC_ALL=C
@@ -122,5 +123,5 @@ row "policy: the platform rules compiled and evaluated on a 500-change plan" \
 row '`nova evidence query` over 100 000 events, repo local and indexed' \
   "$(printf '%.2f s' "$query")" "who approved what in prod, as JSON Lines" "${cmd[query]}"
 row "the shipped image" "$(mb "$image_bytes")" \
-  "nova $(mb "$nova_bytes") + terraform $(mb "$tf_bytes") + CA bundle" "make image && docker image inspect -f '{{.Size}}' ${image%:*}:<version>"
+  "nova $(mb "$nova_bytes") + terraform $(mb "$tf_bytes") + tofu $(mb "$tofu_bytes") + CA bundle" "make image && docker image inspect -f '{{.Size}}' ${image%:*}:<version>"
 row "the nova binary, static and stripped" "$(mb "$bin_bytes")" "no mark" "make build && stat -c %s $bin"
