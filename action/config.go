@@ -28,6 +28,9 @@ type Env struct {
 	Environ []string
 	Stdout  io.Writer
 	Stderr  io.Writer
+	// Now is the clock break-glass grants are made and read at; nil
+	// means time.Now.
+	Now func() time.Time
 }
 
 // Config is every input of one nova invocation, read once from the command
@@ -86,6 +89,8 @@ type Config struct {
 	Approve ApproveFlags
 	// Unlock holds `nova unlock`'s flags.
 	Unlock UnlockFlags
+	// BreakGlass holds `nova break-glass`'s flags.
+	BreakGlass BreakGlassFlags
 	// Init and Pin hold `nova init`'s and `nova pin`'s flags.
 	Init InitFlags
 	Pin  PinFlags
@@ -174,7 +179,7 @@ var (
 	// change touches (--changed); matrix only lists them.
 	manyCommands     = []string{"validate", "explain", "plan", "run", "matrix"}
 	auditCommands    = []string{"query", "export", "report"}
-	evidenceCommands = slices.Concat(pipelineCommands, []string{"verify", "resolve", "unlock"}, approveCommands, auditCommands)
+	evidenceCommands = slices.Concat(pipelineCommands, []string{"verify", "resolve", "unlock", "break-glass"}, approveCommands, auditCommands)
 	// repoCommands read an evidence repo named by their one argument.
 	repoCommands = slices.Concat([]string{"verify"}, auditCommands)
 )
@@ -221,6 +226,14 @@ func readConfig(env Env) (Config, error) {
 			return cfg, fmt.Errorf("%w %q", errUnknownCommand, args[0])
 		}
 		cfg.Command, args = args[0], args[1:]
+	case "break-glass":
+		if len(args) == 0 || slices.Contains([]string{"help", "-h", "--help"}, args[0]) {
+			return Config{Command: "break-glass-help"}, nil
+		}
+		if !isBreakGlassAction(args[0]) {
+			return cfg, fmt.Errorf("%w %q", errUnknownCommand, args[0])
+		}
+		cfg.BreakGlass.Action, args = args[0], args[1:]
 	case "init", "pin", "report", "unlock":
 	default:
 		if !slices.Contains(contractCommands, cfg.Command) && cfg.Command != "matrix" {
@@ -408,6 +421,8 @@ func (cfg *Config) flags(fs *flag.FlagSet, getenv func(string) string) *rawFlags
 		}
 	case "unlock":
 		cfg.unlockFlags(fs, f)
+	case "break-glass":
+		cfg.breakGlassFlags(fs, f, getenv)
 	case "resolve":
 		fs.StringVar(&f.branch, "branch", "", "evidence branch (default: $NOVA_EVIDENCE_BRANCH or main)")
 		fs.StringVar(&cfg.Resolve.Contract, "contract", "", "contract id (required)")
@@ -509,6 +524,11 @@ func (cfg *Config) complete(f *rawFlags, env Env) error {
 	}
 	if cfg.Command == "unlock" {
 		if err := cfg.checkUnlock(); err != nil {
+			return err
+		}
+	}
+	if cfg.Command == "break-glass" {
+		if err := cfg.checkBreakGlass(); err != nil {
 			return err
 		}
 	}
@@ -630,6 +650,9 @@ func checkCommit(dir, commit, head string, named []string) error {
 func (cfg Config) displayName() string {
 	if slices.Contains([]string{"verify", "resolve", "query", "export"}, cfg.Command) {
 		return "evidence " + cfg.Command
+	}
+	if cfg.Command == "break-glass" {
+		return "break-glass " + cfg.BreakGlass.Action
 	}
 	return cfg.Command
 }
