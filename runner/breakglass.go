@@ -575,8 +575,10 @@ func (g Gate) breakGlass(ctx context.Context, st *State, sum *GateSummary, d gat
 	if err != nil {
 		return Result{}, false, err
 	}
-	// The use goes on record with the authorization, before anything is
-	// applied: an apply under break-glass is never unannounced.
+	// The use goes on record right after the authorization, before
+	// anything is applied: an apply under break-glass is never
+	// unannounced, and an authorization whose use could not be recorded
+	// stops the run as any unrecorded event does.
 	res.Also = append([]EventSpec{{Type: EventBreakGlassUsed, Data: use}}, res.Also...)
 	return res, true, nil
 }
@@ -625,7 +627,7 @@ func OpenBreakGlassReviews(events []Event) map[string][]*BreakGlassState {
 			sums[e.ContractID] = s
 		}
 		// Positions only need to grow within a contract's chain.
-		s.Folded = e.Seq
+		s.Folded++
 		s.foldBreakGlass(e)
 	}
 	out := map[string][]*BreakGlassState{}
