@@ -13,6 +13,8 @@ import (
 
 	"github.com/nova-platform/nova/runner"
 	"github.com/nova-platform/nova/runner/checkout"
+	"github.com/nova-platform/nova/runner/evidence/gitrepo"
+	"github.com/nova-platform/nova/runner/evidence/index"
 	"github.com/nova-platform/nova/runner/local"
 	"github.com/nova-platform/nova/stages/schema"
 	"github.com/nova-platform/nova/templates"
@@ -402,6 +404,34 @@ func (e Env) now() time.Time {
 		return e.Now()
 	}
 	return time.Now()
+}
+
+// openReviewUses are the nova.breakglass.used events of every grant whose
+// post-incident review is open, read from the verified index: only the
+// break-glass events' data is read.
+func openReviewUses(ix *index.Index, reader *gitrepo.Reader) (map[string]bool, error) {
+	var events []runner.Event
+	all := ix.Events()
+	for i := range all {
+		e := &all[i]
+		if !strings.HasPrefix(e.Type, "nova.breakglass.") {
+			continue
+		}
+		full, err := ix.Read(reader, e)
+		if err != nil {
+			return nil, err
+		}
+		events = append(events, full)
+	}
+	open := map[string]bool{}
+	for _, grants := range runner.OpenBreakGlassReviews(events) {
+		for _, g := range grants {
+			for _, u := range g.Uses {
+				open[u] = true
+			}
+		}
+	}
+	return open, nil
 }
 
 // isBreakGlassAction reports whether s is a `nova break-glass` action.

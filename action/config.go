@@ -160,6 +160,9 @@ type AuditFlags struct {
 	Format, Out string
 	// Reindex rebuilds the index from a full verification.
 	Reindex bool
+	// OpenReviews keeps only the break-glass uses whose post-incident
+	// review is open.
+	OpenReviews bool
 }
 
 // ResolveFlags are `nova evidence resolve`'s flags.
@@ -385,6 +388,7 @@ func (cfg *Config) flags(fs *flag.FlagSet, getenv func(string) string) *rawFlags
 		listVar(fs, &cfg.Audit.Types, "type", "only events of this type, patterns allowed: nova.apply.* (repeatable)")
 		listVar(fs, &cfg.Audit.Approvers, "approver", "only events naming this approver: approvals, rejections, refusals, authorizations, resolutions (repeatable)")
 		listVar(fs, &cfg.Audit.Reasons, "reason", "only events carrying this reason code (repeatable)")
+		fs.BoolVar(&cfg.Audit.OpenReviews, "open-reviews", false, "only break-glass uses (nova.breakglass.used) whose post-incident review is not recorded yet")
 		fs.StringVar(&cfg.Audit.Since, "since", "", "only events at or after: RFC 3339, YYYY-MM-DD, or an age such as 90d")
 		fs.StringVar(&cfg.Audit.Until, "until", "", "only events before: RFC 3339, YYYY-MM-DD, or an age")
 	case "export":

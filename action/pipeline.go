@@ -125,7 +125,7 @@ func (w wiring) run(ctx context.Context, rep *reporter) *contractRun {
 	}
 	report := &forgeReport{cfg: cfg, forge: w.forge, warn: w.env.Stderr}
 	events := local.NewEventLog(filepath.Join(st.RunDir, "events.jsonl"))
-	em := runner.NewEmitter(runner.Tee{events, w.evidence}, cfg.Source, runID, nil)
+	em := runner.NewEmitter(runner.Tee{events, w.evidence}, cfg.Source, runID, w.env.Now)
 	p := runner.Pipeline{
 		Stages: stages,
 		Events: em,

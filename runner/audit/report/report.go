@@ -107,7 +107,7 @@ func newSection(m *audit.Measures, id, title string) section {
 	s.Tiles = tiles(m)
 	s.Figures = []figure{
 		timeline(m, id), waits(m, id), deployments(m, id), leadTimes(m, id),
-		failureRates(m, id), restores(m, id), confidence(m, id), rules(m, id),
+		failureRates(m, id), restores(m, id), confidence(m, id), rules(m, id), breakGlass(m, id),
 	}
 	s.Calibration = calibration(m)
 	return s
@@ -464,6 +464,37 @@ func rules(m *audit.Measures, id string) figure {
 	}
 	if n, ok := m.Truncated["rules"]; ok {
 		f.Note = fmt.Sprintf("Showing the %d rules that failed most of %d.", len(m.Rules), n)
+	}
+	return f
+}
+
+// breakGlass lists every break-glass request with its grant, its uses
+// and whether its post-incident review is still open.
+func breakGlass(m *audit.Measures, id string) figure {
+	f := figure{ID: id + "-breakglass", Title: "Break-glass", Lead: "Each emergency request, who granted it, how often it was used to apply without the environment's approvals, and whether its post-incident review is recorded (nova break-glass review)."}
+	if len(m.BreakGlass) == 0 {
+		f.Empty = "No break-glass was requested."
+		return f
+	}
+	open := 0
+	f.Table = table{Caption: "Break-glass requests", Head: []string{"Requested", "Contract", "Environment", "Requester", "Reason", "Grant", "Granted by", "Until", "Revoked by", "Uses", "Review"}}
+	for _, r := range m.BreakGlass {
+		until, review := "", "never used"
+		if r.ExpiresAt != nil {
+			until = fmtTime(*r.ExpiresAt)
+		}
+		switch r.Review {
+		case audit.ReviewOpen:
+			open++
+			review = "review open"
+		case audit.ReviewRecorded:
+			review = "review recorded"
+		}
+		f.Table.Rows = append(f.Table.Rows, []string{fmtTime(r.RequestedAt), r.ContractID, r.Environment, r.Requester, r.Reason, orDash(r.GrantEventID),
+			orDash(strings.ReplaceAll(r.Approvers, ";", ", ")), orDash(until), orDash(r.RevokedBy), fmtInt(int(r.Uses)), review})
+	}
+	if open > 0 {
+		f.Note = fmt.Sprintf("%d post-incident review(s) open.", open)
 	}
 	return f
 }
