@@ -152,6 +152,9 @@ func TestBreakGlassApplyToProd(t *testing.T) {
 	if !strings.Contains(out, runner.EventBreakGlassUsed) || !strings.Contains(out, "prod") {
 		t.Errorf("evidence query --open-reviews lists no open review:\n%s", out)
 	}
+	if out, _ = nova(ExitPass, "evidence", "query", "--approver", "sre-2", "--type", "nova.breakglass.*"); strings.Count(out, runner.EventBreakGlassGranted) != 2 || !strings.Contains(out, runner.EventBreakGlassUsed) {
+		t.Errorf("evidence query --approver sre-2 does not list the grants and the use:\n%s", out)
+	}
 	nova(ExitPass, "report", "--out", report)
 	if page := readFile(t, report); !strings.Contains(page, "Break-glass") || !strings.Contains(page, grant) || !strings.Contains(page, "review open") {
 		t.Errorf("the report shows no open break-glass review for grant %s", grant)

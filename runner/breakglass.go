@@ -522,7 +522,9 @@ func (g Gate) breakGlass(ctx context.Context, st *State, sum *GateSummary, d gat
 	if st.Confidence != nil {
 		waived = st.Confidence.BreakGlass
 	}
-	if d.Verdict != AwaitingApproval && waived == "" {
+	// A rejection, or a request frozen, stands: break-glass stands in
+	// for approvals nobody gave yet, never for a no.
+	if d.Verdict == Fail || (d.Verdict == Pass && waived == "") {
 		return Result{}, false, nil
 	}
 	members, err := breakGlassMembers(ctx, g.Membership, sum, env, now, approvers)
@@ -536,7 +538,7 @@ func (g Gate) breakGlass(ctx context.Context, st *State, sum *GateSummary, d gat
 		if bd.Reason == "" {
 			return Result{}, false, nil
 		}
-		if waived != "" || bd.Reason == BreakGlassCriticalFinding || d.Verdict != AwaitingApproval {
+		if waived != "" || bd.Reason == BreakGlassCriticalFinding {
 			// Nothing else can authorize this plan: its score passed only
 			// under the grant, or it has a critical finding.
 			return Result{Verdict: Fail, Summary: bd.Message, Findings: []Finding{{Reason: bd.Reason, Message: bd.Message}}}, true, nil

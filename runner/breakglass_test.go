@@ -206,6 +206,8 @@ func TestGateBreakGlass(t *testing.T) {
 			g.Members = []Login{"sre-1", "bg-3"}
 			w.approvers.Groups[BreakGlassGroup] = g
 		}, run: bgRun{after: time.Hour}, want: AwaitingApproval, reason: BreakGlassNotInGroup},
+		{name: "a rejection stands", run: bgRun{after: time.Hour, waived: "", claims: []ApprovalClaim{{Approver: "sre-oncall", Environment: Prod, PlanDigest: digestA,
+			Decision: Reject, Reason: "no", Source: SourceGiteaReview, SourceRef: "r1"}}}, waive: true, want: Fail, reason: ApprovalRejected},
 		{name: "normal approvals need no grant", run: bgRun{after: time.Hour, claims: []ApprovalClaim{claim("sre-oncall", Prod, digestA, "r1")}}, want: Pass},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -75,3 +75,18 @@ func breakGlassRows(chain []Record) []BreakGlassRow {
 	slices.SortFunc(rows, func(a, b BreakGlassRow) int { return a.RequestedAt.Compare(b.RequestedAt) })
 	return rows
 }
+
+// breakGlassDeciders are the people a break-glass event names as deciding:
+// who approved, granted, used under whose grant, revoked or reviewed.
+func breakGlassDeciders(e runner.Event) []string {
+	var d struct {
+		Approver  string   `json:"approver"`
+		Approvers []string `json:"approvers"`
+		RevokedBy string   `json:"revokedBy"`
+		Reviewer  string   `json:"reviewer"`
+	}
+	if runner.DecodeEventData(e, &d) != nil {
+		return nil
+	}
+	return slices.DeleteFunc(append([]string{d.Approver, d.RevokedBy, d.Reviewer}, d.Approvers...), func(s string) bool { return s == "" })
+}
