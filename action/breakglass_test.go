@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -183,4 +184,141 @@ func readFile(t *testing.T, path string) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// announcements is a forge that keeps the comments and issues it is given.
+type announcements struct {
+	comments map[string]string
+	issues   map[string]string
+}
+
+func (a *announcements) UpsertComment(_ context.Context, marker, body string) error {
+	a.comments[marker] = body
+	return nil
+}
+
+func (a *announcements) UpsertIssue(_ context.Context, marker, title, body string) error {
+	// A title is plain text on both forges; the body is Markdown.
+	a.issues[marker] = body
+	return nil
+}
+
+func (a *announcements) CloseIssue(context.Context, string, string) error { return nil }
+
+// TestBreakGlassUseIsAnnounced: an authorization under a grant is said on
+// stderr, and on a forge on the pull request, or without one in an issue;
+// what comes from the change is escaped. An ordinary authorization says
+// nothing.
+func TestBreakGlassUseIsAnnounced(t *testing.T) {
+	st := func(pr int64, grant string) *runner.State {
+		return &runner.State{PullRequest: pr, Contract: &runner.Contract{ID: "hello_<b>world</b>", Environment: runner.Prod},
+			Plan:          &runner.Plan{Digest: "abc123"},
+			Authorization: &runner.Authorization{Digest: "abc123", Environment: runner.Prod, Approver: "break-glass", BreakGlass: grant}}
+	}
+	for _, tc := range []struct {
+		name             string
+		st               *runner.State
+		comments, issues int
+	}{
+		{"on a pull request", st(7, "grant-1"), 1, 0},
+		{"without one", st(0, "grant-1"), 0, 1},
+		{"not under break-glass", st(7, ""), 0, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := &announcements{comments: map[string]string{}, issues: map[string]string{}}
+			var stderr bytes.Buffer
+			r := &forgeReport{forge: &forgeAdapters{commenter: a, issues: a}, warn: &stderr}
+			r.breakGlass(t.Context(), tc.st)
+			if len(a.comments) != tc.comments || len(a.issues) != tc.issues {
+				t.Fatalf("%d comment(s) and %d issue(s), want %d and %d", len(a.comments), len(a.issues), tc.comments, tc.issues)
+			}
+			if loud := strings.Contains(stderr.String(), "BREAK-GLASS"); loud != (tc.st.Authorization.BreakGlass != "") {
+				t.Errorf("stderr %q", stderr.String())
+			}
+			for _, body := range []map[string]string{a.comments, a.issues} {
+				for marker, b := range body {
+					if !strings.HasPrefix(marker, "<!-- nova:breakglass:") || !strings.Contains(b, marker) || !strings.Contains(b, "nova break-glass review --env prod --grant grant-1") {
+						t.Errorf("announcement %q:\n%s", marker, b)
+					}
+					if strings.Contains(b, "<b>") {
+						t.Errorf("the contract id is not escaped:\n%s", b)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestBreakGlassCommands checks the commands' refusals and revocation
+// without Terraform: each refusal exits with its reason, and a revoked
+// grant or request takes nothing more.
+func TestBreakGlassCommands(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, ".nova", "contract.yml"), helloContract("world", "dev"))
+	writeFile(t, filepath.Join(dir, runner.ApproversFile), testApprovers+"  breakglass:\n    members: [sre-1, sre-2]\nbreakglass:\n  duration: 1h\n")
+	signedCheckout(t, dir)
+	home := t.TempDir()
+	clock := time.Date(2026, 12, 2, 3, 0, 0, 0, time.UTC)
+	nova := func(wantCode int, args ...string) string {
+		t.Helper()
+		var stdout, stderr bytes.Buffer
+		code := exitCode(run(t.Context(), Env{Args: append([]string{"break-glass"}, append(args, "--dir", dir)...),
+			Getenv: func(k string) string { return map[string]string{"HOME": home, "USER": "oncall"}[k] }, Stdout: &stdout, Stderr: &stderr, Now: func() time.Time { return clock }}))
+		if code != wantCode {
+			t.Fatalf("nova break-glass %s: exit %d, want %d\n%s%s", strings.Join(args, " "), code, wantCode, stdout.String(), stderr.String())
+		}
+		return stdout.String() + stderr.String()
+	}
+	want := func(out string, reason runner.Reason) {
+		t.Helper()
+		if !strings.Contains(out, string(reason)) {
+			t.Errorf("want %s in:\n%s", reason, out)
+		}
+	}
+	for _, bad := range [][]string{
+		{"request", "--reason", "x"},
+		{"request", "--env", "dev", "--reason", "x"},
+		{"request", "--env", "prod"},
+		{"approve", "--env", "prod"},
+		{"revoke", "--env", "prod"},
+		{"review", "--env", "prod", "--grant", "g"},
+		{"approve", "--env", "prod", "--request", "no-such-request"},
+	} {
+		want(nova(ExitError, bad...), runner.ConfigInvalid)
+	}
+	nova(ExitError, "unbreak")
+
+	req := regexp.MustCompile(`request ([0-9a-f-]{36})`).FindStringSubmatch(nova(ExitPass, "request", "--env", "prod", "--reason", "db down"))[1]
+	nova(ExitPass, "approve", "--env", "prod", "--request", req, "--as", "sre-1")
+	want(nova(ExitError, "approve", "--env", "qa", "--request", req, "--as", "sre-2"), runner.ConfigInvalid)
+	grant := regexp.MustCompile(`grant ([0-9a-f-]{36})`).FindStringSubmatch(nova(ExitPass, "approve", "--env", "prod", "--request", req[:8], "--as", "sre-2"))[1]
+	want(nova(ExitError, "review", "--env", "prod", "--grant", grant, "--as", "sre-1", "--note", "n"), runner.ConfigInvalid)
+	want(nova(ExitFail, "revoke", "--env", "prod", "--as", "outsider", "--reason", "mine now"), runner.BreakGlassNotInGroup)
+	nova(ExitPass, "revoke", "--env", "prod", "--as", "oncall", "--reason", "db is back")
+	want(nova(ExitFail, "revoke", "--env", "prod", "--grant", grant, "--as", "sre-1", "--reason", "again"), runner.BreakGlassRevoked)
+	want(nova(ExitError, "revoke", "--env", "prod", "--as", "sre-1", "--reason", "no grant holds"), runner.ConfigInvalid)
+
+	// A request waits at most a grant's duration (1h here), and one that
+	// was revoked takes no approval.
+	late := regexp.MustCompile(`request ([0-9a-f-]{36})`).FindStringSubmatch(nova(ExitPass, "request", "--env", "prod", "--reason", "db down again"))[1]
+	revoked := regexp.MustCompile(`request ([0-9a-f-]{36})`).FindStringSubmatch(nova(ExitPass, "request", "--env", "prod", "--reason", "typo"))[1]
+	nova(ExitPass, "revoke", "--env", "prod", "--grant", revoked, "--as", "oncall", "--reason", "asked twice")
+	want(nova(ExitFail, "approve", "--env", "prod", "--request", revoked, "--as", "sre-1"), runner.BreakGlassRevoked)
+	clock = clock.Add(time.Hour)
+	want(nova(ExitFail, "approve", "--env", "prod", "--request", late, "--as", "sre-1"), runner.BreakGlassExpired)
+}
+
+// TestBreakGlassNeedsTheGroup: without a breakglass group in the trusted
+// approver config nobody may ask.
+func TestBreakGlassNeedsTheGroup(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, ".nova", "contract.yml"), helloContract("world", "dev"))
+	writeFile(t, filepath.Join(dir, runner.ApproversFile), testApprovers)
+	signedCheckout(t, dir)
+	var stdout, stderr bytes.Buffer
+	code := exitCode(run(t.Context(), Env{Args: []string{"break-glass", "request", "--env", "prod", "--reason", "x", "--dir", dir},
+		Getenv: func(k string) string { return map[string]string{"HOME": t.TempDir(), "USER": "oncall"}[k] }, Stdout: &stdout, Stderr: &stderr}))
+	if code != ExitFail || !strings.Contains(stderr.String(), string(runner.BreakGlassNotInGroup)) {
+		t.Fatalf("exit %d\n%s%s", code, stdout.String(), stderr.String())
+	}
 }
