@@ -322,3 +322,25 @@ func TestBreakGlassNeedsTheGroup(t *testing.T) {
 		t.Fatalf("exit %d\n%s%s", code, stdout.String(), stderr.String())
 	}
 }
+
+// TestScaffoldedApproversShowBreakGlass: the scaffold's approver config
+// shows the breakglass group and the grant's duration, commented out, and
+// both parse once uncommented.
+func TestScaffoldedApproversShowBreakGlass(t *testing.T) {
+	dir := t.TempDir()
+	if code, _, stderr := runCLI(t, "init", "--forge", "github", "--dir", dir); code != ExitPass {
+		t.Fatalf("init: exit %d, %s", code, stderr)
+	}
+	data := readFile(t, filepath.Join(dir, runner.ApproversFile))
+	uncommented := strings.NewReplacer(
+		"  # breakglass:\n  #   members:", "  breakglass:\n    members:",
+		"# breakglass:\n#   duration:", "breakglass:\n  duration:",
+	).Replace(data)
+	cfg, err := runner.ParseApprovers([]byte(uncommented))
+	if err != nil {
+		t.Fatalf("the break-glass example does not parse: %v\n%s", err, uncommented)
+	}
+	if got := cfg.Groups[runner.BreakGlassGroup].Members; len(got) != 2 || cfg.BreakGlassDuration() != 2*time.Hour {
+		t.Errorf("breakglass members %v, duration %s\n%s", got, cfg.BreakGlassDuration(), uncommented)
+	}
+}
