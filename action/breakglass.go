@@ -13,6 +13,7 @@ import (
 
 	"github.com/nova-platform/nova/runner"
 	"github.com/nova-platform/nova/runner/checkout"
+	"github.com/nova-platform/nova/runner/evidence"
 	"github.com/nova-platform/nova/runner/evidence/gitrepo"
 	"github.com/nova-platform/nova/runner/evidence/index"
 	"github.com/nova-platform/nova/runner/local"
@@ -174,7 +175,7 @@ func breakGlassCommand(ctx context.Context, cfg Config, env Env) error {
 type breakGlassAction struct {
 	cfg        Config
 	env        Env
-	store      interface{ Drain(context.Context) error }
+	store      *evidence.Store
 	forge      *forgeAdapters
 	approvers  *runner.ApproverConfig
 	sum        *runner.GateSummary
