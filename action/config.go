@@ -28,8 +28,9 @@ type Env struct {
 	Environ []string
 	Stdout  io.Writer
 	Stderr  io.Writer
-	// Now is the clock break-glass grants are made and read at; nil
-	// means time.Now.
+	// Now is the clock of the events a command records, of the gate's
+	// timeouts and of break-glass grants; nil means time.Now. Tests set
+	// it to let time pass without waiting.
 	Now func() time.Time
 }
 
