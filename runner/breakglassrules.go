@@ -173,9 +173,9 @@ func breakGlassMembers(ctx context.Context, m TeamMembership, sum *GateSummary, 
 }
 
 // breakGlass is the gate's break-glass step, taken when the normal
-// decision d does not authorize the plan, or when the plan's score was
-// accepted only under a grant: the grant authorizes, or the refusal says
-// why not.
+// decision d waits for approvals, or authorizes a plan whose score was
+// accepted only under a grant: the grant authorizes (decided true), or the
+// refusal says why not; decided false leaves d as it was.
 func (g Gate) breakGlass(ctx context.Context, st *State, sum *GateSummary, d gateDecision, approvers *ApproverConfig, now time.Time) (Result, bool, error) {
 	env := st.Contract.Environment
 	waived := ""
