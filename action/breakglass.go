@@ -245,7 +245,7 @@ func (a breakGlassAction) approve(ctx context.Context) error {
 	}
 	reason, why, grant := runner.DecideBreakGlassApproval(req, runner.BreakGlassApprovalInput{Approver: a.actor, Member: member, Now: a.now, Duration: a.approvers.BreakGlassDuration()})
 	if reason != "" {
-		return refuseBreakGlass(a.env, a.cfg, reason, why)
+		return a.refuse(ctx, runner.BreakGlassApproveAction, req, reason, why)
 	}
 	signed, err := a.sign(ctx, runner.BreakGlassApproveAction, req.Request, "")
 	if err != nil {
@@ -295,7 +295,7 @@ func (a breakGlassAction) revoke(ctx context.Context) error {
 			return failed(a.env, a.cfg, err)
 		}
 		if !member {
-			return refuseBreakGlass(a.env, a.cfg, runner.BreakGlassNotInGroup, fmt.Sprintf("%s is neither the requester of %s nor in approver group %s", a.actor, req.Request, runner.BreakGlassGroup))
+			return a.refuse(ctx, runner.BreakGlassRevokeAction, req, runner.BreakGlassNotInGroup, fmt.Sprintf("%s is neither the requester of %s nor in approver group %s", a.actor, req.Request, runner.BreakGlassGroup))
 		}
 	}
 	signed, err := a.sign(ctx, runner.BreakGlassRevokeAction, req.Request, b.Text)
@@ -323,7 +323,7 @@ func (a breakGlassAction) review(ctx context.Context) error {
 		return failed(a.env, a.cfg, err)
 	}
 	if !member {
-		return refuseBreakGlass(a.env, a.cfg, runner.BreakGlassNotInGroup, fmt.Sprintf("%s is not in approver group %s, whose members record break-glass reviews", a.actor, runner.BreakGlassGroup))
+		return a.refuse(ctx, runner.BreakGlassReviewAction, req, runner.BreakGlassNotInGroup, fmt.Sprintf("%s is not in approver group %s, whose members record break-glass reviews", a.actor, runner.BreakGlassGroup))
 	}
 	signed, err := a.sign(ctx, runner.BreakGlassReviewAction, req.Request, b.Text)
 	if err != nil {
@@ -346,6 +346,24 @@ func (a breakGlassAction) find(id string) (*runner.BreakGlassState, error) {
 		return nil, runner.Errorf(runner.ConfigInvalid, "break-glass request %s is for %s, not %s", req.Request, req.Environment, env)
 	}
 	return req, nil
+}
+
+// refuse records that the rules refused what the actor signed for, and
+// reports it: an attempt to approve one's own emergency, or to approve or
+// review it from outside the group, is what an auditor looks for first.
+func (a breakGlassAction) refuse(ctx context.Context, action string, req *runner.BreakGlassState, reason runner.Reason, why string) error {
+	signed, err := a.sign(ctx, action, req.Request, a.cfg.BreakGlass.Text)
+	if err != nil {
+		return failed(a.env, a.cfg, err)
+	}
+	if _, err := a.emit(ctx, runner.EventBreakGlassRefused, runner.BreakGlassRefusal{Environment: req.Environment, Request: req.Request,
+		Actor: string(a.actor), Action: action, Reason: reason, Message: why, Claim: signed}); err != nil {
+		return failed(a.env, a.cfg, err)
+	}
+	if err := a.store.Drain(ctx); err != nil {
+		return failed(a.env, a.cfg, err)
+	}
+	return refuseBreakGlass(a.env, a.cfg, reason, why)
 }
 
 // refuseBreakGlass reports a refusal by the break-glass rules: a verdict

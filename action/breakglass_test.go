@@ -156,6 +156,10 @@ func TestBreakGlassApplyToProd(t *testing.T) {
 	if out, _ = nova(ExitPass, "evidence", "query", "--approver", "sre-2", "--type", "nova.breakglass.*"); strings.Count(out, runner.EventBreakGlassGranted) != 2 || !strings.Contains(out, runner.EventBreakGlassUsed) {
 		t.Errorf("evidence query --approver sre-2 does not list the grants and the use:\n%s", out)
 	}
+	// The refused attempts are on record, with who made them.
+	if out, _ = nova(ExitPass, "evidence", "query", "--reason", string(runner.BreakGlassSelfApproval)); !strings.Contains(out, runner.EventBreakGlassRefused) || !strings.Contains(out, "oncall") {
+		t.Errorf("evidence query --reason %s does not list the refused self-approval:\n%s", runner.BreakGlassSelfApproval, out)
+	}
 	nova(ExitPass, "report", "--out", report)
 	if page := readFile(t, report); !strings.Contains(page, "Break-glass") || !strings.Contains(page, grant) || !strings.Contains(page, "review open") {
 		t.Errorf("the report shows no open break-glass review for grant %s", grant)

@@ -171,6 +171,20 @@ type BreakGlassReview struct {
 	Claim       SignedBreakGlass `json:"claim"`
 }
 
+// BreakGlassRefusal is the data of nova.breakglass.refused: someone signed
+// for an action the rules refused (approving their own request, acting
+// from outside the breakglass group, …). It changes nothing of the
+// request; it is there to be seen.
+type BreakGlassRefusal struct {
+	Environment Environment      `json:"environment"`
+	Request     string           `json:"request"`
+	Actor       string           `json:"actor"`
+	Action      string           `json:"action"`
+	Reason      Reason           `json:"reason"`
+	Message     string           `json:"message"`
+	Claim       SignedBreakGlass `json:"claim"`
+}
+
 // What break-glass waives, as BreakGlassUse.Waived names it.
 const (
 	WaivedApproval   = "approval"

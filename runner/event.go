@@ -45,6 +45,7 @@ const (
 	EventBreakGlassRevoked   = "nova.breakglass.revoked"
 	EventBreakGlassUsed      = "nova.breakglass.used"
 	EventBreakGlassReviewed  = "nova.breakglass.reviewed"
+	EventBreakGlassRefused   = "nova.breakglass.refused"
 )
 
 // Event is a CloudEvents 1.0 envelope in its JSON format.

@@ -81,6 +81,12 @@ func Facets(e runner.Event) []string {
 		for _, who := range breakGlassDeciders(e) {
 			add(facetApprover, who)
 		}
+	case runner.EventBreakGlassRefused:
+		var r runner.BreakGlassRefusal
+		if runner.DecodeEventData(e, &r) == nil {
+			add(facetApprover, r.Actor)
+			add(facetReason, string(r.Reason))
+		}
 	case runner.EventConfidenceComputed:
 		var c runner.Confidence
 		if runner.DecodeEventData(e, &c) == nil {
