@@ -145,13 +145,28 @@ func tiles(m *audit.Measures) []tile {
 	if scored > 0 {
 		clean = fmtRate(float64(applied) / float64(scored))
 	}
-	return []tile{
+	out := []tile{
 		{"Deployments", fmtInt(deploys), "applies that changed something"},
 		{"Change failure rate", rate, fmt.Sprintf("%d of %d changes failed or ended unknown", failed, changes)},
 		{"Lead time to prod", median(leads), "median, first plan to prod apply"},
 		{"Approval wait", median(waits), "median, request to decision"},
 		{"Decisions applied cleanly", clean, fmt.Sprintf("%d of %d decisions that reached an apply", applied, scored)},
 	}
+	if len(m.BreakGlass) > 0 {
+		// Only where break-glass was asked for: an emergency path nobody
+		// took is no figure to watch.
+		open, used := 0, 0
+		for _, b := range m.BreakGlass {
+			if b.Review == audit.ReviewOpen {
+				open++
+			}
+			if b.Uses > 0 {
+				used++
+			}
+		}
+		out = append(out, tile{"Break-glass reviews open", fmtInt(open), fmt.Sprintf("of %d grant(s) used, %d request(s)", used, len(m.BreakGlass))})
+	}
+	return out
 }
 
 func median(ds []time.Duration) string {
