@@ -123,9 +123,15 @@ func evidenceQuery(ctx context.Context, cfg Config, env Env) error {
 	}
 	reader := repo.NewReader()
 	events := ix.Events()
+	var open map[string]bool
+	if a.OpenReviews {
+		if open, err = openReviewUses(ix, reader); err != nil {
+			return refused(env, cfg, err)
+		}
+	}
 	for i := range events {
 		e := &events[i]
-		if !q.Match(e.ContractID, e.Environment, e.Type, e.Time, e.Facets) {
+		if !q.Match(e.ContractID, e.Environment, e.Type, e.Time, e.Facets) || (open != nil && !open[e.ID]) {
 			continue
 		}
 		row := audit.EventRow{

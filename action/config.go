@@ -28,6 +28,10 @@ type Env struct {
 	Environ []string
 	Stdout  io.Writer
 	Stderr  io.Writer
+	// Now is the clock of the events a command records, of the gate's
+	// timeouts and of break-glass grants; nil means time.Now. Tests set
+	// it to let time pass without waiting.
+	Now func() time.Time
 }
 
 // Config is every input of one nova invocation, read once from the command
@@ -86,6 +90,8 @@ type Config struct {
 	Approve ApproveFlags
 	// Unlock holds `nova unlock`'s flags.
 	Unlock UnlockFlags
+	// BreakGlass holds `nova break-glass`'s flags.
+	BreakGlass BreakGlassFlags
 	// Init and Pin hold `nova init`'s and `nova pin`'s flags.
 	Init InitFlags
 	Pin  PinFlags
@@ -155,6 +161,9 @@ type AuditFlags struct {
 	Format, Out string
 	// Reindex rebuilds the index from a full verification.
 	Reindex bool
+	// OpenReviews keeps only the break-glass uses whose post-incident
+	// review is open.
+	OpenReviews bool
 }
 
 // ResolveFlags are `nova evidence resolve`'s flags.
@@ -174,7 +183,7 @@ var (
 	// change touches (--changed); matrix only lists them.
 	manyCommands     = []string{"validate", "explain", "plan", "run", "matrix"}
 	auditCommands    = []string{"query", "export", "report"}
-	evidenceCommands = slices.Concat(pipelineCommands, []string{"verify", "resolve", "unlock"}, approveCommands, auditCommands)
+	evidenceCommands = slices.Concat(pipelineCommands, []string{"verify", "resolve", "unlock", "break-glass"}, approveCommands, auditCommands)
 	// repoCommands read an evidence repo named by their one argument.
 	repoCommands = slices.Concat([]string{"verify"}, auditCommands)
 )
@@ -221,6 +230,14 @@ func readConfig(env Env) (Config, error) {
 			return cfg, fmt.Errorf("%w %q", errUnknownCommand, args[0])
 		}
 		cfg.Command, args = args[0], args[1:]
+	case "break-glass":
+		if len(args) == 0 || slices.Contains([]string{"help", "-h", "--help"}, args[0]) {
+			return Config{Command: "break-glass-help"}, nil
+		}
+		if !isBreakGlassAction(args[0]) {
+			return cfg, fmt.Errorf("%w %q", errUnknownCommand, args[0])
+		}
+		cfg.BreakGlass.Action, args = args[0], args[1:]
 	case "init", "pin", "report", "unlock":
 	default:
 		if !slices.Contains(contractCommands, cfg.Command) && cfg.Command != "matrix" {
@@ -372,6 +389,7 @@ func (cfg *Config) flags(fs *flag.FlagSet, getenv func(string) string) *rawFlags
 		listVar(fs, &cfg.Audit.Types, "type", "only events of this type, patterns allowed: nova.apply.* (repeatable)")
 		listVar(fs, &cfg.Audit.Approvers, "approver", "only events naming this approver: approvals, rejections, refusals, authorizations, resolutions (repeatable)")
 		listVar(fs, &cfg.Audit.Reasons, "reason", "only events carrying this reason code (repeatable)")
+		fs.BoolVar(&cfg.Audit.OpenReviews, "open-reviews", false, "only break-glass uses (nova.breakglass.used) whose post-incident review is not recorded yet")
 		fs.StringVar(&cfg.Audit.Since, "since", "", "only events at or after: RFC 3339, YYYY-MM-DD, or an age such as 90d")
 		fs.StringVar(&cfg.Audit.Until, "until", "", "only events before: RFC 3339, YYYY-MM-DD, or an age")
 	case "export":
@@ -408,6 +426,8 @@ func (cfg *Config) flags(fs *flag.FlagSet, getenv func(string) string) *rawFlags
 		}
 	case "unlock":
 		cfg.unlockFlags(fs, f)
+	case "break-glass":
+		cfg.breakGlassFlags(fs, f, getenv)
 	case "resolve":
 		fs.StringVar(&f.branch, "branch", "", "evidence branch (default: $NOVA_EVIDENCE_BRANCH or main)")
 		fs.StringVar(&cfg.Resolve.Contract, "contract", "", "contract id (required)")
@@ -509,6 +529,11 @@ func (cfg *Config) complete(f *rawFlags, env Env) error {
 	}
 	if cfg.Command == "unlock" {
 		if err := cfg.checkUnlock(); err != nil {
+			return err
+		}
+	}
+	if cfg.Command == "break-glass" {
+		if err := cfg.checkBreakGlass(); err != nil {
 			return err
 		}
 	}
@@ -630,6 +655,9 @@ func checkCommit(dir, commit, head string, named []string) error {
 func (cfg Config) displayName() string {
 	if slices.Contains([]string{"verify", "resolve", "query", "export"}, cfg.Command) {
 		return "evidence " + cfg.Command
+	}
+	if cfg.Command == "break-glass" {
+		return "break-glass " + cfg.BreakGlass.Action
 	}
 	return cfg.Command
 }

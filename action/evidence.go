@@ -19,7 +19,8 @@ const evidenceUsage = `Usage:
   nova evidence verify [<path-or-url>] [flags]   check every signature, chain and commit
   nova evidence resolve --contract ID --env E --outcome applied|not-applied --note TEXT
   nova evidence query  [<path-or-url>] [--contract ID] [--env E] [--type T] [--approver A]
-                       [--reason CODE] [--since T] [--until T] [--output table|jsonl|csv]
+                       [--reason CODE] [--since T] [--until T] [--open-reviews]
+                       [--output table|jsonl|csv]
   nova evidence export [<path-or-url>] --out DIR [--format jsonl|csv] [--contract ID]
 
 The evidence repo is <path-or-url>, --evidence-repo, $NOVA_EVIDENCE_REPO, or in

@@ -125,7 +125,7 @@ func (w wiring) run(ctx context.Context, rep *reporter) *contractRun {
 	}
 	report := &forgeReport{cfg: cfg, forge: w.forge, warn: w.env.Stderr}
 	events := local.NewEventLog(filepath.Join(st.RunDir, "events.jsonl"))
-	em := runner.NewEmitter(runner.Tee{events, w.evidence}, cfg.Source, runID, nil)
+	em := runner.NewEmitter(runner.Tee{events, w.evidence}, cfg.Source, runID, w.env.Now)
 	p := runner.Pipeline{
 		Stages: stages,
 		Events: em,
@@ -133,6 +133,7 @@ func (w wiring) run(ctx context.Context, rep *reporter) *contractRun {
 			rep.stage(res)
 			if res.Stage == "gate" && res.Verdict == runner.Pass {
 				report.authorized(ctx, st)
+				report.breakGlass(ctx, st)
 			}
 		},
 		Finally: func(ctx context.Context, st *runner.State) {
@@ -262,7 +263,7 @@ func (w wiring) stages(ctx context.Context) ([]runner.Stage, error) {
 		validate,
 		policy.New(engines, runner.PrePlan),
 		nfr.New(reg, nfr.WithCost(&infracost.Estimator{Bin: policyCfg.InfracostPath, APIKey: cfg.InfracostKey, Env: env.Environ, Engine: renderer(reg)})),
-		confidence.New(runner.PrePlan, verifier),
+		confidence.New(runner.PrePlan, verifier, confidence.WithBreakGlass(w.grants())),
 	}
 	if cfg.Command == "explain" {
 		return evaluate, nil
@@ -277,7 +278,7 @@ func (w wiring) stages(ctx context.Context) ([]runner.Stage, error) {
 	planned := slices.Concat(evaluate, []runner.Stage{
 		plan.New(engine),
 		policy.New(engines, runner.PostPlan),
-		confidence.New(runner.PostPlan, verifier),
+		confidence.New(runner.PostPlan, verifier, confidence.WithBreakGlass(w.grants())),
 	})
 	if cfg.Command == "plan" {
 		return planned, nil
@@ -317,8 +318,14 @@ func (w wiring) gate() []runner.Stage {
 			Sources: w.forge.sources, Approvers: approvers, Membership: w.forge.membership,
 			Change: w.forge.change, Claims: claimKeys(w.cfg, approvers), Evidence: w.evidence,
 		},
-		runner.Gate{Evidence: w.evidence, Approvers: approvers, Membership: w.forge.membership, Attest: w.keys.Events},
+		runner.Gate{Evidence: w.evidence, Approvers: approvers, Membership: w.forge.membership, Attest: w.keys.Events, Now: w.env.Now},
 	}
+}
+
+// grants are the break-glass grants the confidence stages read, at the
+// gate's clock.
+func (w wiring) grants() runner.BreakGlassGrants {
+	return runner.BreakGlassGrants{Evidence: w.evidence, Now: w.env.Now}
 }
 
 // claimKeys verifies local approval claims: with the keys the trusted

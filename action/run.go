@@ -30,6 +30,7 @@ Usage:
   nova reject   --env E --as NAME --reason TEXT   reject it
   nova evidence verify|resolve   check the evidence repo, or resolve an indeterminate apply
   nova unlock   --env dev --reason TEXT [--contract ID]   release the environment a pull request holds
+  nova break-glass request|approve|revoke|review --env E …   the emergency path around E's approvals
   nova init     --forge github|gitea [--dir D] [--stack S]   scaffold a contract, approvers and the workflow
   nova pin      [--dir D]   pin Nova by commit in the workflows' prod and dr jobs
   nova evidence query|export     ask the verified evidence, or export its fact tables
@@ -54,6 +55,9 @@ func run(ctx context.Context, env Env) error {
 	case errors.Is(err, errNoCommand):
 		fmt.Fprint(env.Stderr, usage)
 		return err
+	case errors.Is(err, errUnknownCommand) && cfg.Command == "break-glass":
+		fmt.Fprintf(env.Stderr, "nova break-glass: %v\n\n%s", err, breakGlassUsage)
+		return err
 	case errors.Is(err, errUnknownCommand) && cfg.Command == "evidence":
 		fmt.Fprintf(env.Stderr, "nova evidence: %v\n\n%s", err, evidenceUsage)
 		return err
@@ -76,6 +80,11 @@ func run(ctx context.Context, env Env) error {
 	case "evidence-help":
 		fmt.Fprint(env.Stdout, evidenceUsage)
 		return nil
+	case "break-glass-help":
+		fmt.Fprint(env.Stdout, breakGlassUsage)
+		return nil
+	case "break-glass":
+		return breakGlassCommand(ctx, cfg, env)
 	case "policy":
 		return policyCommand(ctx, cfg, env)
 	case "verify":

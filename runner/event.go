@@ -38,6 +38,14 @@ const (
 	EventChangeReceipt      = "nova.change.receipt"
 	EventLockChecked        = "nova.lock.checked"
 	EventLockReleased       = "nova.lock.released"
+	// Break-glass (breakglass.go).
+	EventBreakGlassRequested = "nova.breakglass.requested"
+	EventBreakGlassApproved  = "nova.breakglass.approved"
+	EventBreakGlassGranted   = "nova.breakglass.granted"
+	EventBreakGlassRevoked   = "nova.breakglass.revoked"
+	EventBreakGlassUsed      = "nova.breakglass.used"
+	EventBreakGlassReviewed  = "nova.breakglass.reviewed"
+	EventBreakGlassRefused   = "nova.breakglass.refused"
 )
 
 // Event is a CloudEvents 1.0 envelope in its JSON format.

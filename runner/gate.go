@@ -85,6 +85,9 @@ func (g Gate) Run(ctx context.Context, st *State) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
+	if res, decided, err := g.breakGlass(ctx, st, sum, d, approvers, now().UTC()); err != nil || decided {
+		return res, err
+	}
 	switch d.Verdict {
 	case Pass:
 		st.Authorization = &Authorization{Digest: st.Plan.Digest, Environment: env, Approver: d.Approval.Approver, Approvals: []string{d.Approval.EventID}, Change: change, PullRequest: st.PullRequest}

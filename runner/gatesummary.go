@@ -36,7 +36,7 @@ func ReadGateSummary(ctx context.Context, r EvidenceReader, contractID string) (
 // differs: bump it whenever Fold keeps something new or folds an event
 // differently, or a summary folded by the old rules would be read as if
 // the new ones had made it.
-const GateSummaryVersion = 6
+const GateSummaryVersion = 7
 
 // GateSummary is what the gate's rules read of one contract's chain, and
 // what the approvals stage and the decision ledger read of it, folded
@@ -60,6 +60,9 @@ type GateSummary struct {
 	UsedClaims map[string]bool
 	// Ledger is what RecordDecisionOutcomes reads (DecisionOutcomes).
 	Ledger LedgerSummary
+	// BreakGlass is every break-glass request by its event id
+	// (breakglass.go).
+	BreakGlass map[string]*BreakGlassState `json:",omitempty"`
 }
 
 // DecisionOutcomes is DecisionOutcomes over the folded chain, with the
@@ -201,6 +204,7 @@ func (s *GateSummary) Env(env Environment) *EnvGateSummary {
 func (s *GateSummary) Fold(e Event) {
 	s.Folded++
 	s.foldImports(e)
+	s.foldBreakGlass(e)
 	s.Ledger.fold(e)
 	switch e.Type {
 	case EventApplyAuthorized:
@@ -371,7 +375,7 @@ func (s *GateSummary) foldImports(e Event) {
 func (s *GateSummary) Clone() *GateSummary {
 	c := &GateSummary{Folded: s.Folded, ApprovalError: s.ApprovalError,
 		Imported: maps.Clone(s.Imported), UsedClaims: maps.Clone(s.UsedClaims),
-		Ledger: s.Ledger.clone()}
+		Ledger: s.Ledger.clone(), BreakGlass: cloneBreakGlass(s.BreakGlass)}
 	if s.Envs != nil {
 		c.Envs = make(map[Environment]*EnvGateSummary, len(s.Envs))
 	}

@@ -200,7 +200,9 @@ func AppliedReceipt(events []Event, env Environment, digest string) *Event {
 // PlanCleared reports whether events (one contract's chain) show that the
 // plan with digest passed the whole evaluation of the run that made it: a
 // nova.plan.created for digest in env, followed in the same run by a
-// post-plan nova.confidence.computed in band pass. A plan bundle is written
+// post-plan nova.confidence.computed in band pass, or in band fail accepted
+// under a break-glass grant (the gate then insists that the grant still
+// holds; a blocked score is never accepted). A plan bundle is written
 // before the plan-level rules run, so its existence proves nothing; only
 // the signed evidence does.
 func PlanCleared(events []Event, env Environment, digest string) bool {
@@ -217,7 +219,7 @@ func PlanCleared(events []Event, env Environment, digest string) bool {
 			}
 		case EventConfidenceComputed:
 			var c Confidence
-			if run != "" && e.RunID == run && DecodeEventData(e, &c) == nil && c.Phase == PostPlan && c.Band == BandPass {
+			if run != "" && e.RunID == run && DecodeEventData(e, &c) == nil && c.Phase == PostPlan && (c.Band == BandPass || (c.Band == BandFail && c.BreakGlass != "")) {
 				return true
 			}
 		}

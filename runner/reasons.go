@@ -223,6 +223,18 @@ const (
 	NFRBudgetExceeded       Reason = "NFR_BUDGET_EXCEEDED"
 )
 
+// Break-glass: the emergency path around the approvals (breakglass.go).
+const (
+	BreakGlassExpired           Reason = "BREAKGLASS_EXPIRED"
+	BreakGlassRevoked           Reason = "BREAKGLASS_REVOKED"
+	BreakGlassSelfApproval      Reason = "BREAKGLASS_SELF_APPROVAL"
+	BreakGlassNotInGroup        Reason = "BREAKGLASS_NOT_IN_GROUP"
+	BreakGlassDuplicateApproval Reason = "BREAKGLASS_DUPLICATE_APPROVAL"
+	BreakGlassAlreadyGranted    Reason = "BREAKGLASS_ALREADY_GRANTED"
+	BreakGlassCriticalFinding   Reason = "BREAKGLASS_CRITICAL_FINDING"
+	BreakGlassDestroy           Reason = "BREAKGLASS_DESTROY"
+)
+
 var reasonTable = []ReasonInfo{
 	{ContractNotFound, "contract", KindError, "No contract file exists at the given path (default `.nova/contract.yml`)."},
 	{ContractUnreadable, "contract", KindError, "The contract file exists but cannot be read (permissions, a directory, an I/O error)."},
@@ -377,6 +389,15 @@ var reasonTable = []ReasonInfo{
 	{NFRBudgetExceeded, "policy", KindVerdict, "The cost estimate exceeds the contract's `nfr.monthlyCostCeiling`."},
 
 	{DriftDetected, "drift", KindVerdict, "`nova drift` found resources that no longer match what was applied: changed outside Terraform, or no longer what the applied configuration describes (the event names addresses and attribute names, never values)."},
+
+	{BreakGlassExpired, "break-glass", KindVerdict, "The break-glass grant that would have authorized the plan (the one its confidence was accepted under, or one that held when it was planned) has expired, or a request waited longer than a grant lasts before its second approval. A plan whose score only the grant accepted is refused; otherwise the plan waits for the environment's normal approvals."},
+	{BreakGlassRevoked, "break-glass", KindVerdict, "The break-glass grant (or the request) was revoked with `nova break-glass revoke`; it authorizes nothing and takes no more approvals."},
+	{BreakGlassSelfApproval, "break-glass", KindVerdict, "The requester of a break-glass request tried to approve it; two other members of the `breakglass` group must."},
+	{BreakGlassNotInGroup, "break-glass", KindVerdict, "The person approving, revoking or reviewing break-glass is not in the `breakglass` group of the trusted `.nova/approvers.yml` (or, at the gate, an approver of the grant has left it since)."},
+	{BreakGlassDuplicateApproval, "break-glass", KindVerdict, "The same person approved a break-glass request twice; a grant needs two distinct approvers."},
+	{BreakGlassAlreadyGranted, "break-glass", KindVerdict, "The break-glass request was granted already; it takes no more approvals."},
+	{BreakGlassCriticalFinding, "break-glass", KindVerdict, "A break-glass grant never covers a plan with a failing (or unevaluated) critical policy check; the plan is refused."},
+	{BreakGlassDestroy, "break-glass", KindVerdict, "A break-glass grant never covers a destroy (a plan that only removes resources); it needs the environment's normal approvals."},
 }
 
 // Reasons returns the vocabulary in documentation order.

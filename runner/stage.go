@@ -192,6 +192,9 @@ type Authorization struct {
 	// PullRequest is the pull request whose run was authorized (0: none);
 	// once the apply completes, it holds a locked environment.
 	PullRequest int64 `json:"pullRequest,omitempty"`
+	// BreakGlass is the nova.breakglass.granted event the plan was
+	// authorized under, when the grant stood in for approvals.
+	BreakGlass string `json:"breakGlass,omitempty"`
 }
 
 // CostEstimate is a monthly cost estimate of the planned change.
@@ -213,6 +216,10 @@ type Confidence struct {
 	Threshold   float64                    `json:"threshold"`
 	PerInput    map[string]ConfidenceInput `json:"perInput"`
 	ReasonCodes []Reason                   `json:"reasonCodes"`
+	// BreakGlass is the grant (nova.breakglass.granted event) under which
+	// a score below the threshold was accepted; the gate then insists the
+	// grant still holds.
+	BreakGlass string `json:"breakGlass,omitempty"`
 }
 
 // ConfidenceInput is one input's part of the score.

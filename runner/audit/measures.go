@@ -45,6 +45,8 @@ type Measures struct {
 	Confidence  []ConfidencePoint
 	Rules       []RuleCount
 	Calibration []Calibration
+	// BreakGlass are the break-glass requests, oldest first.
+	BreakGlass []BreakGlassRow
 	// Truncated names the series that kept only their latest MaxPoints.
 	Truncated map[string]int
 }
@@ -156,6 +158,11 @@ func Measure(t *Tables, contract string) *Measures {
 		}
 		if r.EndedAt.After(m.To) {
 			m.To = r.EndedAt
+		}
+	}
+	for _, r := range t.BreakGlass {
+		if in(r.ContractID) {
+			m.BreakGlass = append(m.BreakGlass, r)
 		}
 	}
 	var applies []ApplyRow

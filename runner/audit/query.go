@@ -20,7 +20,7 @@ import (
 
 // FacetsVersion names Facets: an index built by another version computed
 // other facets and is rebuilt. Change it whenever Facets changes.
-const FacetsVersion = "audit-facets-1"
+const FacetsVersion = "audit-facets-2"
 
 // Facet prefixes: a facet is "<name>=<value>".
 const (
@@ -31,7 +31,8 @@ const (
 // Facets returns what a query filters an event by beyond its envelope:
 // every person the event names as deciding (approver, rejecter, refused
 // approver, the operator who resolved an apply, the approver an
-// authorization names) and every reason code it carries (findings,
+// authorization names, who approved, granted, revoked or reviewed
+// break-glass) and every reason code it carries (findings,
 // confidence reasons, a refusal's or an outcome's reason). The index
 // computes them once per event, so a query never reads event data.
 func Facets(e runner.Event) []string {
@@ -76,6 +77,16 @@ func Facets(e runner.Event) []string {
 		}
 	case runner.EventApplyIndeterminate:
 		add(facetReason, string(runner.ApplyIndeterminate))
+	case runner.EventBreakGlassApproved, runner.EventBreakGlassGranted, runner.EventBreakGlassUsed, runner.EventBreakGlassRevoked, runner.EventBreakGlassReviewed:
+		for _, who := range breakGlassDeciders(e) {
+			add(facetApprover, who)
+		}
+	case runner.EventBreakGlassRefused:
+		var r runner.BreakGlassRefusal
+		if runner.DecodeEventData(e, &r) == nil {
+			add(facetApprover, r.Actor)
+			add(facetReason, string(r.Reason))
+		}
 	case runner.EventConfidenceComputed:
 		var c runner.Confidence
 		if runner.DecodeEventData(e, &c) == nil {

@@ -204,6 +204,7 @@ type Tables struct {
 	Approvals    []ApprovalRow
 	Applies      []ApplyRow
 	Drift        []DriftRow
+	BreakGlass   []BreakGlassRow
 }
 
 // Table is one fact table as export writes it.
@@ -224,6 +225,7 @@ func (t *Tables) List() []Table {
 		{"approvals", "One row per approval, rejection or refused approval.", t.Approvals},
 		{"applies", "One row per authorized apply, with its outcome and resolution.", t.Applies},
 		{"drift", "One row per drift check finding.", t.Drift},
+		{"break_glass", "One row per break-glass request, from request to post-incident review.", t.BreakGlass},
 	}
 }
 
@@ -258,6 +260,9 @@ func (t *Tables) ByContract() map[string]*Tables {
 	}
 	for _, r := range t.Applies {
 		of(contractOrNone(r.ContractID)).Applies = append(of(contractOrNone(r.ContractID)).Applies, r)
+	}
+	for _, r := range t.BreakGlass {
+		of(r.ContractID).BreakGlass = append(of(r.ContractID).BreakGlass, r)
 	}
 	for _, r := range t.Drift {
 		of(contractOrNone(r.ContractID)).Drift = append(of(contractOrNone(r.ContractID)).Drift, r)
@@ -295,6 +300,7 @@ func (t *Tables) addChain(chain []Record) {
 	for _, r := range chain {
 		t.addEvent(s, r)
 	}
+	t.BreakGlass = append(t.BreakGlass, breakGlassRows(chain)...)
 	// An authorization whose run recorded no outcome: nobody knows how far
 	// the apply got, as the gate sees it.
 	for _, i := range s.applies {

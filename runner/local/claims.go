@@ -25,14 +25,20 @@ var _ runner.ClaimVerifier = ClaimKeys{}
 
 // VerifyClaim implements runner.ClaimVerifier.
 func (k ClaimKeys) VerifyClaim(ctx context.Context, c runner.SignedClaim) error {
-	name, err := runner.ParseLogin(c.Claim.Approver)
+	return k.verify(ctx, c.Claim.Approver, c.Claim, c.Signature)
+}
+
+// verify checks sig over the canonical form of claim with the key of
+// signer.
+func (k ClaimKeys) verify(ctx context.Context, signer string, claim any, sig string) error {
+	name, err := runner.ParseLogin(signer)
 	if err != nil {
 		return err
 	}
 	// Claims are signed under the canonical name, so SRE-ONCALL's claim
 	// is sre-oncall's, and only sre-oncall's key verifies it.
-	if string(name) != c.Claim.Approver {
-		return fmt.Errorf("approver %q is not written as %q", c.Claim.Approver, name)
+	if string(name) != signer {
+		return fmt.Errorf("approver %q is not written as %q", signer, name)
 	}
 	cfg, err := k.Approvers.Approvers(ctx)
 	if err != nil {
@@ -53,11 +59,11 @@ func (k ClaimKeys) VerifyClaim(ctx context.Context, c runner.SignedClaim) error 
 	if err != nil {
 		return fmt.Errorf("%s's key: %w", name, err)
 	}
-	msg, err := runner.Canonical(c.Claim)
+	msg, err := runner.Canonical(claim)
 	if err != nil {
 		return err
 	}
-	return ks.Verify(msg, []byte(c.Signature))
+	return ks.Verify(msg, []byte(sig))
 }
 
 var _ runner.ApproverKeyChecker = ClaimKeys{}
@@ -92,17 +98,27 @@ func SignClaim(dir string, claim runner.LocalClaim) (runner.SignedClaim, error) 
 		return runner.SignedClaim{}, runner.Errorf(runner.ConfigInvalid, "--as: %w", err)
 	}
 	claim.Approver = string(name)
-	s, err := signing.LocalSigner(filepath.Join(dir, claim.Approver))
+	sig, err := sign(dir, claim.Approver, claim)
 	if err != nil {
-		return runner.SignedClaim{}, runner.Errorf(runner.EvidenceKeyInvalid, "%s's key: %w", claim.Approver, err)
+		return runner.SignedClaim{}, err
+	}
+	return runner.SignedClaim{Claim: claim, Signature: sig}, nil
+}
+
+// sign signs the canonical form of claim with signer's local key under
+// dir, made on first use.
+func sign(dir, signer string, claim any) (string, error) {
+	s, err := signing.LocalSigner(filepath.Join(dir, signer))
+	if err != nil {
+		return "", runner.Errorf(runner.EvidenceKeyInvalid, "%s's key: %w", signer, err)
 	}
 	msg, err := runner.Canonical(claim)
 	if err != nil {
-		return runner.SignedClaim{}, runner.Errorf(runner.InternalError, "encoding the claim: %w", err)
+		return "", runner.Errorf(runner.InternalError, "encoding the claim: %w", err)
 	}
 	sig, err := s.Sign(msg)
 	if err != nil {
-		return runner.SignedClaim{}, runner.Errorf(runner.EvidenceKeyInvalid, "signing the claim: %w", err)
+		return "", runner.Errorf(runner.EvidenceKeyInvalid, "signing the claim: %w", err)
 	}
-	return runner.SignedClaim{Claim: claim, Signature: string(sig)}, nil
+	return string(sig), nil
 }

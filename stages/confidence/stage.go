@@ -17,14 +17,26 @@ import (
 type Stage struct {
 	phase    runner.Phase
 	verifier runner.CommitVerifier
+	waiver   runner.BreakGlassWaiver
 }
+
+// Option configures the stage.
+type Option func(*Stage)
+
+// WithBreakGlass lets a break-glass grant that holds for the contract's
+// environment accept a score below the threshold; never a blocked one.
+func WithBreakGlass(w runner.BreakGlassWaiver) Option { return func(s *Stage) { s.waiver = w } }
 
 var _ runner.Stage = (*Stage)(nil)
 
 // New returns the confidence stage for a phase: pre-plan after the policy
 // and nfr stages, post-plan after the plan-level policy stage.
-func New(phase runner.Phase, verifier runner.CommitVerifier) *Stage {
-	return &Stage{phase: phase, verifier: verifier}
+func New(phase runner.Phase, verifier runner.CommitVerifier, opts ...Option) *Stage {
+	s := &Stage{phase: phase, verifier: verifier}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
 }
 
 // Name implements runner.Stage.
@@ -83,6 +95,15 @@ func (s *Stage) Run(ctx context.Context, st *runner.State) (runner.Result, error
 	if prev := st.Confidence; s.phase == runner.PostPlan && prev != nil && c.Score < prev.Score {
 		c.ReasonCodes = append(c.ReasonCodes, runner.ConfidenceLoweredByPlan)
 	}
+	if c.Band == runner.BandFail && !slices.Contains(c.ReasonCodes, runner.ConfidenceInputMissing) && s.waiver != nil && st.Contract != nil {
+		g, err := s.waiver.ActiveGrant(ctx, st.Contract.ID, st.Contract.Environment)
+		if err != nil {
+			return runner.Result{}, err
+		}
+		if g != nil {
+			c.BreakGlass = g.Grant
+		}
+	}
 	st.Confidence = &c
 
 	res := runner.Result{
@@ -90,12 +111,17 @@ func (s *Stage) Run(ctx context.Context, st *runner.State) (runner.Result, error
 		Event:   runner.EventConfidenceComputed,
 		Data:    c,
 		Also: []runner.EventSpec{{Type: runner.EventDecisionMade, Data: Decision{
-			DecisionID: uuid.NewString(), Phase: s.phase, ChosenAction: action(c), HumanOverride: false, Confidence: c,
+			DecisionID: uuid.NewString(), Phase: s.phase, ChosenAction: action(c), HumanOverride: c.BreakGlass != "", Confidence: c,
 		}}},
 	}
 	switch {
 	case c.Band == runner.BandPass:
 		res.Verdict = runner.Pass
+	case c.BreakGlass != "":
+		// The gate records the grant's use, and refuses the plan if the
+		// grant has ended by then.
+		res.Verdict = runner.Pass
+		res.Summary += fmt.Sprintf("; BREAK-GLASS: accepted below the threshold under grant %s", c.BreakGlass)
 	case slices.Contains(c.ReasonCodes, runner.ConfidenceInputMissing):
 		res.Verdict = runner.Fail
 		res.Summary = fmt.Sprintf("halted: input(s) %v missing", Missing(c))
@@ -116,11 +142,14 @@ func (s *Stage) Run(ctx context.Context, st *runner.State) (runner.Result, error
 
 // action names what the automated decision was, for the decision event.
 func action(c runner.Confidence) string {
-	switch c.Band {
-	case runner.BandPass:
+	switch {
+	case c.Band == runner.BandPass:
 		return "proceed"
-	case runner.BandBlocked:
+	case c.Band == runner.BandBlocked:
 		return "block"
+	case c.BreakGlass != "":
+		// A break-glass grant overrode the halt the score called for.
+		return "proceed"
 	}
 	return "halt"
 }

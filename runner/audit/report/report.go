@@ -107,7 +107,7 @@ func newSection(m *audit.Measures, id, title string) section {
 	s.Tiles = tiles(m)
 	s.Figures = []figure{
 		timeline(m, id), waits(m, id), deployments(m, id), leadTimes(m, id),
-		failureRates(m, id), restores(m, id), confidence(m, id), rules(m, id),
+		failureRates(m, id), restores(m, id), confidence(m, id), rules(m, id), breakGlass(m, id),
 	}
 	s.Calibration = calibration(m)
 	return s
@@ -145,13 +145,28 @@ func tiles(m *audit.Measures) []tile {
 	if scored > 0 {
 		clean = fmtRate(float64(applied) / float64(scored))
 	}
-	return []tile{
+	out := []tile{
 		{"Deployments", fmtInt(deploys), "applies that changed something"},
 		{"Change failure rate", rate, fmt.Sprintf("%d of %d changes failed or ended unknown", failed, changes)},
 		{"Lead time to prod", median(leads), "median, first plan to prod apply"},
 		{"Approval wait", median(waits), "median, request to decision"},
 		{"Decisions applied cleanly", clean, fmt.Sprintf("%d of %d decisions that reached an apply", applied, scored)},
 	}
+	if len(m.BreakGlass) > 0 {
+		// Only where break-glass was asked for: an emergency path nobody
+		// took is no figure to watch.
+		open, used := 0, 0
+		for _, b := range m.BreakGlass {
+			if b.Review == audit.ReviewOpen {
+				open++
+			}
+			if b.Uses > 0 {
+				used++
+			}
+		}
+		out = append(out, tile{"Break-glass reviews open", fmtInt(open), fmt.Sprintf("of %d grant(s) used, %d request(s)", used, len(m.BreakGlass))})
+	}
+	return out
 }
 
 func median(ds []time.Duration) string {
@@ -464,6 +479,37 @@ func rules(m *audit.Measures, id string) figure {
 	}
 	if n, ok := m.Truncated["rules"]; ok {
 		f.Note = fmt.Sprintf("Showing the %d rules that failed most of %d.", len(m.Rules), n)
+	}
+	return f
+}
+
+// breakGlass lists every break-glass request with its grant, its uses
+// and whether its post-incident review is still open.
+func breakGlass(m *audit.Measures, id string) figure {
+	f := figure{ID: id + "-breakglass", Title: "Break-glass", Lead: "Each emergency request, who granted it, how often it was used to apply without the environment's approvals, and whether its post-incident review is recorded (nova break-glass review)."}
+	if len(m.BreakGlass) == 0 {
+		f.Empty = "No break-glass was requested."
+		return f
+	}
+	open := 0
+	f.Table = table{Caption: "Break-glass requests", Head: []string{"Requested", "Contract", "Environment", "Requester", "Reason", "Grant", "Granted by", "Until", "Revoked by", "Uses", "Review"}}
+	for _, r := range m.BreakGlass {
+		until, review := "", "never used"
+		if r.ExpiresAt != nil {
+			until = fmtTime(*r.ExpiresAt)
+		}
+		switch r.Review {
+		case audit.ReviewOpen:
+			open++
+			review = "review open"
+		case audit.ReviewRecorded:
+			review = "review recorded"
+		}
+		f.Table.Rows = append(f.Table.Rows, []string{fmtTime(r.RequestedAt), r.ContractID, r.Environment, r.Requester, r.Reason, orDash(r.GrantEventID),
+			orDash(strings.ReplaceAll(r.Approvers, ";", ", ")), orDash(until), orDash(r.RevokedBy), fmtInt(int(r.Uses)), review})
+	}
+	if open > 0 {
+		f.Note = fmt.Sprintf("%d post-incident review(s) open.", open)
 	}
 	return f
 }
