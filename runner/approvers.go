@@ -49,6 +49,9 @@ type ApproverConfig struct {
 	// Keys are local approvers' public keys (PEM, cosign.pub format) by
 	// name, which verify their signed claims.
 	Keys map[Login]string `yaml:"keys"`
+	// DestroyApprovals overrides how many distinct approvers a destroy
+	// in an environment needs (DestroyApprovalsFor).
+	DestroyApprovals map[Environment]int `yaml:"destroyApprovals"`
 }
 
 // ApproverGroup lists who is in a group: forge logins, and forge teams
@@ -117,6 +120,9 @@ func ParseApprovers(data []byte) (*ApproverConfig, error) {
 		if _, ok := c.Groups[c.GroupFor(env)]; !ok {
 			return nil, Errorf(ApproversInvalid, "%s: no group %q approves %s; define it under groups or map %s to another group under environments", ApproversFile, c.GroupFor(env), env, env)
 		}
+	}
+	if err := c.checkDestroyApprovals(); err != nil {
+		return nil, err
 	}
 	keys := make(map[Login]string, len(c.Keys))
 	for name, pem := range c.Keys {

@@ -70,6 +70,9 @@ func (s *IdentifyChange) Run(ctx context.Context, st *State) (Result, error) {
 	if st.Contract == nil || st.Target == nil || st.ContractContent == "" {
 		return Result{}, Errorf(InternalError, "change reached without a validated contract")
 	}
+	if st.Operation.IsDestroy() {
+		return identifyDestroy(ctx, s.Evidence, st)
+	}
 	content, err := s.Content.ContentDigests(st.Target)
 	if err != nil {
 		return Result{}, err

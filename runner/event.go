@@ -38,6 +38,8 @@ const (
 	EventChangeReceipt      = "nova.change.receipt"
 	EventLockChecked        = "nova.lock.checked"
 	EventLockReleased       = "nova.lock.released"
+	EventDestroyIdentified  = "nova.destroy.identified"
+	EventDestroyCompleted   = "nova.destroy.completed"
 )
 
 // Event is a CloudEvents 1.0 envelope in its JSON format.

@@ -36,7 +36,7 @@ func ReadGateSummary(ctx context.Context, r EvidenceReader, contractID string) (
 // differs: bump it whenever Fold keeps something new or folds an event
 // differently, or a summary folded by the old rules would be read as if
 // the new ones had made it.
-const GateSummaryVersion = 6
+const GateSummaryVersion = 7
 
 // GateSummary is what the gate's rules read of one contract's chain, and
 // what the approvals stage and the decision ledger read of it, folded
@@ -108,6 +108,11 @@ type EnvGateSummary struct {
 	AuthorizedChange string            `json:",omitempty"`
 	Applied          map[string]string `json:",omitempty"`
 	LastApplied      *AppliedChange    `json:",omitempty"`
+	// AuthorizedOp is the open authorization's operation; Destroyed the
+	// latest destroy that completed (the change it took away, and the
+	// event), after which the environment runs nothing of the contract.
+	AuthorizedOp Operation      `json:",omitempty"`
+	Destroyed    *AppliedChange `json:",omitempty"`
 	// AuthorizedPR is the pull request of the open authorization's run;
 	// Hold the pull request that holds the environment (PullRequestLock):
 	// the latest whose authorized apply completed, until a release names
@@ -208,9 +213,9 @@ func (s *GateSummary) Fold(e Event) {
 		es.Open, es.AuthorizedBy = ref(e), e.RunID
 		es.Request, es.Escalated = nil, false
 		var a Authorization
-		es.AuthorizedChange, es.AuthorizedPR = "", 0
+		es.AuthorizedChange, es.AuthorizedPR, es.AuthorizedOp = "", 0, ""
 		if DecodeEventData(e, &a) == nil {
-			es.AuthorizedChange, es.AuthorizedPR = a.Change, a.PullRequest
+			es.AuthorizedChange, es.AuthorizedPR, es.AuthorizedOp = a.Change, a.PullRequest, a.Operation
 		}
 	case EventApplyCompleted:
 		es := s.env(Environment(e.Environment))
@@ -219,6 +224,10 @@ func (s *GateSummary) Fold(e Event) {
 		}
 		if es.Open != nil && es.Open.Type == EventApplyAuthorized {
 			es.Open = nil
+		}
+		if es.AuthorizedOp.IsDestroy() {
+			es.decommissioned(e)
+			return
 		}
 		es.hold(e)
 		es.AuthorizedPR = 0
@@ -238,7 +247,7 @@ func (s *GateSummary) Fold(e Event) {
 	case EventRunFailed:
 		es := s.env(Environment(e.Environment))
 		if es.Open != nil && es.Open.Type == EventApplyAuthorized && e.RunID == es.AuthorizedBy && !failedUnknown(e) {
-			es.Open, es.AuthorizedChange, es.AuthorizedPR = nil, "", 0
+			es.Open, es.AuthorizedChange, es.AuthorizedPR, es.AuthorizedOp = nil, "", 0, ""
 		}
 	case EventApplyIndeterminate:
 		s.env(Environment(e.Environment)).Open = ref(e)
@@ -249,6 +258,11 @@ func (s *GateSummary) Fold(e Event) {
 		// change it was authorized for runs there only if it applied.
 		var r Resolution
 		applied := DecodeEventData(e, &r) == nil && r.Outcome == ResolvedApplied
+		if applied && es.AuthorizedOp.IsDestroy() {
+			es.decommissioned(e)
+			return
+		}
+		es.AuthorizedOp = ""
 		if applied {
 			es.hold(e)
 		}
