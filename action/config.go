@@ -65,7 +65,10 @@ type Config struct {
 	ExpectDigest string
 	// ApproversPath is the approver config, relative to Dir.
 	ApproversPath string
-	Verbose       bool
+	// Destroy plans (and, for run, applies) the contract's destroy
+	// instead of its changes (--destroy).
+	Destroy bool
+	Verbose bool
 	// LockTimeout is how long a run waits for the run lock and terraform's
 	// state lock; TerraformTimeout bounds each terraform command.
 	LockTimeout, TerraformTimeout time.Duration
@@ -348,6 +351,9 @@ func (cfg *Config) flags(fs *flag.FlagSet, getenv func(string) string) *rawFlags
 		fs.BoolVar(&cfg.Select.Changed, "changed", false, "run the contracts under --dir that the change from --base to --head touches")
 		fs.StringVar(&cfg.Select.Head, "head", getenv("NOVA_HEAD"), "head commit or ref of the change --changed looks at (default: the pull request's head, else HEAD)")
 		fs.IntVar(&cfg.Select.Parallel, "parallel", runtime.NumCPU(), "with --all or --changed, how many contracts run at once")
+	}
+	if cmd == "plan" || cmd == "run" {
+		fs.BoolVar(&cfg.Destroy, "destroy", false, "plan the destroy of everything the contract deployed in the environment (through the gate: dr, then prod, qa, dev)")
 	}
 	if cmd == "apply" {
 		fs.StringVar(&cfg.Bundle, "bundle", "", "plan bundle from `nova plan` (default: the newest for this contract)")

@@ -1,0 +1,182 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/nova-platform/nova/runner"
+	"github.com/nova-platform/nova/runner/terraform/terraformtest"
+)
+
+// TestDestroyDRToDev walks examples/hello up from dev to dr as the README
+// shows it, then destroys it back down through the gate with real
+// Terraform: a prod destroy before dr's is out of order; dr and prod each
+// wait until two distinct sre approvers approved (the qa approver refused
+// for separation of duties, one approver not enough); qa needs one
+// approver and dev none. Each destroy removes the environment's state,
+// the evidence verifies, a further destroy finds nothing applied, and the
+// report lists the four decommissions.
+func TestDestroyDRToDev(t *testing.T) {
+	ctx := t.Context()
+	terraformtest.Binary(t, runner.EngineTerraform)
+	c := &consumer{t: t, dir: t.TempDir(), stateDir: t.TempDir(), env: map[string]string{"HOME": t.TempDir(), "USER": "dev-author"}}
+	if err := os.CopyFS(c.dir, os.DirFS(filepath.Join("..", "examples", "hello"))); err != nil {
+		t.Fatal(err)
+	}
+	c.extra = []string{"--trusted-keys", signedCheckout(t, c.dir)}
+
+	step := func(wantCode int, wantReason runner.Reason, args ...string) runView {
+		t.Helper()
+		code, v, stderr := c.nova(ctx, args...)
+		if code != wantCode || (wantReason != "" && v.Reason != string(wantReason)) {
+			t.Fatalf("nova %s: exit %d (reason %s), want %d (%s)\n%v\n%s", strings.Join(args, " "), code, v.Reason, wantCode, wantReason, verdicts(v), stderr)
+		}
+		return v
+	}
+	decide := func(wantCode int, args ...string) string {
+		t.Helper()
+		if args[0] != "evidence" && args[0] != "report" {
+			args = append(args, "--dir", c.dir)
+		}
+		var stdout, stderr bytes.Buffer
+		code := exitCode(run(ctx, Env{Args: args, Getenv: func(k string) string { return c.env[k] }, Stdout: &stdout, Stderr: &stderr}))
+		if code != wantCode {
+			t.Fatalf("nova %s: exit %d, want %d\n%s%s", strings.Join(args, " "), code, wantCode, stdout.String(), stderr.String())
+		}
+		return stdout.String() + stderr.String()
+	}
+	state := func(env string) string {
+		return filepath.Join(c.stateDir, "3b0c6f5e-8a41-4e8f-9d2a-6c1b7e4f2a90", env, "terraform.tfstate")
+	}
+	gone := func(env string) {
+		t.Helper()
+		if _, err := os.Stat(state(env)); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("the state of %s is still there after its destroy (%v)", env, err)
+		}
+	}
+
+	// Up: dev → qa → prod → dr.
+	step(ExitPass, "", "run")
+	step(ExitAwaitingApproval, runner.ApprovalRequired, "run", "--env", "qa")
+	decide(ExitPass, "approve", "--env", "qa", "--as", "qa-lead")
+	step(ExitPass, "", "apply", "--env", "qa")
+	for _, env := range []string{"prod", "dr"} {
+		step(ExitAwaitingApproval, runner.ApprovalRequired, "run", "--env", env)
+		decide(ExitPass, "approve", "--env", env, "--as", "sre-oncall")
+		step(ExitPass, "", "apply", "--env", env)
+		if _, err := os.Stat(state(env)); err != nil {
+			t.Fatalf("no state in %s after its apply: %v", env, err)
+		}
+	}
+
+	// Down. prod first is out of order: dr still runs the contract.
+	v := step(ExitFail, runner.DestroyOrderViolation, "run", "--destroy", "--env", "prod")
+	if msg := stage(v, "gate").Findings[0].Message; !strings.Contains(msg, "dr runs change") {
+		t.Errorf("the order violation does not name dr: %s", msg)
+	}
+	if _, err := os.Stat(state("prod")); err != nil {
+		t.Fatalf("an out-of-order destroy touched prod's state: %v", err)
+	}
+
+	// dr and prod: the qa approver is refused, one sre approver is not
+	// enough, two are.
+	for _, env := range []string{"dr", "prod"} {
+		v := step(ExitAwaitingApproval, runner.ApprovalRequired, "run", "--destroy", "--env", env)
+		if v.Changes == nil || v.Changes.Destroy == 0 || v.Changes.Add != 0 {
+			t.Fatalf("%s destroy plan: %+v", env, v.Changes)
+		}
+		decide(ExitPass, "approve", "--env", env, "--as", "qa-lead")
+		sod := step(ExitAwaitingApproval, runner.SeparationOfDutiesViolation, "apply", "--env", env)
+		if msg := stage(sod, "gate").Findings[0].Message; !strings.Contains(msg, "qa-lead approved this contract in qa") {
+			t.Errorf("%s: the refusal does not say why: %s", env, msg)
+		}
+		decide(ExitPass, "approve", "--env", env, "--as", "sre-oncall")
+		one := step(ExitAwaitingApproval, runner.DestroyNeedsMoreApprovals, "apply", "--env", env)
+		if msg := stage(one, "gate").Findings[0].Message; !strings.Contains(msg, "needs 2 distinct approvers") {
+			t.Errorf("%s: a one-approver destroy: %s", env, msg)
+		}
+		if _, err := os.Stat(state(env)); err != nil {
+			t.Fatalf("a refused destroy touched %s's state: %v", env, err)
+		}
+		decide(ExitPass, "approve", "--env", env, "--as", "sre-lead")
+		done := step(ExitPass, "", "apply", "--env", env)
+		checkDestroyEvents(t, done, "sre-oncall", "sre-lead")
+		gone(env)
+	}
+
+	step(ExitAwaitingApproval, runner.ApprovalRequired, "run", "--destroy", "--env", "qa")
+	decide(ExitPass, "approve", "--env", "qa", "--as", "qa-lead")
+	checkDestroyEvents(t, step(ExitPass, "", "apply", "--env", "qa"), "qa-lead")
+	gone("qa")
+	checkDestroyEvents(t, step(ExitPass, "", "run", "--destroy"), "autonomous")
+	gone("dev")
+
+	// Nothing left anywhere: a destroy is a no-op that says so.
+	again := step(ExitPass, "", "run", "--destroy", "--env", "dr")
+	if s := stage(again, "change"); !strings.Contains(s.Summary, "nothing to destroy") || stage(again, "plan").Stage != "" {
+		t.Errorf("destroying dr again: %+v", again.Stages)
+	}
+
+	if out := decide(ExitPass, "evidence", "verify"); !strings.Contains(out, "result           OK") {
+		t.Errorf("evidence verify:\n%s", out)
+	}
+	page := filepath.Join(t.TempDir(), "report.html")
+	decide(ExitPass, "report", "--out", page)
+	html, err := os.ReadFile(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, table, _ := strings.Cut(string(html), "<caption>Completed destroys</caption>")
+	table, _, _ = strings.Cut(table, "</table>")
+	var envs []string
+	for _, row := range strings.Split(table, "<tr>")[2:] {
+		cells := strings.Split(row, "<td>")
+		envs = append(envs, strings.TrimSuffix(cells[2], "</td>"))
+		if !strings.Contains(row, "<td>removed</td>") {
+			t.Errorf("decommission row without its state removed: %s", row)
+		}
+	}
+	if got := strings.Join(envs, " "); got != "dr prod qa dev" {
+		t.Errorf("the report's decommissions are %q, want dr prod qa dev", got)
+	}
+	if !strings.Contains(table, "sre-oncall, sre-lead") {
+		t.Errorf("the report does not name prod's and dr's two approvers:\n%s", table)
+	}
+}
+
+// checkDestroyEvents checks that a destroy's run recorded its
+// authorization (a destroy, by approvers) and its completion.
+func checkDestroyEvents(t *testing.T, v runView, approvers ...string) {
+	t.Helper()
+	var auth runner.Authorization
+	var done runner.DestroyedRecord
+	var types []string
+	for _, e := range readEvents(t, v.EventsFile) {
+		types = append(types, e.Type)
+		switch e.Type {
+		case runner.EventApplyAuthorized:
+			if err := runner.DecodeEventData(e, &auth); err != nil {
+				t.Fatal(err)
+			}
+		case runner.EventDestroyCompleted:
+			if err := runner.DecodeEventData(e, &done); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	want := approvers
+	if approvers[0] == "autonomous" {
+		want = nil
+	}
+	if auth.Operation != runner.OperationDestroy || auth.Approver != approvers[0] || strings.Join(auth.Approvers, " ") != strings.Join(want, " ") {
+		t.Errorf("%s: authorization %+v, want a destroy by %v", v.Environment, auth, approvers)
+	}
+	if done.Digest != v.PlanDigest || !done.StateRemoved || done.Change == "" {
+		t.Errorf("%s: nova.destroy.completed %+v (events %v)", v.Environment, done, types)
+	}
+}
