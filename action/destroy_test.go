@@ -2,12 +2,17 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/nova-platform/nova/runner"
 	"github.com/nova-platform/nova/runner/terraform/terraformtest"
@@ -178,5 +183,95 @@ func checkDestroyEvents(t *testing.T, v runView, approvers ...string) {
 	}
 	if done.Digest != v.PlanDigest || !done.StateRemoved || done.Change == "" {
 		t.Errorf("%s: nova.destroy.completed %+v (events %v)", v.Environment, done, types)
+	}
+}
+
+// TestDestroyADeletedContract: a change that deletes examples/hello's
+// contract, once it ran in dev and qa, is destroyed by `nova run
+// --changed` from the trusted base's copy of the contract: qa first (the
+// most guarded environment running it), approved by qa's group, then dev,
+// then nothing is left. Nothing but a destroy runs on the deleted
+// contract.
+func TestDestroyADeletedContract(t *testing.T) {
+	ctx := t.Context()
+	terraformtest.Binary(t, runner.EngineTerraform)
+	c := &consumer{t: t, dir: t.TempDir(), stateDir: t.TempDir(), env: map[string]string{"HOME": t.TempDir(), "USER": "dev-author"}}
+	if err := os.CopyFS(c.dir, os.DirFS(filepath.Join("..", "examples", "hello"))); err != nil {
+		t.Fatal(err)
+	}
+	c.extra = []string{"--trusted-keys", signedCheckout(t, c.dir)}
+	repo, err := git.PlainOpen(c.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	head, err := repo.Head()
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := head.Hash().String()
+	step := func(wantCode int, wantReason runner.Reason, args ...string) runView {
+		t.Helper()
+		code, v, stderr := c.nova(ctx, args...)
+		if code != wantCode || (wantReason != "" && v.Reason != string(wantReason)) {
+			t.Fatalf("nova %s: exit %d (reason %s), want %d (%s)\n%v\n%s", strings.Join(args, " "), code, v.Reason, wantCode, wantReason, verdicts(v), stderr)
+		}
+		return v
+	}
+	many := func(wantCode int, args ...string) manyView {
+		t.Helper()
+		var stdout, stderr bytes.Buffer
+		full := append(append([]string{args[0], "--dir", c.dir, "--state-dir", c.stateDir, "--output", "json", "--changed", "--base", base, "--parallel", "1"}, args[1:]...), c.extra...)
+		code := exitCode(run(ctx, Env{Args: full, Getenv: func(k string) string { return c.env[k] }, Environ: os.Environ(), Stdout: &stdout, Stderr: &stderr}))
+		var mv manyView
+		if err := json.Unmarshal(stdout.Bytes(), &mv); err != nil || code != wantCode {
+			t.Fatalf("nova %s: exit %d, want %d (%v)\n%s\n%s", strings.Join(args, " "), code, wantCode, err, stdout.String(), stderr.String())
+		}
+		return mv
+	}
+	approve := func(args ...string) {
+		t.Helper()
+		var stdout, stderr bytes.Buffer
+		args = append([]string{"approve", "--env", "qa", "--as", "qa-lead", "--dir", c.dir}, args...)
+		if code := exitCode(run(ctx, Env{Args: args, Getenv: func(k string) string { return c.env[k] }, Stdout: &stdout, Stderr: &stderr})); code != ExitPass {
+			t.Fatalf("nova %s: exit %d\n%s%s", strings.Join(args, " "), code, stdout.String(), stderr.String())
+		}
+	}
+	step(ExitPass, "", "run")
+	step(ExitAwaitingApproval, runner.ApprovalRequired, "run", "--env", "qa")
+	approve()
+	step(ExitPass, "", "apply", "--env", "qa")
+
+	wt, err := repo.Worktree()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := wt.Remove(".nova/contract.yml"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := wt.Commit("retire hello", &git.CommitOptions{Author: &object.Signature{Name: "consumer", Email: "consumer@example.com", When: time.Now()}}); err != nil {
+		t.Fatal(err)
+	}
+
+	// The deleted contract never runs as a change.
+	step(ExitError, runner.ContractNotFound, "run", "--env", "qa")
+
+	mv := many(ExitAwaitingApproval, "run")
+	if len(mv.Contracts) != 1 || mv.Contracts[0].Environment != "qa" || mv.Contracts[0].Reason != string(runner.ApprovalRequired) || len(mv.Deleted) != 0 {
+		t.Fatalf("run --changed after the deletion: %+v", mv)
+	}
+	if stage(mv.Contracts[0].runView, "policy").Stage != "" || !strings.HasPrefix(stage(mv.Contracts[0].runView, "plan").Summary, "destroy plan") {
+		t.Errorf("the deleted contract's run is not a destroy: %v", verdicts(mv.Contracts[0].runView))
+	}
+	// The trusted base still declares the contract: approving and
+	// applying its destroy read it there.
+	approve("--base", base)
+	done := step(ExitPass, "", "apply", "--env", "qa", "--base", base)
+	checkDestroyEvents(t, done, "qa-lead")
+
+	if mv := many(ExitPass, "run"); len(mv.Contracts) != 1 || mv.Contracts[0].Environment != "dev" || stage(mv.Contracts[0].runView, "apply").Verdict != runner.Pass {
+		t.Fatalf("dev's destroy: %+v", mv)
+	}
+	if mv := many(ExitPass, "run"); len(mv.Contracts) != 1 || !strings.Contains(stage(mv.Contracts[0].runView, "change").Summary, "nothing to destroy") {
+		t.Fatalf("destroying again: %+v", mv)
 	}
 }

@@ -114,6 +114,7 @@ func (w wiring) run(ctx context.Context, rep *reporter) *contractRun {
 	if cfg.Destroy {
 		st.Operation = runner.OperationDestroy
 	}
+	st.DeletedContract = w.deletedContract(ctx)
 	w.runID = runID
 	err := w.setupErr
 	var stages []runner.Stage

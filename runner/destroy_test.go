@@ -297,3 +297,19 @@ func TestPlanDigestBindsTheOperation(t *testing.T) {
 		t.Error("a destroy plan digests like the update with the same content: approving one would authorise the other")
 	}
 }
+
+// TestADeletedContractOnlyDestroys: the trusted base's copy of a deleted
+// contract is read for its destroy; any other run of it stops at the
+// change stage, before anything is planned.
+func TestADeletedContractOnlyDestroys(t *testing.T) {
+	w := newWorld(t)
+	st := &State{Contract: &Contract{ID: contractID, Environment: QA}, Target: &TargetStack{}, ContractContent: "c", DeletedContract: []byte("id: x")}
+	res, err := (&IdentifyChange{Evidence: w}).Run(t.Context(), st)
+	if err != nil || res.Verdict != Fail || len(res.Findings) != 1 || res.Findings[0].Reason != ContractNotFound {
+		t.Fatalf("an update of a deleted contract: %+v %v", res, err)
+	}
+	st.Operation = OperationDestroy
+	if res, err := (&IdentifyChange{Evidence: w}).Run(t.Context(), st); err != nil || res.Verdict != Pass || res.Event != EventDestroyIdentified {
+		t.Fatalf("the destroy of a deleted contract: %+v %v", res, err)
+	}
+}

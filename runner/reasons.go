@@ -251,7 +251,7 @@ var reasonTable = []ReasonInfo{
 	{ContractSchemaViolation, "contract", KindVerdict, "The contract violates a schema rule not covered by a more specific code."},
 
 	{ContractIDDuplicate, "monorepo", KindVerdict, "Two contract files under the root declare the same `id` (both files are named); they would share one state and one evidence chain, so nothing runs until one is changed."},
-	{ContractDeleted, "monorepo", KindVerdict, "A contract present at the base is gone at the head (no contract declares its `id` any more). A warning, reported in the summary and the pull request and never acted on: it does not change the exit code (deleting a contract is a legitimate change), and Nova destroys nothing for it; its state and resources stay until someone removes them."},
+	{ContractDeleted, "monorepo", KindVerdict, "A contract present at the base is gone at the head (no contract declares its `id` any more). A warning, reported in the summary and the pull request: it does not change the exit code (deleting a contract is a legitimate change). `nova plan|run --changed` plans its destroy through the gate, from the trusted base's copy of the contract (docs/destroy.md); nothing else destroys anything."},
 	{ContractDiscoveryFailed, "monorepo", KindError, "The directory tree under the root could not be walked for contracts (a directory that cannot be read)."},
 	{ChangeRangeInvalid, "monorepo", KindError, "`--changed` could not diff base and head: no base given (`--base`, or a pull request event), a commit that is not in the repository (a shallow clone: fetch with depth 0), or a root outside a git repository."},
 

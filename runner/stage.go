@@ -120,6 +120,10 @@ type State struct {
 	Target          *TargetStack
 	// Change is the change the run deploys (IdentifyChange).
 	Change *ChangeRecord
+	// DeletedContract is the contract as the trusted base holds it, when
+	// the checkout no longer has it (a change that deleted it): the schema
+	// stage reads it instead, and only a destroy may run on it.
+	DeletedContract []byte
 	// Operation is what the run was asked to do: OperationDestroy plans
 	// and applies the contract's destroy (`--destroy`, or a bundle
 	// planned so); empty creates and updates.

@@ -39,7 +39,7 @@ func (t TrustedApprovers) Approvers(ctx context.Context) (*runner.ApproverConfig
 	if file == "" {
 		file = runner.ApproversFile
 	}
-	repo, err := git.PlainOpenWithOptions(t.Dir, &git.PlainOpenOptions{DetectDotGit: true, EnableDotGitCommonDir: true})
+	repo, err := openExisting(t.Dir)
 	if errors.Is(err, git.ErrRepositoryNotExists) {
 		return CheckoutApprovers{Dir: t.Dir, Path: t.Path}.Approvers(ctx)
 	}
