@@ -160,10 +160,15 @@ func checkDestroyEvents(t *testing.T, v runView, approvers ...string) {
 	t.Helper()
 	var auth runner.Authorization
 	var done runner.DestroyedRecord
+	var att runner.AttestationRecord
 	var types []string
 	for _, e := range readEvents(t, v.EventsFile) {
 		types = append(types, e.Type)
 		switch e.Type {
+		case runner.EventAttestation:
+			if err := runner.DecodeEventData(e, &att); err != nil {
+				t.Fatal(err)
+			}
 		case runner.EventApplyAuthorized:
 			if err := runner.DecodeEventData(e, &auth); err != nil {
 				t.Fatal(err)
@@ -183,6 +188,9 @@ func checkDestroyEvents(t *testing.T, v runView, approvers ...string) {
 	}
 	if done.Digest != v.PlanDigest || !done.StateRemoved || done.Change == "" {
 		t.Errorf("%s: nova.destroy.completed %+v (events %v)", v.Environment, done, types)
+	}
+	if stmt, err := att.Envelope.DecodeStatement(); err != nil || stmt.Predicate.Operation != runner.OperationDestroy || stmt.Predicate.PlanDigest != v.PlanDigest {
+		t.Errorf("%s: the attestation does not bind a destroy: %v %+v", v.Environment, err, stmt)
 	}
 }
 
