@@ -39,7 +39,7 @@ func (t TrustedApprovers) Approvers(ctx context.Context) (*runner.ApproverConfig
 	if file == "" {
 		file = runner.ApproversFile
 	}
-	repo, err := openExisting(t.Dir)
+	repo, err := git.PlainOpenWithOptions(t.Dir, &git.PlainOpenOptions{DetectDotGit: true, EnableDotGitCommonDir: true})
 	if errors.Is(err, git.ErrRepositoryNotExists) {
 		return CheckoutApprovers{Dir: t.Dir, Path: t.Path}.Approvers(ctx)
 	}

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"io/fs"
-	"os"
-	"path/filepath"
 
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing/object"
@@ -30,7 +28,7 @@ type TrustedContract struct {
 // Read returns the contract's content at the trusted base; an error
 // wrapping fs.ErrNotExist when the base has none either.
 func (t TrustedContract) Read(context.Context) ([]byte, error) {
-	repo, err := openExisting(t.Dir)
+	repo, err := git.PlainOpenWithOptions(t.Dir, &git.PlainOpenOptions{DetectDotGit: true, EnableDotGitCommonDir: true})
 	if err != nil {
 		return nil, runner.Errorf(runner.ContractNotFound, "no contract at %s, and no git checkout to read it from the trusted base: %w", t.Path, errors.Join(err, fs.ErrNotExist))
 	}
@@ -57,21 +55,4 @@ func (t TrustedContract) Read(context.Context) ([]byte, error) {
 		return nil, runner.Errorf(runner.ContractUnreadable, "reading %s at %s: %w", path, name, err)
 	}
 	return []byte(data), nil
-}
-
-// openExisting opens the git checkout dir is in, from its nearest
-// directory that exists: a change may have deleted a contract's whole
-// directory.
-func openExisting(dir string) (*git.Repository, error) {
-	abs, err := filepath.Abs(dir)
-	if err != nil {
-		return nil, err
-	}
-	for {
-		if _, err := os.Stat(abs); err == nil || filepath.Dir(abs) == abs {
-			break
-		}
-		abs = filepath.Dir(abs)
-	}
-	return git.PlainOpenWithOptions(abs, &git.PlainOpenOptions{DetectDotGit: true, EnableDotGitCommonDir: true})
 }
