@@ -25,8 +25,9 @@ import (
 func approveCommand(ctx context.Context, cfg Config, env Env) error {
 	data, err := checkout.ReadFile(cfg.Dir, cfg.ContractPath, schema.MaxContractBytes)
 	if errors.Is(err, fs.ErrNotExist) {
-		// A deleted contract's destroy is approved like any plan of it.
-		if base, berr := trustedContract(cfg).Read(ctx); berr == nil {
+		// A deleted contract's destroy is approved like any plan of it,
+		// on the contract as the base's git history holds it.
+		if base, berr := baseContract(ctx, cfg, nil); berr == nil {
 			data, err = base, nil
 		}
 	}

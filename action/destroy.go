@@ -56,16 +56,34 @@ func (w wiring) deletedContract(ctx context.Context) []byte {
 	if _, err := os.Lstat(filepath.Join(cfg.Dir, path)); !errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
-	data, err := trustedContract(cfg).Read(ctx)
+	data, err := baseContract(ctx, cfg, w.forge)
 	if err != nil {
 		return nil
 	}
 	return data
 }
 
-// trustedContract reads cfg's contract from the trusted base.
-func trustedContract(cfg Config) local.TrustedContract {
-	return local.TrustedContract{Dir: cfg.Dir, Base: cfg.Base, Path: cmp.Or(cfg.ContractPath, schema.DefaultContractPath), Limit: schema.MaxContractBytes}
+// baseContract reads cfg's contract from the trusted base: through the
+// forge, as the approver config is read, when nova runs in one (a job's
+// checkout may not hold the base at all); else from the checkout's git
+// history.
+func baseContract(ctx context.Context, cfg Config, forge *forgeAdapters) ([]byte, error) {
+	path := cmp.Or(cfg.ContractPath, schema.DefaultContractPath)
+	if forge == nil || forge.trusted == nil {
+		return local.TrustedContract{Dir: cfg.Dir, Base: cfg.Base, Path: path, Limit: schema.MaxContractBytes}.Read(ctx)
+	}
+	repoPath, err := local.RepoPath(cfg.Dir, path)
+	if err != nil {
+		return nil, runner.Errorf(runner.ContractNotFound, "naming %s in the repository: %w", path, err)
+	}
+	data, where, err := forge.trusted.TrustedFile(ctx, repoPath)
+	if err != nil {
+		return nil, runner.Errorf(runner.ContractNotFound, "reading %s from the trusted base: %w", repoPath, err)
+	}
+	if len(data) > schema.MaxContractBytes {
+		return nil, runner.Errorf(runner.ContractTooLarge, "%s at %s is larger than %d bytes", repoPath, where, schema.MaxContractBytes)
+	}
+	return data, nil
 }
 
 // destroyDeleted turns the contracts a change deleted into runs of their

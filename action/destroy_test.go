@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"io/fs"
@@ -281,5 +282,42 @@ func TestDestroyADeletedContract(t *testing.T) {
 	}
 	if mv := many(ExitPass, "run"); len(mv.Contracts) != 1 || !strings.Contains(stage(mv.Contracts[0].runView, "change").Summary, "nothing to destroy") {
 		t.Fatalf("destroying again: %+v", mv)
+	}
+}
+
+// trustedFiles is a forge's trusted base holding files by path.
+type trustedFiles map[string]string
+
+func (f trustedFiles) TrustedFile(_ context.Context, path string) ([]byte, string, error) {
+	data, ok := f[path]
+	if !ok {
+		return nil, "", fs.ErrNotExist
+	}
+	return []byte(data), "main at c0ffee", nil
+}
+
+// TestBaseContractThroughTheForge: in a forge's job, a deleted contract
+// is read from the trusted base through the forge (the job's checkout may
+// hold no base at all), by its path from the repository's root.
+func TestBaseContractThroughTheForge(t *testing.T) {
+	root := t.TempDir()
+	if _, err := git.PlainInit(root, false); err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{Dir: filepath.Join(root, "svc", "gone"), ContractPath: ".nova/contract.yml"}
+	forge := &forgeAdapters{trusted: trustedFiles{
+		"svc/gone/.nova/contract.yml": "id: gone\n",
+		"svc/big/.nova/contract.yml":  strings.Repeat("#", 1<<20+1),
+	}}
+	if data, err := baseContract(t.Context(), cfg, forge); err != nil || string(data) != "id: gone\n" {
+		t.Fatalf("the deleted contract through the forge: %q %v", data, err)
+	}
+	cfg.Dir = filepath.Join(root, "svc", "never")
+	if _, err := baseContract(t.Context(), cfg, forge); runner.ReasonOf(err) != runner.ContractNotFound {
+		t.Errorf("a contract the base never had: %v", err)
+	}
+	cfg.Dir = filepath.Join(root, "svc", "big")
+	if _, err := baseContract(t.Context(), cfg, forge); runner.ReasonOf(err) != runner.ContractTooLarge {
+		t.Errorf("a contract over the limit: %v", err)
 	}
 }
