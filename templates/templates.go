@@ -118,6 +118,8 @@ var workflows = sync.OnceValue(func() *template.Template {
 		"guarded": Guarded,
 		"uses":    func(w *Workflow, env string) string { return w.Action.Uses(env) },
 		"job":     newJob,
+		// Destroys go the promotion order backwards.
+		"reverse": func(envs []string) []string { r := slices.Clone(envs); slices.Reverse(r); return r },
 	}, "workflows/*.tmpl")
 })
 
