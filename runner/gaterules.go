@@ -138,8 +138,8 @@ func countedApprovals(es *EnvGateSummary, in gateInput, group string) (valid, le
 	return valid, left
 }
 
-// leftGroup is the wait d when the approvals there are no longer count
-// because their approvers left group.
+// leftGroup says in wait d that the approvals left do not count: their
+// approvers are no longer in group.
 func leftGroup(d gateDecision, left []Approval, in gateInput, group string) gateDecision {
 	names := make([]string, len(left))
 	for i, a := range left {
