@@ -201,6 +201,12 @@ func plan(ctx context.Context, ws runner.Workspace, planFile string, op runner.O
 	if err != nil {
 		return nil, err
 	}
+	// Policy and confidence do not judge a destroy: what it may do is
+	// checked here instead. A plan -destroy only ever deletes; one that
+	// would create or change anything is not the plan that was asked for.
+	if sp.Changes.Add > 0 || sp.Changes.Change > 0 {
+		return nil, runner.Errorf(runner.TerraformPlanFailed, "the destroy plan would also create %d and change %d resource(s); nothing was planned for approval", sp.Changes.Add, sp.Changes.Change)
+	}
 	sp.Content.Operation = op
 	return sp, nil
 }
