@@ -7,7 +7,9 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -319,5 +321,61 @@ func TestBaseContractThroughTheForge(t *testing.T) {
 	cfg.Dir = filepath.Join(root, "svc", "big")
 	if _, err := baseContract(t.Context(), cfg, forge); runner.ReasonOf(err) != runner.ContractTooLarge {
 		t.Errorf("a contract over the limit: %v", err)
+	}
+}
+
+// TestDestroyKilledAfterTerraform: nova killed once terraform reported a
+// destroy complete, before recording it, leaves the destroy indeterminate
+// like an apply: the state stays, every later run of the contract there
+// is refused (APPLY_INDETERMINATE) until an operator resolves it, and
+// once resolved as applied the environment runs nothing.
+func TestDestroyKilledAfterTerraform(t *testing.T) {
+	bin := novaBinary(t)
+	w := &crashWorld{t: t, bin: bin, dir: t.TempDir(), home: t.TempDir()}
+	aux := t.TempDir()
+	w.counts, w.tfLog, w.wrapper = filepath.Join(aux, "applied"), filepath.Join(aux, "terraform.calls"), filepath.Join(aux, "terraform")
+	if err := os.WriteFile(w.wrapper, []byte(wrapperScript), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	registry, err := filepath.Abs(filepath.Join("testdata", "registry"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const id = "0c0ffee0-1111-4222-8333-444455556666"
+	writeFile(t, filepath.Join(w.dir, ".nova", "contract.yml"), "apiVersion: nova/v1\nid: "+id+"\nstack: counter\nenvironment: dev\ninputs:\n  log: "+w.counts+"\n  revision: r1\n")
+	gitCommit(t, w.dir)
+	w.env = append(os.Environ(), "HOME="+w.home, "XDG_CONFIG_HOME=", "XDG_DATA_HOME=", "XDG_STATE_HOME=",
+		"NOVA_REGISTRY="+registry, "NOVA_TERRAFORM="+w.wrapper, "CRASH_TERRAFORM="+terraformtest.Binary(t, runner.EngineTerraform), "CRASH_LOG="+w.tfLog,
+		"NOVA_EVIDENCE_REPO=", "GITHUB_ACTIONS=", "GITEA_ACTIONS=")
+	state := filepath.Join(w.home, ".local", "state", "nova", "state", id, "dev", "terraform.tfstate")
+
+	if code, _, out := w.nova("run", "--output", "json"); code != ExitPass {
+		t.Fatalf("run: exit %d\n%s", code, out)
+	}
+	kill := exec.CommandContext(t.Context(), bin, "run", "--destroy", "--dir", w.dir)
+	kill.Env = append(slices.Clone(w.env), "CRASH_AT=apply:after", "CRASH_SIG=KILL")
+	if out, err := kill.CombinedOutput(); err == nil {
+		t.Fatalf("nova survived its kill:\n%s", out)
+	}
+	if !strings.Contains(readFileT(t, w.tfLog), "apply end 0") {
+		t.Fatalf("terraform's destroy did not complete before the kill:\n%s", readFileT(t, w.tfLog))
+	}
+	if _, err := os.Stat(state); err != nil {
+		t.Fatalf("the state of a destroy nobody recorded is gone: %v", err)
+	}
+	for _, args := range [][]string{{"run", "--destroy"}, {"run"}} {
+		if code, v, out := w.nova(append(args, "--output", "json")...); code != ExitFail || v.Reason != string(runner.ApplyIndeterminate) {
+			t.Fatalf("nova %v after the killed destroy: exit %d %s\n%s", args, code, v.Reason, out)
+		}
+	}
+	if code, _, out := w.nova("evidence", "resolve", "--contract", id, "--env", "dev", "--outcome", runner.ResolvedApplied, "--note", "the state holds no resource"); code != ExitPass {
+		t.Fatalf("resolve: exit %d\n%s", code, out)
+	}
+	code, v, out := w.nova("run", "--destroy", "--output", "json")
+	if code != ExitPass || !strings.Contains(stage(v, "change").Summary, "nothing to destroy") {
+		t.Fatalf("destroy after the resolution: exit %d %v\n%s", code, verdicts(v), out)
+	}
+	if code, _, out := w.nova("evidence", "verify"); code != ExitPass {
+		t.Fatalf("evidence verify: exit %d\n%s", code, out)
 	}
 }
