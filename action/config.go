@@ -454,6 +454,11 @@ func (cfg *Config) complete(f *rawFlags, env Env) error {
 	if err := cfg.Select.check(cfg.Command); err != nil {
 		return err
 	}
+	if cfg.Destroy && cfg.Select.Many() {
+		// One command must not take every contract away: --changed
+		// already destroys the ones a change deletes, and only those.
+		return runner.Errorf(runner.ConfigInvalid, "--destroy destroys the one contract --dir and --contract name; with --all or --changed it would take every selected contract away (--changed alone destroys the contracts the change deletes)")
+	}
 	if slices.Contains(contractCommands, cfg.Command) || cfg.Command == "matrix" || cfg.Command == "init" || cfg.Command == "pin" {
 		if cfg.Dir, err = filepath.Abs(cfg.Dir); err != nil {
 			return runner.Errorf(runner.ConfigInvalid, "--dir: %w", err)

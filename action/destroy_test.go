@@ -379,3 +379,14 @@ func TestDestroyKilledAfterTerraform(t *testing.T) {
 		t.Fatalf("evidence verify: exit %d\n%s", code, out)
 	}
 }
+
+// TestDestroyIsForOneContract: --destroy with --all or --changed is
+// refused before anything runs.
+func TestDestroyIsForOneContract(t *testing.T) {
+	for _, sel := range []string{"--all", "--changed"} {
+		code, _, stderr := runCLI(t, "run", "--destroy", sel, "--dir", t.TempDir())
+		if code != ExitError || !strings.Contains(stderr, string(runner.ConfigInvalid)) || !strings.Contains(stderr, "--destroy destroys the one contract") {
+			t.Errorf("run --destroy %s: exit %d\n%s", sel, code, stderr)
+		}
+	}
+}
