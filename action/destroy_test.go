@@ -28,14 +28,26 @@ import (
 // for separation of duties, one approver not enough); qa needs one
 // approver and dev none. Each destroy removes the environment's state,
 // the evidence verifies, a further destroy finds nothing applied, and the
-// report lists the four decommissions.
+// report lists the four decommissions. It runs on each engine.
 func TestDestroyDRToDev(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, engine string) {
+		t.Parallel()
+		destroyDRToDev(t, engine)
+	})
+}
+
+func destroyDRToDev(t *testing.T, engine string) {
 	ctx := t.Context()
-	terraformtest.Binary(t, runner.EngineTerraform)
-	c := &consumer{t: t, dir: t.TempDir(), stateDir: t.TempDir(), env: map[string]string{"HOME": t.TempDir(), "USER": "dev-author"}}
+	terraformtest.Binary(t, engine)
+	c := &consumer{t: t, dir: t.TempDir(), stateDir: t.TempDir(), env: map[string]string{"HOME": t.TempDir(), "USER": "dev-author"}, engine: engine}
 	if err := os.CopyFS(c.dir, os.DirFS(filepath.Join("..", "examples", "hello"))); err != nil {
 		t.Fatal(err)
 	}
+	contract, err := os.ReadFile(filepath.Join(c.dir, ".nova", "contract.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.writeContract(string(contract))
 	c.extra = []string{"--trusted-keys", signedCheckout(t, c.dir)}
 
 	step := func(wantCode int, wantReason runner.Reason, args ...string) runView {
