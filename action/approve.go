@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"strings"
 	"time"
 
@@ -22,6 +24,13 @@ import (
 // have it recorded, and a claim is accepted once.
 func approveCommand(ctx context.Context, cfg Config, env Env) error {
 	data, err := checkout.ReadFile(cfg.Dir, cfg.ContractPath, schema.MaxContractBytes)
+	if errors.Is(err, fs.ErrNotExist) {
+		// A deleted contract's destroy is approved like any plan of it,
+		// on the contract as the base's git history holds it.
+		if base, berr := baseContract(ctx, cfg, nil); berr == nil {
+			data, err = base, nil
+		}
+	}
 	if err != nil {
 		return failed(env, cfg, runner.Errorf(runner.ReasonOf(err), "reading the contract: %w", err))
 	}

@@ -64,6 +64,11 @@ func TestValidateChecksTheApproverConfig(t *testing.T) {
 		want           []string
 	}{
 		{"valid, with a team and a key", valid, valid, ExitPass, []string{"approvers pass", "valid in the trusted base and the checkout", "qa by qa (1 member(s), 1 team(s))", "1 key(s)"}},
+		{"destroy approvals set", groups + "destroyApprovals: {prod: 1}\n", "", ExitPass, []string{"approvers pass", "a destroy needs 1, 1 and 2 distinct approver(s) in qa, prod and dr"}},
+		{"destroy approvals for dev", groups + "destroyApprovals: {dev: 1}\n", "", ExitError,
+			[]string{string(runner.ApproversInvalid), `destroyApprovals: "dev" is not qa, prod or dr`}},
+		{"more destroy approvers than the group has", groups + "destroyApprovals: {dr: 2}\n", "", ExitError,
+			[]string{string(runner.ApproversInvalid), "a destroy in dr needs 2 distinct approvers, and group sre has 1 member(s)"}},
 		{"no approver config at all", "-", "-", ExitPass, []string{"approvers pass", "the checkout has no .nova/approvers.yml"}},
 		{"added by the change, not merged yet", "-", valid, ExitPass, []string{"approvers pass", "not in the trusted base yet"}},
 		{"a key that is not PEM", groups + "keys:\n  qa-lead: ssh-ed25519 AAAAC3NzaC1lZDI1NTE5\n", "", ExitError,

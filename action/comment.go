@@ -38,13 +38,15 @@ type commentData struct {
 	Approve                                                 *approveHint
 	Stages                                                  []commentStage
 	PlanDigest                                              string
-	Changes                                                 *runner.ChangeSummary
-	Resources                                               []commentResource
-	Failing                                                 []commentPCR
-	Ignored                                                 []commentIgnored
-	Confidence                                              string
-	Truncated                                               string
-	SummaryURL                                              string
+	// Destroy says the plan destroys the environment's deployment.
+	Destroy    bool
+	Changes    *runner.ChangeSummary
+	Resources  []commentResource
+	Failing    []commentPCR
+	Ignored    []commentIgnored
+	Confidence string
+	Truncated  string
+	SummaryURL string
 }
 
 // approveHint says how to approve: Env is a valid environment, shown in a
@@ -74,7 +76,7 @@ func renderComment(v runView, group, summaryURL string) (string, error) {
 	d := commentData{
 		Marker: commentMarker(v.ContractID, v.Environment), Icon: verdictIcon(v.Verdict), Command: v.Command,
 		ContractID: esc(v.ContractID), Environment: esc(v.Environment), Verdict: strings.ReplaceAll(v.Verdict, "_", " "),
-		Reason: v.Reason, PlanDigest: v.PlanDigest, SummaryURL: summaryURL,
+		Reason: v.Reason, PlanDigest: v.PlanDigest, SummaryURL: summaryURL, Destroy: v.Operation.IsDestroy(),
 	}
 	for _, s := range v.Stages {
 		d.Stages = append(d.Stages, commentStage{s.Stage, string(s.Verdict), esc(oneLine(s.Summary))})

@@ -128,3 +128,20 @@ func TestCommitStatusSaysWhatRuns(t *testing.T) {
 		})
 	}
 }
+
+// TestCommentNamesADestroy: approvers see from the comment's plan line
+// that what they are asked to approve destroys the environment.
+func TestCommentNamesADestroy(t *testing.T) {
+	v := runView{Command: "run", Verdict: string(runner.AwaitingApproval), ContractID: "c-1", Environment: "prod",
+		PlanDigest: strings.Repeat("d", 64), Changes: &runner.ChangeSummary{Destroy: 2}}
+	for _, op := range []runner.Operation{"", runner.OperationDestroy} {
+		v.Operation = op
+		body, err := renderComment(v, "sre", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Contains(body, "**Destroy plan** `"+v.PlanDigest+"`"); got != op.IsDestroy() {
+			t.Errorf("operation %q: the comment names a destroy: %v\n%s", op, got, body)
+		}
+	}
+}

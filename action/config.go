@@ -69,7 +69,10 @@ type Config struct {
 	ExpectDigest string
 	// ApproversPath is the approver config, relative to Dir.
 	ApproversPath string
-	Verbose       bool
+	// Destroy plans (and, for run, applies) the contract's destroy
+	// instead of its changes (--destroy).
+	Destroy bool
+	Verbose bool
 	// LockTimeout is how long a run waits for the run lock and terraform's
 	// state lock; TerraformTimeout bounds each terraform command.
 	LockTimeout, TerraformTimeout time.Duration
@@ -366,6 +369,9 @@ func (cfg *Config) flags(fs *flag.FlagSet, getenv func(string) string) *rawFlags
 		fs.StringVar(&cfg.Select.Head, "head", getenv("NOVA_HEAD"), "head commit or ref of the change --changed looks at (default: the pull request's head, else HEAD)")
 		fs.IntVar(&cfg.Select.Parallel, "parallel", runtime.NumCPU(), "with --all or --changed, how many contracts run at once")
 	}
+	if cmd == "plan" || cmd == "run" {
+		fs.BoolVar(&cfg.Destroy, "destroy", false, "plan the destroy of everything the contract deployed in the environment (through the gate: dr, then prod, qa, dev)")
+	}
 	if cmd == "apply" {
 		fs.StringVar(&cfg.Bundle, "bundle", "", "plan bundle from `nova plan` (default: the newest for this contract)")
 		fs.StringVar(&cfg.ExpectDigest, "digest", "", "refuse the bundle unless its plan digest is this one (the plan job's plan-digest output)")
@@ -467,6 +473,11 @@ func (cfg *Config) complete(f *rawFlags, env Env) error {
 	}
 	if err := cfg.Select.check(cfg.Command); err != nil {
 		return err
+	}
+	if cfg.Destroy && cfg.Select.Many() {
+		// One command must not take every contract away: --changed
+		// already destroys the ones a change deletes, and only those.
+		return runner.Errorf(runner.ConfigInvalid, "--destroy destroys the one contract --dir and --contract name; with --all or --changed it would take every selected contract away (--changed alone destroys the contracts the change deletes)")
 	}
 	if slices.Contains(contractCommands, cfg.Command) || cfg.Command == "matrix" || cfg.Command == "init" || cfg.Command == "pin" {
 		if cfg.Dir, err = filepath.Abs(cfg.Dir); err != nil {

@@ -17,8 +17,10 @@ import (
 // exist depends on the forge and the event; the gate and the reporting
 // use what is there.
 type forgeAdapters struct {
-	// approvers reads the approver config from the trusted base, once.
+	// approvers reads the approver config from the trusted base, once;
+	// trusted reads other files there (a deleted contract).
 	approvers runner.ApproversReader
+	trusted   runner.TrustedBase
 	// verifier is what the forge says of a commit's signature.
 	verifier    runner.CommitVerifier
 	sources     []runner.ApprovalSource
@@ -77,7 +79,7 @@ func connectForge(ctx context.Context, cfg Config) (*forgeAdapters, error) {
 	if err != nil {
 		return nil, runner.Errorf(runner.ApproversInvalid, "naming %s in the repository: %w", runner.ApproversFile, err)
 	}
-	a.approvers = &runner.ForgeApprovers{Base: trusted, Path: path}
+	a.approvers, a.trusted = &runner.ForgeApprovers{Base: trusted, Path: path}, trusted
 	return a, nil
 }
 

@@ -105,6 +105,7 @@ func executeMany(ctx context.Context, cfg Config, env Env) error {
 		return manyAbort(cfg, env, err)
 	}
 	defer store.Close()
+	destroys := destroyDeleted(ctx, cfg, store, &sel)
 	progress := env.Stdout
 	if cfg.Output == "json" {
 		progress = env.Stderr
@@ -125,6 +126,9 @@ func executeMany(ctx context.Context, cfg Config, env Env) error {
 		c := sel.Contracts[i].Contract
 		var buf bytes.Buffer
 		ccfg := cfg.forContract(c)
+		if env, ok := destroys[i]; ok {
+			ccfg.Destroy, ccfg.EnvOverride = true, env
+		}
 		rep := &reporter{cfg: ccfg, progress: &buf, stdout: io.Discard}
 		w := wiring{cfg: ccfg, env: env, evidence: store, keys: keys, forge: forge, setupErr: forgeErr, reg: reg, verifier: verifier}
 		runs[i] = runContract(ctx, w, rep)

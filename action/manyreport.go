@@ -121,7 +121,7 @@ func reportDeleted(ctx context.Context, cfg Config, forge *forgeAdapters, delete
 // deletedComment is the pull request comment about a deleted contract.
 func deletedComment(d monorepo.Contract) string {
 	esc := templates.EscapeMarkdown
-	return fmt.Sprintf("%s\n### ⚠️ nova: contract <code>%s</code> (%s) was deleted\n\n<code>%s</code> is gone in this change and no contract declares its id any more. Nova destroys nothing for a deleted contract: what it deployed, and its state, stay until someone removes them. (`%s`)\n",
+	return fmt.Sprintf("%s\n### ⚠️ nova: contract <code>%s</code> (%s) was deleted\n\n<code>%s</code> is gone in this change and no contract declares its id any more. Nova destroys nothing on its own: `nova plan --changed` and `nova run --changed` plan its destroy through the gate, dr → prod → qa → dev, each approved like any plan (docs/destroy.md). (`%s`)\n",
 		commentMarker(d.ID, d.Environment), esc(d.ID), esc(d.Environment), esc(d.Path()), runner.ContractDeleted)
 }
 
@@ -213,7 +213,7 @@ func deletedMessage(d monorepo.Contract) string {
 			who += " (" + d.Environment + ")"
 		}
 	}
-	return fmt.Sprintf("%s: %s is no longer declared at the head; Nova destroys nothing for it — what it deployed, and its state, stay until someone removes them", d.Path(), who)
+	return fmt.Sprintf("%s: %s is no longer declared at the head; nothing is destroyed unless `nova plan|run --changed` plans its destroy (docs/destroy.md)", d.Path(), who)
 }
 
 // manyReport prints the summary of every run and returns the worst
@@ -268,7 +268,7 @@ func manyText(w io.Writer, cfg Config, mv manyView) {
 		fmt.Fprintln(w, "  no contract selected")
 	}
 	if len(mv.Deleted) > 0 {
-		fmt.Fprintln(w, "deleted (reported only; nothing is destroyed):")
+		fmt.Fprintln(w, "deleted (reported only; plan or run --changed plans their destroy):")
 		for _, d := range mv.Deleted {
 			fmt.Fprintf(w, "  %s %s\n", d.Reason, d.Message)
 		}

@@ -26,8 +26,8 @@ func TestPinThenValidate(t *testing.T) {
 	if code != ExitPass {
 		t.Fatalf("validate: exit %d\n%s%s", code, stdout, stderr)
 	}
-	if n := strings.Count(stdout, "warning "+string(runner.WorkflowActionUnpinned)); n != 6 {
-		t.Errorf("validate warned %d times, want 6 (the policy, plan and apply steps of prod and dr):\n%s", n, stdout)
+	if n := strings.Count(stdout, "warning "+string(runner.WorkflowActionUnpinned)); n != 10 {
+		t.Errorf("validate warned %d times, want 10 (the policy, plan, apply, destroy plan and destroy steps of prod and dr):\n%s", n, stdout)
 	}
 
 	source := t.TempDir()
@@ -51,18 +51,18 @@ func TestPinThenValidate(t *testing.T) {
 		t.Errorf("pin against a remote without the tag: exit %d %s", code, stderr)
 	}
 	code, stdout, stderr = runCLI(t, "pin", "--dir", repo, "--source", source)
-	if code != ExitPass || strings.Count(stdout, "pinned ") != 6 {
+	if code != ExitPass || strings.Count(stdout, "pinned ") != 10 {
 		t.Fatalf("pin: exit %d\n%s%s", code, stdout, stderr)
 	}
 	data, err := os.ReadFile(filepath.Join(repo, ".github", "workflows", "nova-app.yml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := strings.Count(string(data), "uses: nova-platform/nova@"+commit+" # v1\n"); n != 6 {
-		t.Errorf("%d uses pinned to %s, want 6", n, commit)
+	if n := strings.Count(string(data), "uses: nova-platform/nova@"+commit+" # v1\n"); n != 10 {
+		t.Errorf("%d uses pinned to %s, want 10", n, commit)
 	}
-	if n := strings.Count(string(data), "uses: nova-platform/nova@v1\n"); n != 6 {
-		t.Errorf("%d dev and qa uses left at the tag, want 6", n)
+	if n := strings.Count(string(data), "uses: nova-platform/nova@v1\n"); n != 10 {
+		t.Errorf("%d dev and qa uses left at the tag, want 10", n)
 	}
 	code, stdout, _ = runCLI(t, "validate", "--dir", repo)
 	if code != ExitPass || strings.Contains(stdout, string(runner.WorkflowActionUnpinned)) {

@@ -111,6 +111,10 @@ func (w wiring) run(ctx context.Context, rep *reporter) *contractRun {
 		ForgeRun:       cfg.ForgeRun,
 		PullRequest:    cfg.ForgeAPI.PullRequest,
 	}
+	if cfg.Destroy {
+		st.Operation = runner.OperationDestroy
+	}
+	st.DeletedContract = w.deletedContract(ctx)
 	w.runID = runID
 	err := w.setupErr
 	var stages []runner.Stage
@@ -233,6 +237,9 @@ func (w wiring) stages(ctx context.Context) ([]runner.Stage, error) {
 			return nil, err
 		}
 		return []runner.Stage{validate, drift.New(engine, w.evidence)}, nil
+	}
+	if cfg.Destroy {
+		return w.destroyStages(ctx, reg)
 	}
 	if cfg.Command == "plan" || cfg.Command == "run" {
 		// Before anything is evaluated, and without an event of its own

@@ -74,6 +74,9 @@ type runView struct {
 	Changes   *runner.ChangeSummary   `json:"changes,omitempty"`
 	Resources []runner.ResourceChange `json:"resources,omitempty"`
 	BundleDir string                  `json:"bundleDir,omitempty"`
+	// Operation is "destroy" when the plan destroys the environment's
+	// deployment (docs/destroy.md).
+	Operation runner.Operation `json:"operation,omitempty"`
 	// Receipt is the id of the event that applied this plan earlier, when
 	// the run was a replay of it, or this change, when the environment
 	// applied it last (nothing was planned).
@@ -106,7 +109,7 @@ func (r *reporter) finish(out runner.Outcome, st *runner.State, eventsFile strin
 		v.ContractID, v.Environment = st.Contract.ID, string(st.Contract.Environment)
 	}
 	if st.Plan != nil {
-		v.PlanDigest, v.BundleDir = st.Plan.Digest, st.Plan.BundleDir
+		v.PlanDigest, v.BundleDir, v.Operation = st.Plan.Digest, st.Plan.BundleDir, st.Plan.Operation
 		changes := st.Plan.Changes
 		v.Changes, v.Resources = &changes, st.Plan.Resources
 	}

@@ -21,6 +21,8 @@ Usage:
   nova plan     [flags]   evaluate, then plan with Terraform and write a plan bundle
   nova apply    [flags]   apply a plan bundle from 'nova plan' once the gate allows it
   nova run      [flags]   evaluate, plan, gate and apply in one go
+  nova plan|run --destroy [--env E]   plan (and apply, once approved) the destroy
+                          of what the contract deployed in E: dr, prod, qa, dev
   nova drift    [flags]   compare live infrastructure with what was applied (exit 1: drift)
   nova validate|explain|plan|run --all|--changed [--parallel N]
                           the same for every contract under --dir, or those

@@ -51,6 +51,9 @@ type ApproverConfig struct {
 	Keys map[Login]string `yaml:"keys"`
 	// BreakGlass bounds the grants the breakglass group makes.
 	BreakGlass BreakGlassConfig `yaml:"breakglass"`
+	// DestroyApprovals overrides how many distinct approvers a destroy
+	// in an environment needs (DestroyApprovalsFor).
+	DestroyApprovals map[Environment]int `yaml:"destroyApprovals"`
 }
 
 // ApproverGroup lists who is in a group: forge logins, and forge teams
@@ -121,6 +124,9 @@ func ParseApprovers(data []byte) (*ApproverConfig, error) {
 		}
 	}
 	if err := c.BreakGlass.check(); err != nil {
+		return nil, err
+	}
+	if err := c.checkDestroyApprovals(); err != nil {
 		return nil, err
 	}
 	keys := make(map[Login]string, len(c.Keys))

@@ -99,6 +99,7 @@ func describeApprovers(cfg *ApproverConfig) string {
 		parts = append(parts, fmt.Sprintf("%s by %s (%d member(s), %d team(s))", env, g, len(cfg.Groups[g].Members), len(cfg.Groups[g].Teams)))
 	}
 	s := strings.Join(parts, ", ")
+	s += fmt.Sprintf("; a destroy needs %d, %d and %d distinct approver(s) in qa, prod and dr", cfg.DestroyApprovalsFor(QA), cfg.DestroyApprovalsFor(Prod), cfg.DestroyApprovalsFor(DR))
 	if n := len(cfg.Keys); n > 0 {
 		s += fmt.Sprintf("; %d key(s)", n)
 	}

@@ -63,6 +63,11 @@ type AuthorizationPredicate struct {
 	// Engine is the engine, at its exact version, that planned and
 	// applies ("opentofu 1.12.6").
 	Engine string `json:"engine,omitempty"`
+	// Operation and Approvers are a destroy's (Authorization): a
+	// verifier of the attestation alone sees what the plan does and who
+	// let it.
+	Operation Operation `json:"operation,omitempty"`
+	Approvers []string  `json:"approvers,omitempty"`
 }
 
 // PCRVerdict is one policy record's outcome, without its evidence.
@@ -107,6 +112,7 @@ func attestation(ctx context.Context, signer Attestor, st *State) (AttestationRe
 		ContractID: st.Contract.ID, Environment: st.Authorization.Environment, PlanDigest: st.Authorization.Digest,
 		ContractDigest: st.ContractDigest, Commit: st.Commit, Engine: st.Plan.Engine, Approver: st.Authorization.Approver,
 		Approvals: append([]string{}, st.Authorization.Approvals...), Verdicts: []PCRVerdict{}, Confidence: st.Confidence,
+		Operation: st.Authorization.Operation, Approvers: st.Authorization.Approvers,
 	}
 	for _, p := range st.PCRs {
 		pred.Verdicts = append(pred.Verdicts, PCRVerdict{Engine: p.Engine, RuleID: p.RuleID, Severity: p.Severity, Result: p.Result})

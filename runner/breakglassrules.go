@@ -143,12 +143,16 @@ func criticalFinding(pcrs []PCR) (PCR, bool) {
 }
 
 // PlanIsDestroy is the one place break-glass asks whether a plan is a
-// destroy: one that removes what it touches and creates, changes and
-// replaces nothing (what `terraform plan -destroy` makes). When plans
-// carry their operation explicitly, this is where it is read.
+// destroy: one planned as such (its operation, bound into the digest), or
+// an update that removes what it touches and creates, changes and
+// replaces nothing, which under a grant would decommission as surely as
+// a destroy while skipping a destroy's approvals.
 func PlanIsDestroy(p *Plan) bool {
 	if p == nil {
 		return false
+	}
+	if p.Operation.IsDestroy() {
+		return true
 	}
 	c := p.Changes
 	return c.Destroy > 0 && c.Add == 0 && c.Change == 0 && c.Replace == 0

@@ -70,6 +70,15 @@ func (s *IdentifyChange) Run(ctx context.Context, st *State) (Result, error) {
 	if st.Contract == nil || st.Target == nil || st.ContractContent == "" {
 		return Result{}, Errorf(InternalError, "change reached without a validated contract")
 	}
+	if st.Operation.IsDestroy() {
+		return identifyDestroy(ctx, s.Evidence, st)
+	}
+	if st.DeletedContract != nil {
+		// The trusted base's copy of a deleted contract says what to take
+		// away, never what to deploy.
+		msg := fmt.Sprintf("contract %s is gone from the checkout: only its destroy runs, from the trusted base's copy (nova plan --destroy)", st.Contract.ID)
+		return Result{Verdict: Fail, Summary: msg, Findings: []Finding{{Reason: ContractNotFound, Message: msg}}}, nil
+	}
 	content, err := s.Content.ContentDigests(st.Target)
 	if err != nil {
 		return Result{}, err

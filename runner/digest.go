@@ -15,12 +15,17 @@ type PlanContent struct {
 	OutputChanges   any `json:"output_changes"`
 	Configuration   any `json:"configuration"`
 	Variables       any `json:"variables"`
+	// Operation is what applying the plan does, as the run asked for it
+	// (OperationDestroy, or empty for create and update). It is digested
+	// only when set, so every digest made before destroys existed stays
+	// what it was.
+	Operation Operation `json:"operation,omitempty"`
 }
 
 // PlanDigest binds a plan to what it was made from: sha256 over the
 // canonical JSON of the plan's content, the engine that made it and will
-// apply it at its exact version ("opentofu 1.12.6"), the contract digest
-// and the commit. An approval names this digest, so it cannot be replayed
+// apply it at its exact version ("opentofu 1.12.6"), the contract digest,
+// the commit and, for a destroy, the operation. An approval names this digest, so it cannot be replayed
 // on another plan, another engine, another contract version or other code.
 func PlanDigest(plan PlanContent, engine, contractDigest, commit string) (string, error) {
 	if engine == "" {
@@ -51,5 +56,6 @@ func PlanDigest(plan PlanContent, engine, contractDigest, commit string) (string
 		Engine          string          `json:"engine"`
 		ContractDigest  string          `json:"contract_digest"`
 		Commit          string          `json:"commit"`
-	}{raw[0], raw[1], raw[2], raw[3], engine, contractDigest, commit})
+		Operation       Operation       `json:"operation,omitempty"`
+	}{raw[0], raw[1], raw[2], raw[3], engine, contractDigest, commit, plan.Operation})
 }

@@ -46,6 +46,8 @@ const (
 	EventBreakGlassUsed      = "nova.breakglass.used"
 	EventBreakGlassReviewed  = "nova.breakglass.reviewed"
 	EventBreakGlassRefused   = "nova.breakglass.refused"
+	EventDestroyIdentified   = "nova.destroy.identified"
+	EventDestroyCompleted    = "nova.destroy.completed"
 )
 
 // Event is a CloudEvents 1.0 envelope in its JSON format.

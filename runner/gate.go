@@ -52,6 +52,9 @@ func (g Gate) Run(ctx context.Context, st *State) (Result, error) {
 			return Result{Verdict: Fail, Summary: "earlier apply indeterminate: " + open.ID, Findings: []Finding{{Reason: ApplyIndeterminate, Message: msg}}}, nil
 		}
 	}
+	if st.Plan.Operation.IsDestroy() {
+		return g.destroy(ctx, st, sum)
+	}
 	change := ""
 	if st.Change != nil {
 		change = st.Change.ID

@@ -64,6 +64,9 @@ type gateDecision struct {
 	Reason   Reason
 	Message  string
 	Approval *Approval
+	// Approvals are every approval that counts, one per approver, when
+	// more than one is needed (decideDestroy).
+	Approvals []Approval
 	// Request is the pending request's event id; Also the events the
 	// decision implies (escalation, refusal).
 	Request    RequestRecord
@@ -97,32 +100,9 @@ func decideGate(sum *GateSummary, in gateInput) (gateDecision, error) {
 			Message: fmt.Sprintf("%s rejected plan %s for %s (%s); the contract is held: plan again and ask for a new approval", rej.Record.Approver, ShortDigest(in.Digest), in.Env, orNone(rej.Record.Reason))}, nil
 	}
 	group := in.Approvers.GroupFor(in.Env)
-	// A decision taken after the pending request froze does not count:
-	// the request must be re-submitted first.
-	freezeAt := time.Time{}
-	if start := es.Request; start != nil && !resubmits(es, in) {
-		freezeAt = AddBusinessDuration(start.Time, FreezeAfter)
-	}
-	var valid, left []Approval
-	for _, a := range es.Approvals[in.Digest] {
-		if a.Group != group || (!freezeAt.IsZero() && !a.decidedAt().Before(freezeAt)) {
-			continue
-		}
-		if !in.Members[LoginOf(a.Approver)] {
-			left = append(left, a)
-			continue
-		}
-		valid = append(valid, a)
-	}
+	valid, left := countedApprovals(es, in, group)
 	if len(valid) == 0 && len(left) > 0 {
-		d := waiting(es, in)
-		names := make([]string, len(left))
-		for i, a := range left {
-			names[i] = a.Approver
-		}
-		d.Reason = ApproverLeftGroup
-		d.Message = fmt.Sprintf("%s approved plan %s but is no longer in group %s: the approval no longer counts; %s", strings.Join(slices.Compact(slices.Sorted(slices.Values(names))), ", "), ShortDigest(in.Digest), group, d.Message)
-		return d, nil
+		return leftGroup(waiting(es, in), left, in, group), nil
 	}
 	if len(valid) > 0 && (in.Env == Prod || in.Env == DR) {
 		var refusal *gateDecision
@@ -134,6 +114,40 @@ func decideGate(sum *GateSummary, in gateInput) (gateDecision, error) {
 		return gateDecision{Verdict: Pass, Approval: &valid[0]}, nil
 	}
 	return waiting(es, in), nil
+}
+
+// countedApprovals splits the approvals of in.Digest by group into those
+// that count and those whose approver has left the group since. A
+// decision taken after the pending request froze does not count: the
+// request must be re-submitted first.
+func countedApprovals(es *EnvGateSummary, in gateInput, group string) (valid, left []Approval) {
+	freezeAt := time.Time{}
+	if start := es.Request; start != nil && !resubmits(es, in) {
+		freezeAt = AddBusinessDuration(start.Time, FreezeAfter)
+	}
+	for _, a := range es.Approvals[in.Digest] {
+		if a.Group != group || (!freezeAt.IsZero() && !a.decidedAt().Before(freezeAt)) {
+			continue
+		}
+		if !in.Members[LoginOf(a.Approver)] {
+			left = append(left, a)
+			continue
+		}
+		valid = append(valid, a)
+	}
+	return valid, left
+}
+
+// leftGroup says in wait d that the approvals left do not count: their
+// approvers are no longer in group.
+func leftGroup(d gateDecision, left []Approval, in gateInput, group string) gateDecision {
+	names := make([]string, len(left))
+	for i, a := range left {
+		names[i] = a.Approver
+	}
+	d.Reason = ApproverLeftGroup
+	d.Message = fmt.Sprintf("%s approved plan %s but is no longer in group %s: the approval no longer counts; %s", strings.Join(slices.Compact(slices.Sorted(slices.Values(names))), ", "), ShortDigest(in.Digest), group, d.Message)
+	return d
 }
 
 // refused is a refusal of the only approvals there are: the refusal is

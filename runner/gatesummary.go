@@ -111,6 +111,11 @@ type EnvGateSummary struct {
 	AuthorizedChange string            `json:",omitempty"`
 	Applied          map[string]string `json:",omitempty"`
 	LastApplied      *AppliedChange    `json:",omitempty"`
+	// AuthorizedOp is the open authorization's operation; Destroyed the
+	// latest destroy that completed (the change it took away, and the
+	// event), after which the environment runs nothing of the contract.
+	AuthorizedOp Operation      `json:",omitempty"`
+	Destroyed    *AppliedChange `json:",omitempty"`
 	// AuthorizedPR is the pull request of the open authorization's run;
 	// Hold the pull request that holds the environment (PullRequestLock):
 	// the latest whose authorized apply completed, until a release names
@@ -212,9 +217,9 @@ func (s *GateSummary) Fold(e Event) {
 		es.Open, es.AuthorizedBy = ref(e), e.RunID
 		es.Request, es.Escalated = nil, false
 		var a Authorization
-		es.AuthorizedChange, es.AuthorizedPR = "", 0
+		es.AuthorizedChange, es.AuthorizedPR, es.AuthorizedOp = "", 0, ""
 		if DecodeEventData(e, &a) == nil {
-			es.AuthorizedChange, es.AuthorizedPR = a.Change, a.PullRequest
+			es.AuthorizedChange, es.AuthorizedPR, es.AuthorizedOp = a.Change, a.PullRequest, a.Operation
 		}
 	case EventApplyCompleted:
 		es := s.env(Environment(e.Environment))
@@ -223,6 +228,10 @@ func (s *GateSummary) Fold(e Event) {
 		}
 		if es.Open != nil && es.Open.Type == EventApplyAuthorized {
 			es.Open = nil
+		}
+		if es.AuthorizedOp.IsDestroy() {
+			es.decommissioned(e)
+			return
 		}
 		es.hold(e)
 		es.AuthorizedPR = 0
@@ -242,7 +251,7 @@ func (s *GateSummary) Fold(e Event) {
 	case EventRunFailed:
 		es := s.env(Environment(e.Environment))
 		if es.Open != nil && es.Open.Type == EventApplyAuthorized && e.RunID == es.AuthorizedBy && !failedUnknown(e) {
-			es.Open, es.AuthorizedChange, es.AuthorizedPR = nil, "", 0
+			es.Open, es.AuthorizedChange, es.AuthorizedPR, es.AuthorizedOp = nil, "", 0, ""
 		}
 	case EventApplyIndeterminate:
 		s.env(Environment(e.Environment)).Open = ref(e)
@@ -253,6 +262,11 @@ func (s *GateSummary) Fold(e Event) {
 		// change it was authorized for runs there only if it applied.
 		var r Resolution
 		applied := DecodeEventData(e, &r) == nil && r.Outcome == ResolvedApplied
+		if applied && es.AuthorizedOp.IsDestroy() {
+			es.decommissioned(e)
+			return
+		}
+		es.AuthorizedOp = ""
 		if applied {
 			es.hold(e)
 		}

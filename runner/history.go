@@ -97,6 +97,8 @@ type PlanRecord struct {
 	// Engine is the engine that planned, at its exact version ("opentofu
 	// 1.12.6"): the one the digest binds, and the only one that may apply.
 	Engine string `json:"engine,omitempty"`
+	// Operation is OperationDestroy for a destroy plan.
+	Operation Operation `json:"operation,omitempty"`
 }
 
 // ResourceChange is one planned change, without its values.
@@ -204,7 +206,10 @@ func AppliedReceipt(events []Event, env Environment, digest string) *Event {
 // under a break-glass grant (the gate then insists that the grant still
 // holds; a blocked score is never accepted). A plan bundle is written
 // before the plan-level rules run, so its existence proves nothing; only
-// the signed evidence does.
+// the signed evidence does. A destroy plan is cleared by its
+// nova.plan.created alone: a destroy is judged by its approvers, not by
+// the policy and confidence of what it takes away, and nothing follows
+// its plan that could fail it.
 func PlanCleared(events []Event, env Environment, digest string) bool {
 	run := ""
 	for _, e := range events {
@@ -215,6 +220,9 @@ func PlanCleared(events []Event, env Environment, digest string) bool {
 		case EventPlanCreated:
 			var p PlanRecord
 			if DecodeEventData(e, &p) == nil && p.Digest == digest {
+				if p.Operation.IsDestroy() {
+					return true
+				}
 				run = e.RunID
 			}
 		case EventConfidenceComputed:

@@ -167,16 +167,21 @@ const (
 	ApproverLeftGroup           Reason = "APPROVER_LEFT_GROUP"
 	ApproverTeamUnreadable      Reason = "APPROVER_TEAM_UNREADABLE"
 	SeparationOfDutiesViolation Reason = "SEPARATION_OF_DUTIES_VIOLATION"
-	ApproversInvalid            Reason = "APPROVERS_INVALID"
-	ForgeAPIFailed              Reason = "FORGE_API_FAILED"
-	RunCancelled                Reason = "RUN_CANCELLED"
-	EventWriteFailed            Reason = "EVENT_WRITE_FAILED"
-	EventTooLarge               Reason = "EVENT_TOO_LARGE"
-	ConfigInvalid               Reason = "CONFIG_INVALID"
-	CommitMismatch              Reason = "COMMIT_MISMATCH"
-	WorkflowActionUnpinned      Reason = "WORKFLOW_ACTION_UNPINNED"
-	WorkflowSecretsExposed      Reason = "WORKFLOW_SECRETS_EXPOSED"
-	InternalError               Reason = "INTERNAL_ERROR"
+	// Destroys (runner/destroy.go).
+	DestroyOrderViolation     Reason = "DESTROY_ORDER_VIOLATION"
+	DestroyNeedsMoreApprovals Reason = "DESTROY_NEEDS_MORE_APPROVALS"
+	DestroyNothingApplied     Reason = "DESTROY_NOTHING_APPLIED"
+	DestroyIncomplete         Reason = "DESTROY_INCOMPLETE"
+	ApproversInvalid          Reason = "APPROVERS_INVALID"
+	ForgeAPIFailed            Reason = "FORGE_API_FAILED"
+	RunCancelled              Reason = "RUN_CANCELLED"
+	EventWriteFailed          Reason = "EVENT_WRITE_FAILED"
+	EventTooLarge             Reason = "EVENT_TOO_LARGE"
+	ConfigInvalid             Reason = "CONFIG_INVALID"
+	CommitMismatch            Reason = "COMMIT_MISMATCH"
+	WorkflowActionUnpinned    Reason = "WORKFLOW_ACTION_UNPINNED"
+	WorkflowSecretsExposed    Reason = "WORKFLOW_SECRETS_EXPOSED"
+	InternalError             Reason = "INTERNAL_ERROR"
 	// Files read from the consumer's checkout or a plan bundle.
 	PathOutsideCheckout Reason = "PATH_OUTSIDE_CHECKOUT"
 	FileNotRegular      Reason = "FILE_NOT_REGULAR"
@@ -258,7 +263,7 @@ var reasonTable = []ReasonInfo{
 	{ContractSchemaViolation, "contract", KindVerdict, "The contract violates a schema rule not covered by a more specific code."},
 
 	{ContractIDDuplicate, "monorepo", KindVerdict, "Two contract files under the root declare the same `id` (both files are named); they would share one state and one evidence chain, so nothing runs until one is changed."},
-	{ContractDeleted, "monorepo", KindVerdict, "A contract present at the base is gone at the head (no contract declares its `id` any more). A warning, reported in the summary and the pull request and never acted on: it does not change the exit code (deleting a contract is a legitimate change), and Nova destroys nothing for it; its state and resources stay until someone removes them."},
+	{ContractDeleted, "monorepo", KindVerdict, "A contract present at the base is gone at the head (no contract declares its `id` any more). A warning, reported in the summary and the pull request: it does not change the exit code (deleting a contract is a legitimate change). `nova plan|run --changed` plans its destroy through the gate, from the trusted base's copy of the contract (docs/destroy.md); nothing else destroys anything."},
 	{ContractDiscoveryFailed, "monorepo", KindError, "The directory tree under the root could not be walked for contracts (a directory that cannot be read)."},
 	{ChangeRangeInvalid, "monorepo", KindError, "`--changed` could not diff base and head: no base given (`--base`, or a pull request event), a commit that is not in the repository (a shallow clone: fetch with depth 0), or a root outside a git repository."},
 
@@ -297,6 +302,7 @@ var reasonTable = []ReasonInfo{
 	{BackendConfigInvalid, "plan", KindError, "A backend config entry is not `key=value` or the backend type is not a name."},
 	{PlanBundleInvalid, "apply", KindError, "The plan bundle is missing or unreadable."},
 	{PlanBundleMismatch, "apply", KindVerdict, "The plan bundle was made for another contract, environment, contract content or commit, or does not carry the plan digest `--digest` expects."},
+	{DestroyIncomplete, "apply", KindError, "Terraform reported the destroy complete, but the state still holds resources; the state is kept and the environment still counts as running the contract. Inspect the state, then destroy again."},
 	{PlanDigestMismatch, "apply", KindVerdict, "The saved plan no longer hashes to the digest recorded when it was planned (tampering or corruption)."},
 	{PlanChangedSinceApproval, "apply", KindVerdict, "A re-plan differs from the plan that was approved."},
 	{StateLockFailed, "plan", KindError, "The run lock of this contract and environment could not be taken or checked: the lock file under --state-dir cannot be opened, or the pg backend's database cannot be reached for its advisory lock."},
@@ -344,6 +350,9 @@ var reasonTable = []ReasonInfo{
 	{StateHeldByPR, "gate", KindVerdict, "Another open pull request holds the environment (dev): its change was applied there first, and it holds it until the forge says it was merged or closed, or an operator runs `nova unlock`. This pull request's run is refused before it plans; the message names the holder and its change."},
 	{ApproverTeamUnreadable, "gate", KindError, "A team of the environment's approver group in `.nova/approvers.yml` cannot be read with Nova's forge token, so nobody can tell who is in it: Nova stops rather than ignore its members' approvals and rejections. GitHub shows organization teams only to a token that may read the organization's members (the workflow's `GITHUB_TOKEN` never can: use a GitHub App installation token with `members: read`, or a token with `read:org`); Gitea only to the team's members and the organization's owners, with a token of scope `read:organization`."},
 	{SeparationOfDutiesViolation, "gate", KindVerdict, "The prod or dr approver also approved this contract in qa; someone else from the approver group must approve."},
+	{DestroyOrderViolation, "gate", KindVerdict, "A destroy goes the promotion order backwards, dr → prod → qa → dev: an environment is destroyed only once every environment after it has been destroyed or never applied the contract (and none of them has an apply of unknown outcome)."},
+	{DestroyNeedsMoreApprovals, "gate", KindVerdict, "A destroy needs more distinct approvers than it has: by default one in qa and two in prod and dr (`destroyApprovals` in `.nova/approvers.yml`). The same approver approving twice counts once; an approver refused for separation of duties does not count."},
+	{DestroyNothingApplied, "gate", KindWarning, "A destroy was asked for in an environment where the evidence shows nothing of the contract running: it never applied there, or a destroy completed since. Nothing is planned; the run passes."},
 	{ApproversInvalid, "gate", KindError, "`.nova/approvers.yml` in the trusted base is missing, unreadable or invalid (an unknown field, an undefined group, a malformed name)."},
 	{ForgeAPIFailed, "gate", KindError, "The forge's API (GitHub, Gitea) could not be read or written after retries: unreachable, unauthorized, or rate-limited past the wait."},
 	{RunCancelled, "run", KindError, "The run was cancelled (signal or timeout) before it finished."},

@@ -120,6 +120,14 @@ type State struct {
 	Target          *TargetStack
 	// Change is the change the run deploys (IdentifyChange).
 	Change *ChangeRecord
+	// DeletedContract is the contract as the trusted base holds it, when
+	// the checkout no longer has it (a change that deleted it): the schema
+	// stage reads it instead, and only a destroy may run on it.
+	DeletedContract []byte
+	// Operation is what the run was asked to do: OperationDestroy plans
+	// and applies the contract's destroy (`--destroy`, or a bundle
+	// planned so); empty creates and updates.
+	Operation Operation
 	// Completed names the stages that have passed so far, in order; later
 	// stages use it to tell "evaluated, nothing found" from "never ran".
 	Completed []string
@@ -168,6 +176,9 @@ type Plan struct {
 	// Engine is the engine that planned, at its exact version ("opentofu
 	// 1.12.6"); the digest binds it.
 	Engine string `json:"engine"`
+	// Operation is OperationDestroy for a destroy plan; the digest binds
+	// it, so approving an update never authorises a destroy.
+	Operation Operation `json:"operation,omitempty"`
 }
 
 // ChangeSummary counts resource changes by action, as Terraform reports them.
@@ -195,6 +206,11 @@ type Authorization struct {
 	// BreakGlass is the nova.breakglass.granted event the plan was
 	// authorized under, when the grant stood in for approvals.
 	BreakGlass string `json:"breakGlass,omitempty"`
+	// Operation is OperationDestroy when the authorized plan destroys the
+	// contract's environment; Approvers then names every distinct
+	// approver the destroy counted (Approver is the first of them).
+	Operation Operation `json:"operation,omitempty"`
+	Approvers []string  `json:"approvers,omitempty"`
 }
 
 // CostEstimate is a monthly cost estimate of the planned change.

@@ -114,10 +114,13 @@ func Guarded(env string) bool { return env != "dev" }
 // through as text.
 var workflows = sync.OnceValue(func() *template.Template {
 	return mustParse("workflows", "[[", "]]", template.FuncMap{
-		"q":       quote,
-		"guarded": Guarded,
-		"uses":    func(w *Workflow, env string) string { return w.Action.Uses(env) },
-		"job":     newJob,
+		"q":          quote,
+		"guarded":    Guarded,
+		"uses":       func(w *Workflow, env string) string { return w.Action.Uses(env) },
+		"job":        newJob,
+		"destroyJob": newDestroyJob,
+		// Destroys go the promotion order backwards.
+		"reverse": func(envs []string) []string { r := slices.Clone(envs); slices.Reverse(r); return r },
 	}, "workflows/*.tmpl")
 })
 
@@ -143,6 +146,21 @@ func newJob(w *Workflow, i int) (job, error) {
 	if w.PromoteTo != "" {
 		reach, _ := json.Marshal(w.Environments[i:])
 		j.If = fmt.Sprintf("contains(fromJSON('%s'), %s) && ", reach, w.PromoteTo)
+	}
+	return j, nil
+}
+
+// newDestroyJob is the destroy job of w's i-th environment: it follows
+// the destroy of the environment after it (Prev), as destroys go the
+// promotion order backwards. A destroy takes what runs wherever it runs,
+// so promote-to (If) does not limit it.
+func newDestroyJob(w *Workflow, i int) (job, error) {
+	if i < 0 || i >= len(w.Environments) {
+		return job{}, fmt.Errorf("destroyJob: environment %d of %d", i, len(w.Environments))
+	}
+	j := job{W: w, Env: w.Environments[i], Guarded: Guarded(w.Environments[i])}
+	if i+1 < len(w.Environments) {
+		j.Prev = w.Environments[i+1]
 	}
 	return j, nil
 }

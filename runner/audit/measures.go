@@ -47,6 +47,8 @@ type Measures struct {
 	Calibration []Calibration
 	// BreakGlass are the break-glass requests, oldest first.
 	BreakGlass []BreakGlassRow
+	// Decommissions are the completed destroys, oldest first.
+	Decommissions []DecommissionRow
 	// Truncated names the series that kept only their latest MaxPoints.
 	Truncated map[string]int
 }
@@ -173,11 +175,20 @@ func Measure(t *Tables, contract string) *Measures {
 	}
 	slices.SortStableFunc(applies, func(a, b ApplyRow) int { return a.AuthorizedAt.Compare(b.AuthorizedAt) })
 	m.Attempts = m.latest("attempts", applies)
-	m.Promotions = promotions(m.Attempts)
+	// A destroy deploys nothing: it is shown in the timeline and counted
+	// among decommissions, never as a deployment, a promotion or a
+	// change that failed.
+	deploys := slices.DeleteFunc(slices.Clone(applies), func(a ApplyRow) bool { return a.Operation == OperationDestroy })
+	m.Promotions = promotions(slices.DeleteFunc(slices.Clone(m.Attempts), func(a ApplyRow) bool { return a.Operation == OperationDestroy }))
 	m.waits(t, in)
-	m.deployments(applies)
-	m.leadTimes(t, applies, in)
-	m.failures(applies)
+	m.deployments(deploys)
+	m.leadTimes(t, deploys, in)
+	m.failures(deploys)
+	for _, d := range t.Decommissions {
+		if in(d.ContractID) {
+			m.Decommissions = append(m.Decommissions, d)
+		}
+	}
 	m.confidence(t, in)
 	m.rules(t, in)
 	m.calibration(t, in)

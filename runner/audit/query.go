@@ -69,6 +69,10 @@ func Facets(e runner.Event) []string {
 		var a runner.Authorization
 		if runner.DecodeEventData(e, &a) == nil {
 			add(facetApprover, a.Approver)
+			// A destroy names every approver it counted.
+			for _, who := range a.Approvers {
+				add(facetApprover, who)
+			}
 		}
 	case runner.EventApplyResolved:
 		var r runner.Resolution

@@ -178,6 +178,28 @@ type ApplyRow struct {
 	ResolvedAt        *time.Time `json:"resolved_at" desc:"When it was resolved."`
 	ResolvedBy        string     `json:"resolved_by" desc:"Who resolved it."`
 	ResolutionEventID string     `json:"resolution_event_id" desc:"Id of the nova.apply.resolved event."`
+	Operation         string     `json:"operation" desc:"apply (create and update), or destroy: the plan destroyed the environment's deployment (see the decommissions table)."`
+}
+
+// Operations as the applies table names them.
+const (
+	OperationApply   = "apply"
+	OperationDestroy = "destroy"
+)
+
+// DecommissionRow is one completed destroy: the environment no longer
+// runs the contract.
+type DecommissionRow struct {
+	EventID        string    `json:"event_id" desc:"Id of the nova.destroy.completed event."`
+	EvidenceCommit string    `json:"evidence_commit" desc:"The evidence commit that added the event."`
+	RunID          string    `json:"run_id" desc:"The run that destroyed."`
+	ContractID     string    `json:"contract_id" desc:"The contract."`
+	Environment    string    `json:"environment" desc:"dev, qa, prod or dr."`
+	DestroyedAt    time.Time `json:"destroyed_at" desc:"When the destroy was recorded complete."`
+	PlanDigest     string    `json:"plan_digest" desc:"The destroy plan applied."`
+	Change         string    `json:"change" desc:"The change the destroy took away (the environment's last applied change), empty when unknown."`
+	Approvers      string    `json:"approvers" desc:"Who approved the destroy, comma-separated (autonomous in dev)."`
+	StateRemoved   bool      `json:"state_removed" desc:"Whether the state itself was removed (the local backend's file); otherwise the backend keeps it, empty of resources."`
 }
 
 // DriftRow is one drift check's finding.
@@ -205,6 +227,8 @@ type Tables struct {
 	Applies      []ApplyRow
 	Drift        []DriftRow
 	BreakGlass   []BreakGlassRow
+	// Decommissions are the completed destroys.
+	Decommissions []DecommissionRow
 }
 
 // Table is one fact table as export writes it.
@@ -226,6 +250,7 @@ func (t *Tables) List() []Table {
 		{"applies", "One row per authorized apply, with its outcome and resolution.", t.Applies},
 		{"drift", "One row per drift check finding.", t.Drift},
 		{"break_glass", "One row per break-glass request, from request to post-incident review.", t.BreakGlass},
+		{"decommissions", "One row per completed destroy of a contract's environment.", t.Decommissions},
 	}
 }
 
@@ -266,6 +291,9 @@ func (t *Tables) ByContract() map[string]*Tables {
 	}
 	for _, r := range t.Drift {
 		of(contractOrNone(r.ContractID)).Drift = append(of(contractOrNone(r.ContractID)).Drift, r)
+	}
+	for _, r := range t.Decommissions {
+		of(contractOrNone(r.ContractID)).Decommissions = append(of(contractOrNone(r.ContractID)).Decommissions, r)
 	}
 	return out
 }
@@ -414,10 +442,18 @@ func (t *Tables) addEvent(s *chainState, r Record) {
 		var a runner.Authorization
 		if runner.DecodeEventData(e, &a) == nil {
 			s.applies[e.RunID+" "+e.Environment] = len(t.Applies)
+			op := OperationApply
+			if a.Operation.IsDestroy() {
+				op = OperationDestroy
+			}
 			t.Applies = append(t.Applies, ApplyRow{
 				EventID: e.ID, EvidenceCommit: r.Commit, RunID: e.RunID, ContractID: e.ContractID, Environment: e.Environment,
 				PlanDigest: a.Digest, ContractDigest: t.Runs[s.runs[e.RunID]].ContractDigest, Commit: t.Runs[s.runs[e.RunID]].Commit, Approver: a.Approver, AuthorizedAt: e.Time,
+				Operation: op,
 			})
+			if len(a.Approvers) > 0 {
+				t.Applies[len(t.Applies)-1].Approver = strings.Join(a.Approvers, ", ")
+			}
 		}
 	case runner.EventApplyCompleted:
 		var c struct {
@@ -455,6 +491,16 @@ func (t *Tables) addEvent(s *chainState, r Record) {
 		}
 	case eventDriftDetected, eventDriftClear:
 		t.Drift = append(t.Drift, driftRow(r))
+	case runner.EventDestroyCompleted:
+		var d runner.DestroyedRecord
+		if runner.DecodeEventData(e, &d) == nil {
+			row := DecommissionRow{EventID: e.ID, EvidenceCommit: r.Commit, RunID: e.RunID, ContractID: e.ContractID, Environment: e.Environment,
+				DestroyedAt: e.Time, PlanDigest: d.Digest, Change: d.Change, StateRemoved: d.StateRemoved}
+			if i, ok := s.applies[e.RunID+" "+e.Environment]; ok {
+				row.Approvers = t.Applies[i].Approver
+			}
+			t.Decommissions = append(t.Decommissions, row)
+		}
 	}
 }
 

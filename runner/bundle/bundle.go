@@ -51,6 +51,10 @@ type Manifest struct {
 	HasChanges bool                 `json:"hasChanges"`
 	Changes    runner.ChangeSummary `json:"changes"`
 	CreatedAt  time.Time            `json:"createdAt"`
+	// Operation is OperationDestroy for a destroy plan: the apply job
+	// re-derives the digest with it, so a manifest that says otherwise
+	// is refused as a digest mismatch.
+	Operation runner.Operation `json:"operation,omitempty"`
 }
 
 // Dir is where a run keeps its bundle.

@@ -17,8 +17,9 @@ type Selection struct {
 	// Contracts are the contracts to run, ordered by path.
 	Contracts []Selected `json:"contracts"`
 	// Deleted are contracts of the base that no contract at the head
-	// continues (by id), as they were at the base. They are reported,
-	// never run: nothing is destroyed because a file went away.
+	// continues (by id), as they were at the base. Selecting runs nothing
+	// for them: only `nova plan|run --changed` turns them into destroys
+	// through the gate (action/destroy.go).
 	Deleted []Contract `json:"deleted,omitempty"`
 	// Base and Head are the commits diffed, when the selection came from
 	// a change: Base is the merge base of the given base and head, as a

@@ -46,12 +46,37 @@ type Workspace struct {
 	OutputsFunc func(ctx context.Context) (map[string]runner.OutputValue, error)
 	// RefreshFunc answers RefreshPlan.
 	RefreshFunc func(ctx context.Context, planFile string) (*runner.SavedPlan, error)
+	// PlanDestroyFunc and RemoveStateFunc answer a destroy's calls.
+	PlanDestroyFunc func(ctx context.Context, planFile string) (*runner.SavedPlan, error)
+	RemoveStateFunc func(ctx context.Context) (runner.StateRemoval, error)
 
 	Calls  []string
 	Closed bool
 }
 
-var _ runner.Workspace = (*Workspace)(nil)
+var (
+	_ runner.Workspace      = (*Workspace)(nil)
+	_ runner.DestroyPlanner = (*Workspace)(nil)
+	_ runner.StateRemover   = (*Workspace)(nil)
+)
+
+// PlanDestroy implements runner.DestroyPlanner.
+func (w *Workspace) PlanDestroy(ctx context.Context, planFile string) (*runner.SavedPlan, error) {
+	w.Calls = append(w.Calls, "plan-destroy")
+	if w.PlanDestroyFunc == nil {
+		return nil, errUnexpected
+	}
+	return w.PlanDestroyFunc(ctx, planFile)
+}
+
+// RemoveState implements runner.StateRemover.
+func (w *Workspace) RemoveState(ctx context.Context) (runner.StateRemoval, error) {
+	w.Calls = append(w.Calls, "remove-state")
+	if w.RemoveStateFunc == nil {
+		return runner.StateRemoval{}, errUnexpected
+	}
+	return w.RemoveStateFunc(ctx)
+}
 
 // Plan implements runner.Workspace.
 func (w *Workspace) Plan(ctx context.Context, planFile string) (*runner.SavedPlan, error) {

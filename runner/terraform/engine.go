@@ -129,7 +129,14 @@ func (e *Engine) Open(ctx context.Context, dir, runDir string, c *runner.Contrac
 	if err := os.MkdirAll(runDir, 0o755); err != nil {
 		return nil, runner.Errorf(runner.ConfigInvalid, "creating run directory: %w", err)
 	}
-	ws := &workspace{}
+	ws := &workspace{backend: backendType}
+	if backendType == "local" {
+		for _, entry := range backendConfig {
+			if k, v, _ := strings.Cut(entry, "="); k == "path" {
+				ws.statePath = v
+			}
+		}
+	}
 	ok := false
 	defer func() {
 		if !ok {
@@ -299,6 +306,9 @@ type workspace struct {
 	log *os.File
 	// releases give back the run locks, in the order they were taken.
 	releases []func() error
+	// backend is the backend's type; statePath the local backend's state
+	// file, which a completed destroy removes.
+	backend, statePath string
 }
 
 func (w *workspace) Plan(ctx context.Context, planFile string) (*runner.SavedPlan, error) {

@@ -198,6 +198,22 @@ func (w *Workspace) Plan(ctx context.Context, planFile string) (bool, error) {
 	return w.plan(ctx, w.named("plan"), tfexec.Out(planFile))
 }
 
+// PlanDestroy writes a plan that destroys everything in the state to
+// planFile and reports whether it changes anything.
+func (w *Workspace) PlanDestroy(ctx context.Context, planFile string) (bool, error) {
+	return w.plan(ctx, w.named("plan -destroy"), tfexec.Out(planFile), tfexec.Destroy(true))
+}
+
+// CurrentState reads the backend's current state as JSON.
+func (w *Workspace) CurrentState(ctx context.Context) (*tfjson.State, error) {
+	var st *tfjson.State
+	err := w.command(ctx, runner.TerraformShowFailed, w.named("show -json"), nil, func(ctx context.Context) (err error) {
+		st, err = w.tf.Show(ctx, tfexec.JSONNumber(true))
+		return err
+	})
+	return st, err
+}
+
 // RefreshPlan writes a refresh-only plan to planFile: what terraform finds
 // changed outside it, proposing nothing. It reports whether the refresh
 // changed anything (terraform's -detailed-exitcode).

@@ -96,8 +96,9 @@ func (b *Bundle) Run(ctx context.Context, st *runner.State) (runner.Result, erro
 	st.Plan = &runner.Plan{
 		Digest: m.PlanDigest, ContractDigest: m.ContractDigest, Commit: m.Commit,
 		HasChanges: m.HasChanges, Changes: m.Changes, BundleDir: dir,
-		PlanFile: planFile, ForgeRun: m.ForgeRun, Engine: m.Engine,
+		PlanFile: planFile, ForgeRun: m.ForgeRun, Engine: m.Engine, Operation: m.Operation,
 	}
+	st.Operation = m.Operation
 	if receipt := runner.AppliedReceipt(events, st.Contract.Environment, m.PlanDigest); receipt != nil {
 		// Applying a plan twice is never right, and terraform would only
 		// refuse a stale plan: the replay answers with the first receipt.
@@ -149,6 +150,10 @@ func (b *Bundle) verify(ctx context.Context, st *runner.State, planFile string) 
 	if res, changed := engineChanged(st.Plan.Engine, sp.Engine, st.Plan.BundleDir); changed {
 		return res, nil
 	}
+	// The manifest's operation is taken at its word here and bound by the
+	// digest: a destroy plan whose manifest says otherwise, or the
+	// reverse, hashes to a digest nobody planned.
+	sp.Content.Operation = st.Plan.Operation
 	digest, err := sp.Digest(st.ContractDigest, st.Commit)
 	if err != nil {
 		return runner.Result{}, err

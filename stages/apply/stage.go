@@ -38,6 +38,9 @@ type Data struct {
 	// digest lets anyone holding the value check it, and tells nobody else
 	// what it is.
 	Outputs map[string]string `json:"outputs,omitempty"`
+	// Operation is runner.OperationDestroy when the plan applied was a
+	// destroy.
+	Operation runner.Operation `json:"operation,omitempty"`
 }
 
 // Run implements runner.Stage.
@@ -59,6 +62,9 @@ func (s *Stage) Run(ctx context.Context, st *runner.State) (runner.Result, error
 		return res, err
 	}
 	digest := auth.Digest
+	if st.Plan.Operation.IsDestroy() {
+		return s.destroy(ctx, st, ws, planFile, changes, hasChanges)
+	}
 	if !hasChanges {
 		return runner.Result{
 			Verdict: runner.Pass,
@@ -128,6 +134,7 @@ func (s *Stage) verified(ctx context.Context, st *runner.State, planFile, author
 	if res, changed := engineChanged(st.Plan.Engine, sp.Engine, st.Plan.BundleDir); changed {
 		return nil, runner.ChangeSummary{}, false, res, nil
 	}
+	sp.Content.Operation = st.Plan.Operation
 	digest, err := sp.Digest(st.ContractDigest, st.Commit)
 	if err != nil {
 		return nil, runner.ChangeSummary{}, false, runner.Result{}, err

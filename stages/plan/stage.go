@@ -68,7 +68,7 @@ func (s *Stage) Run(ctx context.Context, st *runner.State) (runner.Result, error
 	// one read of the plan. The pipeline closes it.
 	st.Workspace = ws
 	planFile := filepath.Join(dir, bundle.PlanFile)
-	sp, err := ws.Plan(ctx, planFile)
+	sp, err := plan(ctx, ws, planFile, st.Operation)
 	if err != nil {
 		return runner.Result{}, err
 	}
@@ -83,7 +83,7 @@ func (s *Stage) Run(ctx context.Context, st *runner.State) (runner.Result, error
 	m := bundle.Manifest{
 		RunID: st.RunID, ContractID: st.Contract.ID, Environment: st.Contract.Environment, Stack: st.Target.Stack,
 		ContractDigest: st.ContractDigest, Commit: st.Commit, PlanDigest: digest, Engine: sp.Engine, ForgeRun: st.ForgeRun,
-		HasChanges: sp.HasChanges, Changes: sp.Changes, CreatedAt: s.now().UTC(),
+		HasChanges: sp.HasChanges, Changes: sp.Changes, CreatedAt: s.now().UTC(), Operation: st.Operation,
 	}
 	if err := bundle.WriteManifest(dir, m); err != nil {
 		return runner.Result{}, runner.Errorf(runner.InternalError, "writing plan bundle manifest: %w", err)
@@ -93,17 +93,20 @@ func (s *Stage) Run(ctx context.Context, st *runner.State) (runner.Result, error
 		HasChanges: sp.HasChanges, Changes: sp.Changes, Resources: sp.Resources, BundleDir: dir,
 		// The engine's hash of the file its digest was derived from lets
 		// this run's apply trust the file without reading it again.
-		PlanFile: planFile, ForgeRun: st.ForgeRun, FileSHA256: sp.FileSHA256, Engine: sp.Engine,
+		PlanFile: planFile, ForgeRun: st.ForgeRun, FileSHA256: sp.FileSHA256, Engine: sp.Engine, Operation: st.Operation,
 	}
 	summary := fmt.Sprintf("plan %s: %s", runner.ShortDigest(digest), Describe(sp.Changes))
 	if !sp.HasChanges {
 		summary = fmt.Sprintf("plan %s: no changes", runner.ShortDigest(digest))
 	}
+	if st.Operation.IsDestroy() {
+		summary = "destroy " + summary
+	}
 	return runner.Result{
 		Verdict: runner.Pass,
 		Summary: summary,
 		Event:   runner.EventPlanCreated,
-		Data:    runner.PlanRecord{Digest: digest, HasChanges: sp.HasChanges, Changes: sp.Changes, Resources: sp.Resources, BundleDir: dir, Commit: st.Commit, Change: changeID(st), PullRequest: st.PullRequest, Engine: sp.Engine},
+		Data:    runner.PlanRecord{Digest: digest, HasChanges: sp.HasChanges, Changes: sp.Changes, Resources: sp.Resources, BundleDir: dir, Commit: st.Commit, Change: changeID(st), PullRequest: st.PullRequest, Engine: sp.Engine, Operation: st.Operation},
 	}, nil
 }
 
@@ -181,6 +184,31 @@ func (s *Stage) open(ctx context.Context, c *runner.Contract, target *runner.Tar
 		return nil, err
 	}
 	return s.engine.Open(ctx, root, runDir, c)
+}
+
+// plan saves the run's plan to planFile: a destroy plan when the run
+// destroys. The operation goes into the plan's digested content, so the
+// digest of a destroy is never that of an update.
+func plan(ctx context.Context, ws runner.Workspace, planFile string, op runner.Operation) (*runner.SavedPlan, error) {
+	if !op.IsDestroy() {
+		return ws.Plan(ctx, planFile)
+	}
+	dp, ok := ws.(runner.DestroyPlanner)
+	if !ok {
+		return nil, runner.Errorf(runner.InternalError, "the engine cannot plan a destroy")
+	}
+	sp, err := dp.PlanDestroy(ctx, planFile)
+	if err != nil {
+		return nil, err
+	}
+	// Policy and confidence do not judge a destroy: what it may do is
+	// checked here instead. A plan -destroy only ever deletes; one that
+	// would create or change anything is not the plan that was asked for.
+	if sp.Changes.Add > 0 || sp.Changes.Change > 0 {
+		return nil, runner.Errorf(runner.TerraformPlanFailed, "the destroy plan would also create %d and change %d resource(s); nothing was planned for approval", sp.Changes.Add, sp.Changes.Change)
+	}
+	sp.Content.Operation = op
+	return sp, nil
 }
 
 // Describe renders a change summary the way Terraform does.

@@ -52,6 +52,9 @@ func (s *Stage) Run(_ context.Context, st *runner.State) (runner.Result, error) 
 		rel = DefaultContractPath
 	}
 	data, err := readContract(st.Dir, rel)
+	if runner.ReasonOf(err) == runner.ContractNotFound && st.DeletedContract != nil {
+		data, err = st.DeletedContract, nil
+	}
 	if err != nil {
 		var le *loadError
 		if errors.As(err, &le) {

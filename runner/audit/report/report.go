@@ -107,7 +107,8 @@ func newSection(m *audit.Measures, id, title string) section {
 	s.Tiles = tiles(m)
 	s.Figures = []figure{
 		timeline(m, id), waits(m, id), deployments(m, id), leadTimes(m, id),
-		failureRates(m, id), restores(m, id), confidence(m, id), rules(m, id), breakGlass(m, id),
+		failureRates(m, id), restores(m, id), confidence(m, id), rules(m, id), decommissions(m, id),
+		breakGlass(m, id),
 	}
 	s.Calibration = calibration(m)
 	return s
@@ -202,10 +203,14 @@ func applyClass(a audit.ApplyRow) string {
 }
 
 func applyOutcome(a audit.ApplyRow) string {
-	if a.Resolution != "" {
-		return a.Outcome + ", resolved " + a.Resolution
+	out := a.Outcome
+	if a.Operation == audit.OperationDestroy {
+		out = "destroy " + out
 	}
-	return a.Outcome
+	if a.Resolution != "" {
+		return out + ", resolved " + a.Resolution
+	}
+	return out
 }
 
 func applyAt(a audit.ApplyRow) time.Time {
@@ -535,6 +540,26 @@ func calibration(m *audit.Measures) []table {
 		}
 	}
 	return out
+}
+
+// decommissions lists the completed destroys: when each environment
+// stopped running the contract, what it ran, and who approved.
+func decommissions(m *audit.Measures, id string) figure {
+	f := figure{ID: id + "-decommissions", Title: "Decommissions",
+		Lead: "Every destroy that completed, in the order dr → prod → qa → dev the gate holds it to; the environment runs nothing of the contract since."}
+	if len(m.Decommissions) == 0 {
+		f.Empty = "Nothing was destroyed."
+		return f
+	}
+	f.Table = table{Caption: "Completed destroys", Head: []string{"Contract", "Environment", "Destroyed (UTC)", "Change", "Approvers", "Plan", "State"}}
+	for _, d := range m.Decommissions {
+		state := "kept by the backend, empty"
+		if d.StateRemoved {
+			state = "removed"
+		}
+		f.Table.Rows = append(f.Table.Rows, []string{d.ContractID, d.Environment, fmtTime(d.DestroyedAt), orDash(short(d.Change)), orDash(d.Approvers), short(d.PlanDigest), state})
+	}
+	return f
 }
 
 func orDash(s string) string {
