@@ -38,6 +38,7 @@ const (
 	EventChangeReceipt      = "nova.change.receipt"
 	EventLockChecked        = "nova.lock.checked"
 	EventLockReleased       = "nova.lock.released"
+	EventRollbackRequested  = "nova.rollback.requested"
 )
 
 // Event is a CloudEvents 1.0 envelope in its JSON format.

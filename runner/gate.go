@@ -57,7 +57,7 @@ func (g Gate) Run(ctx context.Context, st *State) (Result, error) {
 		change = st.Change.ID
 	}
 	if env.Autonomous() {
-		st.Authorization = &Authorization{Digest: st.Plan.Digest, Environment: env, Approver: "autonomous", Change: change, PullRequest: st.PullRequest}
+		st.Authorization = &Authorization{Digest: st.Plan.Digest, Environment: env, Approver: "autonomous", Change: change, PullRequest: st.PullRequest, Rollback: st.Rollback.Ref()}
 		return g.authorized(ctx, st, fmt.Sprintf("%s is autonomous: plan %s authorized", env, ShortDigest(st.Plan.Digest)))
 	}
 	if g.Evidence == nil {
@@ -87,7 +87,7 @@ func (g Gate) Run(ctx context.Context, st *State) (Result, error) {
 	}
 	switch d.Verdict {
 	case Pass:
-		st.Authorization = &Authorization{Digest: st.Plan.Digest, Environment: env, Approver: d.Approval.Approver, Approvals: []string{d.Approval.EventID}, Change: change, PullRequest: st.PullRequest}
+		st.Authorization = &Authorization{Digest: st.Plan.Digest, Environment: env, Approver: d.Approval.Approver, Approvals: []string{d.Approval.EventID}, Change: change, PullRequest: st.PullRequest, Rollback: st.Rollback.Ref()}
 		return g.authorized(ctx, st, fmt.Sprintf("plan %s approved for %s by %s (%s)", ShortDigest(st.Plan.Digest), env, d.Approval.Approver, d.Approval.Source))
 	case AwaitingApproval:
 		return Result{

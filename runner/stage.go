@@ -120,6 +120,10 @@ type State struct {
 	Target          *TargetStack
 	// Change is the change the run deploys (IdentifyChange).
 	Change *ChangeRecord
+	// Rollback is set when the run rolls its environment back to an
+	// earlier change (`nova rollback`): what it returns to and what it
+	// supersedes. The authorization carries it.
+	Rollback *RollbackRecord
 	// Completed names the stages that have passed so far, in order; later
 	// stages use it to tell "evaluated, nothing found" from "never ran".
 	Completed []string
@@ -192,6 +196,9 @@ type Authorization struct {
 	// PullRequest is the pull request whose run was authorized (0: none);
 	// once the apply completes, it holds a locked environment.
 	PullRequest int64 `json:"pullRequest,omitempty"`
+	// Rollback is set when the plan rolls the environment back to an
+	// earlier change (nova.rollback.requested has the rest).
+	Rollback *RollbackRef `json:"rollback,omitempty"`
 }
 
 // CostEstimate is a monthly cost estimate of the planned change.

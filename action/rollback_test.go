@@ -1,0 +1,241 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ProtonMail/go-crypto/openpgp"
+	"github.com/ProtonMail/go-crypto/openpgp/armor"
+	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	tfjson "github.com/hashicorp/terraform-json"
+
+	"github.com/nova-platform/nova/runner"
+	"github.com/nova-platform/nova/runner/terraform"
+	"github.com/nova-platform/nova/runner/terraform/terraformtest"
+)
+
+// signedRepo is a consumer checkout whose commits are signed with one
+// trusted key, so that every commit's provenance verifies.
+type signedRepo struct {
+	t    *testing.T
+	repo *git.Repository
+	key  *openpgp.Entity
+	// Keys is the file of the trusted key, for --trusted-keys.
+	Keys string
+}
+
+func newSignedRepo(t *testing.T, dir string) *signedRepo {
+	t.Helper()
+	repo, err := git.PlainInit(dir, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := openpgp.NewEntity("consumer", "", "consumer@example.com", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	w, err := armor.Encode(&buf, openpgp.PublicKeyType, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := key.Serialize(w); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	r := &signedRepo{t: t, repo: repo, key: key, Keys: filepath.Join(t.TempDir(), "trusted.asc")}
+	writeFile(t, r.Keys, buf.String())
+	return r
+}
+
+// commit commits the paths given (the runs' directory never) and returns
+// the commit's id.
+func (r *signedRepo) commit(msg string, paths ...string) string {
+	r.t.Helper()
+	wt, err := r.repo.Worktree()
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	for _, p := range paths {
+		if _, err := wt.Add(p); err != nil {
+			r.t.Fatal(err)
+		}
+	}
+	h, err := wt.Commit(msg, &git.CommitOptions{
+		Author:  &object.Signature{Name: "consumer", Email: "consumer@example.com", When: time.Now()},
+		SignKey: r.key,
+	})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return h.String()
+}
+
+// changeOf is the change a run identified, from its events.
+func changeOf(t *testing.T, v runView) string {
+	t.Helper()
+	for _, e := range readEvents(t, v.EventsFile) {
+		if e.Type == runner.EventChangeIdentified {
+			var c runner.ChangeRecord
+			if err := runner.DecodeEventData(e, &c); err != nil {
+				t.Fatal(err)
+			}
+			return c.ID
+		}
+	}
+	t.Fatalf("run %s identified no change", v.RunID)
+	return ""
+}
+
+// TestRollbackProdToAnEarlierChange promotes examples/hello's change A
+// from dev to prod, then change B; rolls prod back to A, which waits for
+// an approval of the rollback's own plan: its requester may not give it,
+// nor qa's approver (separation of duties), another member of sre does.
+// It then applies, prod's state is A's again, its events name A as the
+// target and B as superseded, and the evidence verifies. A change prod
+// never applied, and one nobody knows, are refused with their codes.
+func TestRollbackProdToAnEarlierChange(t *testing.T) {
+	ctx := t.Context()
+	terraformtest.Binary(t, runner.EngineTerraform)
+	c := &consumer{t: t, dir: t.TempDir(), stateDir: t.TempDir(), env: map[string]string{"HOME": t.TempDir(), "USER": "dev-author"}}
+	if err := os.CopyFS(c.dir, os.DirFS(filepath.Join("..", "examples", "hello"))); err != nil {
+		t.Fatal(err)
+	}
+	// A third member of sre, who approved nothing in qa.
+	approvers := filepath.Join(c.dir, runner.ApproversFile)
+	data, err := os.ReadFile(approvers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, approvers, strings.Replace(string(data), "members: [sre-oncall, qa-lead]", "members: [sre-oncall, qa-lead, sre-backup]", 1))
+	repo := newSignedRepo(t, c.dir)
+	repo.commit("hello", ".")
+	c.extra = []string{"--trusted-keys", repo.Keys}
+
+	step := func(wantCode int, args ...string) runView {
+		t.Helper()
+		code, v, stderr := c.nova(ctx, args...)
+		if code != wantCode {
+			t.Fatalf("nova %s: exit %d (reason %s), want %d\n%+v\n%s", strings.Join(args, " "), code, v.Reason, wantCode, v.Stages, stderr)
+		}
+		return v
+	}
+	decide := func(wantCode int, args ...string) string {
+		t.Helper()
+		if args[0] != "evidence" {
+			args = append(args, "--dir", c.dir)
+		}
+		var stdout, stderr bytes.Buffer
+		code := exitCode(run(ctx, Env{Args: args, Getenv: func(k string) string { return c.env[k] }, Stdout: &stdout, Stderr: &stderr}))
+		if code != wantCode {
+			t.Fatalf("nova %s: exit %d, want %d\n%s%s", strings.Join(args, " "), code, wantCode, stdout.String(), stderr.String())
+		}
+		return stdout.String() + stderr.String()
+	}
+	promote := func() string {
+		t.Helper()
+		change := changeOf(t, step(ExitPass, "run"))
+		step(ExitAwaitingApproval, "run", "--env", "qa")
+		decide(ExitPass, "approve", "--env", "qa", "--as", "qa-lead")
+		step(ExitPass, "apply", "--env", "qa")
+		step(ExitAwaitingApproval, "run", "--env", "prod")
+		decide(ExitPass, "approve", "--env", "prod", "--as", "sre-oncall")
+		step(ExitPass, "apply", "--env", "prod")
+		return change
+	}
+
+	changeA := promote()
+	greetingA := outputValue(t, c.prodState(), "message__text")
+
+	contract := filepath.Join(c.dir, ".nova", "contract.yml")
+	data, err = os.ReadFile(contract)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, contract, strings.Replace(string(data), "audience: Nova", "audience: Rollback", 1))
+	repo.commit("a new audience", ".nova/contract.yml")
+	changeB := promote()
+	if changeB == changeA {
+		t.Fatal("the new audience is the same change")
+	}
+	if got := outputValue(t, c.prodState(), "message__text"); got == greetingA {
+		t.Fatalf("prod's greeting after B is still A's: %q", got)
+	}
+
+	t.Run("refusals", func(t *testing.T) {
+		if v := step(ExitFail, "rollback", "--env", "dr", "--to", changeA[:12]); v.Reason != string(runner.RollbackTargetNotApplied) {
+			t.Errorf("dr never applied A: reason %s", v.Reason)
+		}
+		if v := step(ExitError, "rollback", "--env", "prod", "--to", "0123456789ab"); v.Reason != string(runner.RollbackTargetUnknown) {
+			t.Errorf("unknown change: reason %s", v.Reason)
+		}
+	})
+
+	// The requester stands where an author does.
+	c.env["USER"] = "sre-oncall"
+	wait := step(ExitAwaitingApproval, "rollback", "--env", "prod", "--to", changeA[:12])
+	if wait.Reason != string(runner.ApprovalRequired) || stage(wait, "rollback").Verdict != runner.Pass {
+		t.Fatalf("rollback: %s %+v", wait.Reason, wait.Stages)
+	}
+	decide(ExitFail, "approve", "--env", "prod", "--as", "sre-oncall")
+	decide(ExitPass, "approve", "--env", "prod", "--as", "qa-lead")
+	if v := step(ExitAwaitingApproval, "rollback", "--env", "prod", "--to", changeA[:12]); v.Reason != string(runner.SeparationOfDutiesViolation) {
+		t.Fatalf("rollback approved by qa's approver: %s", v.Reason)
+	}
+	decide(ExitPass, "approve", "--env", "prod", "--as", "sre-backup")
+	done := step(ExitPass, "rollback", "--env", "prod", "--to", changeA[:12])
+	if done.PlanDigest != wait.PlanDigest {
+		t.Errorf("the applied plan %s is not the one approved, %s", done.PlanDigest, wait.PlanDigest)
+	}
+	if got := outputValue(t, c.prodState(), "message__text"); got != greetingA {
+		t.Errorf("prod's greeting after the rollback is %q, want A's %q", got, greetingA)
+	}
+
+	var requested runner.RollbackRecord
+	var auth runner.Authorization
+	for _, e := range readEvents(t, done.EventsFile) {
+		switch e.Type {
+		case runner.EventRollbackRequested:
+			if err := runner.DecodeEventData(e, &requested); err != nil {
+				t.Fatal(err)
+			}
+		case runner.EventApplyAuthorized:
+			if err := runner.DecodeEventData(e, &auth); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if requested.Target != changeA || requested.Supersedes != changeB || requested.RequestedBy != "sre-oncall" || requested.Environment != runner.Prod {
+		t.Errorf("nova.rollback.requested %+v, want target %s superseding %s", requested, changeA, changeB)
+	}
+	if auth.Rollback == nil || auth.Rollback.Target != changeA || auth.Rollback.Supersedes != changeB || auth.Change != changeA || auth.Approver != "sre-backup" {
+		t.Errorf("authorization %+v rollback %+v", auth, auth.Rollback)
+	}
+	// prod runs A again: asked once more, it has nothing to do.
+	if v := step(ExitPass, "rollback", "--env", "prod", "--to", changeA[:12]); v.Receipt == "" {
+		t.Errorf("a second rollback to A planned again: %+v", v.Stages)
+	}
+	if out := decide(ExitPass, "evidence", "verify"); !strings.Contains(out, "result           OK") {
+		t.Errorf("evidence verify:\n%s", out)
+	}
+}
+
+// prodState is prod's Terraform state of examples/hello's contract.
+func (c *consumer) prodState() *tfjson.State {
+	c.t.Helper()
+	path := filepath.Join(c.stateDir, "3b0c6f5e-8a41-4e8f-9d2a-6c1b7e4f2a90", "prod", "terraform.tfstate")
+	tf, err := terraform.New(c.t.TempDir(), terraform.Options{ExecPath: c.binary(), Engine: c.engine})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	st, err := tf.ShowState(c.t.Context(), path)
+	if err != nil {
+		c.t.Fatalf("reading state %s: %v", path, err)
+	}
+	return st
+}
