@@ -32,11 +32,11 @@ func approveCommand(ctx context.Context, cfg Config, env Env) error {
 	if err := guardEvidence(ctx, cfg, env.Stderr); err != nil {
 		return failed(env, cfg, err)
 	}
-	store, err := openEvidenceToDecide(ctx, cfg, env)
+	store, done, err := openEvidenceToDecide(ctx, cfg, env)
 	if err != nil {
 		return failed(env, cfg, err)
 	}
-	defer store.Close()
+	defer done()
 	events, err := store.Chain(ctx, contract.ID)
 	if err != nil {
 		return failed(env, cfg, err)

@@ -41,24 +41,60 @@ func recordInto(cfg Config, store *evidence.Store) evidenceStore {
 	return store
 }
 
+// checkedEvidence is the evidence configuration a command opens. Local
+// mode creates its repo and keys on first use; a check before that first
+// use works on an empty repo and keys of its own instead, in a temporary
+// directory that the returned function removes, so it leaves no repo
+// behind and decides as the real command would on no evidence.
+func checkedEvidence(cfg Config) (EvidenceConfig, func(), error) {
+	s := cfg.Evidence
+	if !cfg.Check || !s.Local {
+		return s, func() {}, nil
+	}
+	if _, err := os.Stat(s.Repo); err == nil {
+		return s, func() {}, nil
+	}
+	tmp, err := os.MkdirTemp("", "nova-check-evidence-")
+	if err != nil {
+		return s, func() {}, runner.Errorf(runner.EvidenceRepoUnavailable, "making a stand-in for the evidence repo %s, which does not exist yet: %w", s.Repo, err)
+	}
+	s.Repo = filepath.Join(tmp, "evidence.git")
+	s.Paths = evidence.LocalPaths{ConfigDir: filepath.Join(tmp, "config"), Repo: s.Repo, StateBase: filepath.Join(tmp, "state")}
+	s.Keys.LocalDir = s.Paths.ConfigDir
+	return s, func() { _ = os.RemoveAll(tmp) }, nil
+}
+
 // openEvidenceToDecide opens the evidence a command that decides on it
 // (approve, reject, resolve, unlock) reads: as it is after delivering the
 // outbox, so the decision is about what everyone will see. In check mode
 // the outbox is read, not delivered: its events are part of the chain the
 // store answers with, and delivering them would change the repo.
-func openEvidenceToDecide(ctx context.Context, cfg Config, env Env) (*evidence.Store, error) {
+func openEvidenceToDecide(ctx context.Context, cfg Config, env Env) (*evidence.Store, func(), error) {
 	if !cfg.Check {
-		return openCurrentEvidence(ctx, cfg, env)
+		store, err := openCurrentEvidence(ctx, cfg, env)
+		if err != nil {
+			return nil, nil, err
+		}
+		return store, func() { _ = store.Close() }, nil
 	}
-	store, _, err := openEvidenceStore(ctx, cfg.Evidence, env)
+	s, cleanup, err := checkedEvidence(cfg)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
+	}
+	store, _, err := openEvidenceStore(ctx, s, env)
+	if err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	done := func() {
+		_ = store.Close()
+		cleanup()
 	}
 	if err := store.Sync(ctx); err != nil {
-		_ = store.Close()
-		return nil, err
+		done()
+		return nil, nil, err
 	}
-	return store, nil
+	return store, done, nil
 }
 
 // runDir is where a run keeps its bundle, logs and local event log: under

@@ -296,11 +296,11 @@ func evidenceResolve(ctx context.Context, cfg Config, env Env) error {
 		return failed(env, cfg, err)
 	}
 	// The indeterminate event itself may still be in the outbox.
-	store, err := openEvidenceToDecide(ctx, cfg, env)
+	store, done, err := openEvidenceToDecide(ctx, cfg, env)
 	if err != nil {
 		return failed(env, cfg, err)
 	}
-	defer store.Close()
+	defer done()
 	events, err := store.Chain(ctx, r.Contract)
 	if err != nil {
 		return failed(env, cfg, err)

@@ -100,7 +100,12 @@ func executeMany(ctx context.Context, cfg Config, env Env) error {
 		return manyAbort(cfg, env, err)
 	}
 	warnLocalEvidence(cfg, env)
-	store, keys, err := openEvidenceStore(ctx, cfg.Evidence, env)
+	evidenceCfg, cleanup, err := checkedEvidence(cfg)
+	if err != nil {
+		return manyAbort(cfg, env, err)
+	}
+	defer cleanup()
+	store, keys, err := openEvidenceStore(ctx, evidenceCfg, env)
 	if err != nil {
 		return manyAbort(cfg, env, err)
 	}

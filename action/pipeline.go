@@ -35,7 +35,12 @@ func execute(ctx context.Context, cfg Config, env Env) error {
 	}
 	rep := newReporter(cfg, env)
 	warnLocalEvidence(cfg, env)
-	store, keys, err := openEvidenceStore(ctx, cfg.Evidence, env)
+	evidenceCfg, cleanup, err := checkedEvidence(cfg)
+	if err != nil {
+		return rep.abort(err)
+	}
+	defer cleanup()
+	store, keys, err := openEvidenceStore(ctx, evidenceCfg, env)
 	if err != nil {
 		return rep.abort(err)
 	}

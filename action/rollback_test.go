@@ -176,8 +176,21 @@ func TestRollbackProdToAnEarlierChange(t *testing.T) {
 		}
 	})
 
+	// A check of the rollback changes nothing and says what the
+	// rollback then does.
+	check := func(want int) runView {
+		t.Helper()
+		before := c.world()
+		v := step(want, "rollback", "--env", "prod", "--to", changeA[:12], "--check")
+		if after := c.world(); after != before || !v.Check {
+			t.Fatalf("rollback --check changed the world:\nbefore:\n%s\nafter:\n%s", before, after)
+		}
+		return v
+	}
+
 	// The requester stands where an author does.
 	c.env["USER"] = "sre-oncall"
+	checkedWait := check(ExitAwaitingApproval)
 	wait := step(ExitAwaitingApproval, "rollback", "--env", "prod", "--to", changeA[:12])
 	if wait.Reason != string(runner.ApprovalRequired) || stage(wait, "rollback").Verdict != runner.Pass {
 		t.Fatalf("rollback: %s %+v", wait.Reason, wait.Stages)
@@ -188,7 +201,11 @@ func TestRollbackProdToAnEarlierChange(t *testing.T) {
 		t.Fatalf("rollback approved by qa's approver: %s", v.Reason)
 	}
 	decide(ExitPass, "approve", "--env", "prod", "--as", "sre-backup")
+	checked := check(ExitPass)
 	done := step(ExitPass, "rollback", "--env", "prod", "--to", changeA[:12])
+	if checkedWait.Reason != wait.Reason || checked.PlanDigest != done.PlanDigest || !strings.Contains(stage(checked, "check").Summary, "would apply plan "+runner.ShortDigest(done.PlanDigest)) {
+		t.Errorf("the checks said %s and %q, the rollback %s and applied %s", checkedWait.Reason, stage(checked, "check").Summary, wait.Reason, done.PlanDigest)
+	}
 	if done.PlanDigest != wait.PlanDigest {
 		t.Errorf("the applied plan %s is not the one approved, %s", done.PlanDigest, wait.PlanDigest)
 	}

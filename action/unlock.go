@@ -67,11 +67,11 @@ func unlockCommand(ctx context.Context, cfg Config, env Env) error {
 	if err != nil {
 		return failed(env, cfg, err)
 	}
-	store, err := openEvidenceToDecide(ctx, cfg, env)
+	store, done, err := openEvidenceToDecide(ctx, cfg, env)
 	if err != nil {
 		return failed(env, cfg, err)
 	}
-	defer store.Close()
+	defer done()
 	sum, err := runner.ReadGateSummary(ctx, store, id)
 	if err != nil {
 		return failed(env, cfg, err)
