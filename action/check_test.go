@@ -208,3 +208,32 @@ func holdDev(t *testing.T, c *consumer, pr int64) {
 		t.Fatal(err)
 	}
 }
+
+// TestCheckInput is --check as the action's input: true or false, for the
+// commands that have it, and an error anywhere else, as an input a
+// command ignores would run something else than the workflow says.
+func TestCheckInput(t *testing.T) {
+	for _, cmd := range []string{"apply", "run", "approve", "reject"} {
+		inputs := map[string]string{"command": cmd, "dir": t.TempDir(), "environment": "qa", "check": "true"}
+		if cmd == "reject" {
+			inputs["reason"] = "not this one"
+		}
+		cfg, err := readActionConfig(t, actionEnv(t, inputs))
+		if err != nil || !cfg.Check {
+			t.Errorf("command %s with check true: check %v, %v", cmd, cfg.Check, err)
+		}
+	}
+	cfg, err := readActionConfig(t, actionEnv(t, map[string]string{"command": "rollback", "dir": t.TempDir(), "environment": "prod", "to": "abcdef012345", "check": "true"}))
+	if err != nil || !cfg.Check || cfg.Rollback.To != "abcdef012345" || cfg.EnvOverride != runner.Prod {
+		t.Errorf("rollback: check %v to %q env %q, %v", cfg.Check, cfg.Rollback.To, cfg.EnvOverride, err)
+	}
+	if cfg, err := readActionConfig(t, actionEnv(t, map[string]string{"command": "run", "dir": t.TempDir()})); err != nil || cfg.Check {
+		t.Errorf("check at its default: check %v, %v", cfg.Check, err)
+	}
+	for _, tc := range []struct{ command, value string }{{"run", "yes"}, {"plan", "true"}, {"validate", "true"}} {
+		_, err := readActionConfig(t, actionEnv(t, map[string]string{"command": tc.command, "dir": t.TempDir(), "check": tc.value}))
+		if runner.ReasonOf(err) != runner.ConfigInvalid || !strings.Contains(err.Error(), "check") {
+			t.Errorf("command %s with check %q: err = %v, want CONFIG_INVALID naming the input", tc.command, tc.value, err)
+		}
+	}
+}
