@@ -56,8 +56,12 @@ func (c *consumer) world() string {
 			return nil
 		})
 	}
-	hashFiles(paths.StateBase, "outbox", func(p string) bool { return strings.Contains(p, string(filepath.Separator)+"outbox"+string(filepath.Separator)) })
-	hashFiles(c.stateDir, "state", func(p string) bool { return strings.HasSuffix(p, ".tfstate") || strings.HasSuffix(p, ".tfstate.backup") })
+	hashFiles(paths.StateBase, "outbox", func(p string) bool {
+		return strings.Contains(p, string(filepath.Separator)+"outbox"+string(filepath.Separator))
+	})
+	hashFiles(c.stateDir, "state", func(p string) bool {
+		return strings.HasSuffix(p, ".tfstate") || strings.HasSuffix(p, ".tfstate.backup")
+	})
 	runs, _ := os.ReadDir(filepath.Join(c.dir, ".nova", "runs"))
 	for _, r := range runs {
 		lines = append(lines, "run "+r.Name())
