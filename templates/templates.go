@@ -114,10 +114,11 @@ func Guarded(env string) bool { return env != "dev" }
 // through as text.
 var workflows = sync.OnceValue(func() *template.Template {
 	return mustParse("workflows", "[[", "]]", template.FuncMap{
-		"q":       quote,
-		"guarded": Guarded,
-		"uses":    func(w *Workflow, env string) string { return w.Action.Uses(env) },
-		"job":     newJob,
+		"q":        quote,
+		"guarded":  Guarded,
+		"uses":     func(w *Workflow, env string) string { return w.Action.Uses(env) },
+		"job":      newJob,
+		"rollback": func(w *Workflow, job string) rollbackJob { return rollbackJob{W: w, Job: job} },
 	}, "workflows/*.tmpl")
 })
 
@@ -129,6 +130,13 @@ type job struct {
 	Guarded bool
 	// If is a condition the job's own is prefixed with ("… && ").
 	If string
+}
+
+// rollbackJob is what a job of the GitHub rollback workflow is rendered
+// from: Job is plan or apply.
+type rollbackJob struct {
+	W   *Workflow
+	Job string
 }
 
 // newJob is the job of w's i-th environment.
@@ -162,6 +170,10 @@ const (
 	// (workflow_run); it holds nothing worth taking.
 	GitHubReviewWorkflow = "github-review"
 	GiteaWorkflow        = "gitea"
+	// GitHubRollbackWorkflow and GiteaRollbackWorkflow roll one
+	// environment back to an earlier change (workflow_dispatch).
+	GitHubRollbackWorkflow = "github-rollback"
+	GiteaRollbackWorkflow  = "gitea-rollback"
 	// DeployWorkflow is Nova's reusable workflow (workflow_call).
 	DeployWorkflow = "deploy"
 )

@@ -84,6 +84,8 @@ func TestWorkflowsPassActionlint(t *testing.T) {
 	}{
 		"github.yml": {GitHubWorkflow, sample()}, "github-oidc.yml": {GitHubWorkflow, oidc}, "github-review.yml": {GitHubReviewWorkflow, sample()},
 		"gitea.yml": {GiteaWorkflow, sample()}, "gitea-build.yml": {GiteaWorkflow, built},
+		"github-rollback.yml": {GitHubRollbackWorkflow, sample()}, "github-rollback-oidc.yml": {GitHubRollbackWorkflow, oidc},
+		"gitea-rollback.yml": {GiteaRollbackWorkflow, sample()}, "gitea-rollback-build.yml": {GiteaRollbackWorkflow, built},
 		"deploy.yml": {DeployWorkflow, Deploy},
 	} {
 		out, err := RenderWorkflow(r.kind, r.w)
