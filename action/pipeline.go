@@ -54,7 +54,7 @@ func execute(ctx context.Context, cfg Config, env Env) error {
 		w.setupErr = guardEvidence(ctx, cfg, env.Stderr)
 	}
 	if w.setupErr == nil && cfg.Command == "rollback" {
-		return executeRollback(ctx, w, rep)
+		return executeRollback(ctx, w, rep, store)
 	}
 	r := w.run(ctx, rep)
 	defer r.cleanup(cfg)

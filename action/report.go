@@ -23,6 +23,9 @@ type reporter struct {
 	stdout   io.Writer
 	// note is a last line of the report (check mode's).
 	note string
+	// source names what the run reads when it is not the contract in
+	// st.Dir as checked out (a rollback's copy of an earlier commit).
+	source string
 }
 
 func newReporter(cfg Config, env Env) *reporter {
@@ -38,7 +41,11 @@ func (r *reporter) start(st *runner.State) {
 	if r.cfg.Check {
 		check = " --check"
 	}
-	fmt.Fprintf(r.progress, "nova %s%s · %s · run %s\n", r.cfg.Command, check, r.rel(filepath.Join(st.Dir, st.ContractPath)), st.RunID)
+	source := r.source
+	if source == "" {
+		source = r.rel(filepath.Join(st.Dir, st.ContractPath))
+	}
+	fmt.Fprintf(r.progress, "nova %s%s · %s · run %s\n", r.cfg.Command, check, source, st.RunID)
 }
 
 func (r *reporter) stage(res runner.Result) {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/nova-platform/nova/runner"
 	"github.com/nova-platform/nova/runner/checkout"
+	"github.com/nova-platform/nova/runner/evidence"
 	"github.com/nova-platform/nova/runner/local"
 	"github.com/nova-platform/nova/stages/schema"
 )
@@ -44,7 +45,7 @@ func (cfg *Config) checkRollback() error {
 // with the rollback on record (nova.rollback.requested, and the
 // authorization's rollback field). Run again after the approval, it plans
 // again and applies the approved plan, as `nova run` does.
-func executeRollback(ctx context.Context, w wiring, rep *reporter) error {
+func executeRollback(ctx context.Context, w wiring, rep *reporter, store *evidence.Store) error {
 	cfg, env := w.cfg, w.env
 	contract, err := headContract(cfg)
 	if err != nil {
@@ -63,7 +64,7 @@ func executeRollback(ctx context.Context, w wiring, rep *reporter) error {
 	}
 	defer cleanup()
 	if err != nil {
-		return refuseRollback(ctx, w, rep, contract, err)
+		return refuseRollback(ctx, w, rep, store, contract, err)
 	}
 	at := w
 	at.cfg.Dir, at.cfg.Commit = src, rec.Commit
@@ -75,15 +76,11 @@ func executeRollback(ctx context.Context, w wiring, rep *reporter) error {
 		return rep.abort(err)
 	}
 	at.verifier = historyVerifier{inner: verifier, dir: cfg.Dir}
+	rep.source = fmt.Sprintf("%s at commit %s", rep.rel(filepath.Join(cfg.Dir, cfg.ContractPath)), rec.Commit)
 	r := at.run(ctx, rep)
 	defer r.cleanup(cfg)
 	if !cfg.Check {
-		if store, ok := w.evidence.(interface{ Drain(context.Context) error }); ok {
-			if err := store.Drain(context.WithoutCancel(ctx)); err != nil && r.out.Verdict == runner.Pass {
-				fmt.Fprintf(env.Stderr, "nova: %s: events wait in the evidence outbox for the next run: %v\n", runner.EvidencePushFailed, err)
-				r.out.Verdict, r.out.Reason = runner.Errored, runner.EvidencePushFailed
-			}
-		}
+		drainAfter(ctx, store, env, &r.out)
 	}
 	r.finish(ctx)
 	return verdict(r.out.Verdict, r.out.Reason)
@@ -105,15 +102,13 @@ func headContract(cfg Config) (*runner.Contract, error) {
 
 // refuseRollback records and reports a rollback refused before anything
 // was planned, as any run's failure is.
-func refuseRollback(ctx context.Context, w wiring, rep *reporter, contract *runner.Contract, cause error) error {
+func refuseRollback(ctx context.Context, w wiring, rep *reporter, store *evidence.Store, contract *runner.Contract, cause error) error {
 	st := &runner.State{RunID: local.NewRunID(time.Now()), Dir: w.cfg.Dir, ContractPath: w.cfg.ContractPath, Contract: contract, Commit: w.cfg.Commit}
 	p := runner.Pipeline{Stages: []runner.Stage{refusal{cause}}, Events: runner.NewEmitter(w.evidence, w.cfg.Source, st.RunID, nil), OnResult: rep.stage}
 	rep.start(st)
 	out := p.Run(ctx, st)
 	if !w.cfg.Check {
-		if store, ok := w.evidence.(interface{ Drain(context.Context) error }); ok {
-			_ = store.Drain(context.WithoutCancel(ctx))
-		}
+		drainAfter(ctx, store, w.env, &out)
 	} else {
 		rep.note = checkNote(w.cfg, wouldRecord(w.evidence, contract.ID))
 	}

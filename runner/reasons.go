@@ -385,7 +385,7 @@ var reasonTable = []ReasonInfo{
 	{NFRNotSatisfiable, "policy", KindVerdict, "No module of the stack declares a capability that could meet a declared NFR."},
 	{NFRBudgetExceeded, "policy", KindVerdict, "The cost estimate exceeds the contract's `nfr.monthlyCostCeiling`."},
 
-	{RollbackTargetUnknown, "rollback", KindError, "`nova rollback --to` names no change the contract's evidence knows (no `nova.change.identified` or plan of it); check the id with `nova evidence query --type nova.change.identified`."},
+	{RollbackTargetUnknown, "rollback", KindError, "`nova rollback --to` names no change the contract's evidence knows (no `nova.change.identified` or plan of it); check the id with `nova evidence query --type nova.change.identified --output jsonl` (`data.result.id`)."},
 	{RollbackTargetAmbiguous, "rollback", KindError, "The prefix given to `nova rollback --to` starts more than one change of the contract; give more of the id."},
 	{RollbackTargetNotApplied, "rollback", KindVerdict, "The change `nova rollback --to` names was never applied in the environment: a rollback returns an environment only to a change its evidence shows it ran."},
 	{RollbackTargetChanged, "rollback", KindVerdict, "The contract read back from the target's commit is not that change any more: the registry's stack or modules, or the engine version, changed since, so it would deploy something the environment never ran."},

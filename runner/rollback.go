@@ -63,7 +63,7 @@ const minChangePrefix = 7
 func FindRollbackTarget(events []Event, env Environment, to string) (RollbackRecord, error) {
 	to = strings.ToLower(strings.TrimSpace(to))
 	if len(to) < minChangePrefix || strings.Trim(to, "0123456789abcdef") != "" {
-		return RollbackRecord{}, Errorf(ConfigInvalid, "--to %q: want a change id, or %d or more of its first hex digits (`nova evidence query --type nova.change.identified` lists them)", to, minChangePrefix)
+		return RollbackRecord{}, Errorf(ConfigInvalid, "--to %q: want a change id, or %d or more of its first hex digits (`nova evidence query --type nova.change.identified --output jsonl` lists them, and each run's change line names its own)", to, minChangePrefix)
 	}
 	// Every change the chain names, with the commits its plans were made
 	// from: env's own plans last, so they are preferred.
