@@ -148,7 +148,7 @@ func (w wiring) changeReader() runner.ChangeReader {
 	return withRequester{inner: w.forge.change, requester: w.rollback.RequestedBy}
 }
 
-// withRequester adds a rollback's requester to the change's authors.
+// withRequester names a rollback's requester beside the change's authors.
 type withRequester struct {
 	inner     runner.ChangeReader
 	requester string
@@ -162,9 +162,7 @@ func (r withRequester) Change(ctx context.Context) (runner.Change, error) {
 			return ch, err
 		}
 	}
-	if r.requester != "" {
-		ch.Authors = append(ch.Authors, runner.LoginOf(r.requester))
-	}
+	ch.Requester = runner.LoginOf(r.requester)
 	return ch, nil
 }
 

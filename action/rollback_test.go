@@ -195,7 +195,9 @@ func TestRollbackProdToAnEarlierChange(t *testing.T) {
 	if wait.Reason != string(runner.ApprovalRequired) || stage(wait, "rollback").Verdict != runner.Pass {
 		t.Fatalf("rollback: %s %+v", wait.Reason, wait.Stages)
 	}
-	decide(ExitFail, "approve", "--env", "prod", "--as", "sre-oncall")
+	if out := decide(ExitFail, "approve", "--env", "prod", "--as", "sre-oncall"); !strings.Contains(out, "sre-oncall asked for this rollback and may not approve it") {
+		t.Errorf("the requester's approval:\n%s", out)
+	}
 	decide(ExitPass, "approve", "--env", "prod", "--as", "qa-lead")
 	if v := step(ExitAwaitingApproval, "rollback", "--env", "prod", "--to", changeA[:12]); v.Reason != string(runner.SeparationOfDutiesViolation) {
 		t.Fatalf("rollback approved by qa's approver: %s", v.Reason)
