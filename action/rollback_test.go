@@ -242,6 +242,19 @@ func TestRollbackProdToAnEarlierChange(t *testing.T) {
 	if out := decide(ExitPass, "evidence", "verify"); !strings.Contains(out, "result           OK") {
 		t.Errorf("evidence verify:\n%s", out)
 	}
+	// The export's applies say which apply was a rollback, and of what.
+	tables := filepath.Join(t.TempDir(), "tables")
+	decide(ExitPass, "evidence", "export", "--out", tables)
+	var rollbacks []map[string]any
+	for _, row := range readJSONL(t, filepath.Join(tables, "applies.jsonl")) {
+		if row["rollback_to"] != "" {
+			rollbacks = append(rollbacks, row)
+		}
+	}
+	if len(rollbacks) != 1 || rollbacks[0]["rollback_to"] != changeA || rollbacks[0]["supersedes"] != changeB ||
+		rollbacks[0]["environment"] != "prod" || rollbacks[0]["outcome"] != "applied" || rollbacks[0]["approver"] != "sre-backup" {
+		t.Errorf("applies that roll back: %v", rollbacks)
+	}
 }
 
 // prodState is prod's Terraform state of examples/hello's contract.

@@ -178,6 +178,8 @@ type ApplyRow struct {
 	ResolvedAt        *time.Time `json:"resolved_at" desc:"When it was resolved."`
 	ResolvedBy        string     `json:"resolved_by" desc:"Who resolved it."`
 	ResolutionEventID string     `json:"resolution_event_id" desc:"Id of the nova.apply.resolved event."`
+	RollbackTo        string     `json:"rollback_to" desc:"For a rollback (nova rollback): the earlier change the environment returns to, else empty."`
+	Supersedes        string     `json:"supersedes" desc:"For a rollback: the change the environment ran before it, which it supersedes."`
 }
 
 // DriftRow is one drift check's finding.
@@ -412,6 +414,9 @@ func (t *Tables) addEvent(s *chainState, r Record) {
 				EventID: e.ID, EvidenceCommit: r.Commit, RunID: e.RunID, ContractID: e.ContractID, Environment: e.Environment,
 				PlanDigest: a.Digest, ContractDigest: t.Runs[s.runs[e.RunID]].ContractDigest, Commit: t.Runs[s.runs[e.RunID]].Commit, Approver: a.Approver, AuthorizedAt: e.Time,
 			})
+			if r := a.Rollback; r != nil {
+				t.Applies[len(t.Applies)-1].RollbackTo, t.Applies[len(t.Applies)-1].Supersedes = r.Target, r.Supersedes
+			}
 		}
 	case runner.EventApplyCompleted:
 		var c struct {
