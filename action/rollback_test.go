@@ -127,7 +127,7 @@ func TestRollbackProdToAnEarlierChange(t *testing.T) {
 	}
 	decide := func(wantCode int, args ...string) string {
 		t.Helper()
-		if args[0] != "evidence" {
+		if args[0] != "evidence" && args[0] != "report" {
 			args = append(args, "--dir", c.dir)
 		}
 		var stdout, stderr bytes.Buffer
@@ -254,6 +254,15 @@ func TestRollbackProdToAnEarlierChange(t *testing.T) {
 	if len(rollbacks) != 1 || rollbacks[0]["rollback_to"] != changeA || rollbacks[0]["supersedes"] != changeB ||
 		rollbacks[0]["environment"] != "prod" || rollbacks[0]["outcome"] != "applied" || rollbacks[0]["approver"] != "sre-backup" {
 		t.Errorf("applies that roll back: %v", rollbacks)
+	}
+	report := filepath.Join(t.TempDir(), "report.html")
+	decide(ExitPass, "report", "--out", report)
+	page, err := os.ReadFile(report)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "applied, rollback to change " + changeA[:12] + " superseding " + changeB[:12]; !strings.Contains(string(page), want) {
+		t.Errorf("the report does not say %q", want)
 	}
 }
 

@@ -187,10 +187,17 @@ func applyClass(a audit.ApplyRow) string {
 }
 
 func applyOutcome(a audit.ApplyRow) string {
+	out := a.Outcome
 	if a.Resolution != "" {
-		return a.Outcome + ", resolved " + a.Resolution
+		out += ", resolved " + a.Resolution
 	}
-	return a.Outcome
+	if a.RollbackTo != "" {
+		out += ", rollback to change " + short(a.RollbackTo)
+		if a.Supersedes != "" {
+			out += " superseding " + short(a.Supersedes)
+		}
+	}
+	return out
 }
 
 func applyAt(a audit.ApplyRow) time.Time {
