@@ -17,7 +17,7 @@ import (
 
 const evidenceUsage = `Usage:
   nova evidence verify [<path-or-url>] [flags]   check every signature, chain and commit
-  nova evidence resolve --contract ID --env E --outcome applied|not-applied --note TEXT
+  nova evidence resolve --contract ID --env E --outcome applied|not-applied --note TEXT [--check]
   nova evidence query  [<path-or-url>] [--contract ID] [--env E] [--type T] [--approver A]
                        [--reason CODE] [--since T] [--until T] [--output table|jsonl|csv]
   nova evidence export [<path-or-url>] --out DIR [--format jsonl|csv] [--contract ID]

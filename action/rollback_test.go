@@ -280,3 +280,28 @@ func (c *consumer) prodState() *tfjson.State {
 	}
 	return st
 }
+
+// TestRollbackNeedsAnEnvironmentAndAChange: a rollback names both, and
+// --check is refused where a command has nothing to check.
+func TestRollbackNeedsAnEnvironmentAndAChange(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, ".nova", "contract.yml"), helloContract("world", "dev"))
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"rollback", "--dir", dir, "--to", "abcdef0"}, "--env is required"},
+		{[]string{"rollback", "--dir", dir, "--env", "prod"}, "--to is required"},
+		{[]string{"rollback", "--dir", dir, "--env", "prod", "--to", " "}, "--to is required"},
+	} {
+		code, _, stderr := runCLI(t, append(tc.args, "--state-dir", t.TempDir())...)
+		if code != ExitError || !strings.Contains(stderr, string(runner.ConfigInvalid)) || !strings.Contains(stderr, tc.want) {
+			t.Errorf("nova %s: exit %d\n%s", strings.Join(tc.args, " "), code, stderr)
+		}
+	}
+	for _, cmd := range []string{"plan", "validate", "drift"} {
+		if code, _, stderr := runCLI(t, cmd, "--dir", dir, "--check"); code != ExitError || !strings.Contains(stderr, "-check") {
+			t.Errorf("nova %s --check: exit %d\n%s", cmd, code, stderr)
+		}
+	}
+}
