@@ -30,40 +30,37 @@ func TestRollbackWorkflows(t *testing.T) {
 		Environment string   `yaml:"environment"`
 		Steps       []step   `yaml:"steps"`
 	}
-	type workflow struct {
-		On struct {
-			Dispatch struct {
-				Inputs map[string]struct {
-					Type    string   `yaml:"type"`
-					Options []string `yaml:"options"`
-				} `yaml:"inputs"`
-			} `yaml:"workflow_dispatch"`
-		} `yaml:"on"`
-		Jobs map[string]job `yaml:"jobs"`
+	type inputs map[string]struct {
+		Type    string   `yaml:"type"`
+		Options []string `yaml:"options"`
 	}
-	for _, tt := range []struct{ kind, dir string }{
-		{GitHubRollbackWorkflow, ".github/workflows"},
-		{GiteaRollbackWorkflow, ".gitea/workflows"},
+	type workflow struct {
+		On   map[string]struct{ Inputs inputs } `yaml:"on"`
+		Jobs map[string]job                     `yaml:"jobs"`
+	}
+	for _, tt := range []struct {
+		kind, dir, event string
+		w                Workflow
+	}{
+		{GitHubRollbackWorkflow, ".github/workflows", "workflow_dispatch", sample()},
+		{GiteaRollbackWorkflow, ".gitea/workflows", "workflow_dispatch", sample()},
+		{RollbackWorkflow, ".github/workflows", "workflow_call", Deploy},
 	} {
 		t.Run(tt.kind, func(t *testing.T) {
-			out, err := RenderWorkflow(tt.kind, sample())
+			out, err := RenderWorkflow(tt.kind, tt.w)
 			if err != nil {
 				t.Fatal(err)
-			}
-			var raw map[string]any
-			if err := yaml.Unmarshal(out, &raw); err != nil {
-				t.Fatal(err)
-			}
-			if on, _ := raw["on"].(map[string]any); len(on) != 1 || on["workflow_dispatch"] == nil {
-				t.Errorf("runs on %v, want workflow_dispatch alone", raw["on"])
 			}
 			var wf workflow
 			if err := yaml.Unmarshal(out, &wf); err != nil {
 				t.Fatal(err)
 			}
-			in := wf.On.Dispatch.Inputs
-			if !slices.Equal(in["environment"].Options, sample().Environments) || in["change"].Type != "string" {
-				t.Errorf("inputs %+v", in)
+			in := wf.On[tt.event].Inputs
+			if len(wf.On) != 1 || in["change"].Type != "string" || in["environment"].Type == "" {
+				t.Errorf("runs on %v, want %s alone with inputs environment and change", wf.On, tt.event)
+			}
+			if tt.event == "workflow_dispatch" && !slices.Equal(in["environment"].Options, tt.w.Environments) {
+				t.Errorf("environments offered: %v", in["environment"].Options)
 			}
 			for name, j := range wf.Jobs {
 				for _, s := range j.Steps {
@@ -78,7 +75,7 @@ func TestRollbackWorkflows(t *testing.T) {
 					}
 				}
 			}
-			if tt.kind == GitHubRollbackWorkflow {
+			if tt.kind != GiteaRollbackWorkflow {
 				plan, apply := wf.Jobs["plan"], wf.Jobs["apply"]
 				if len(wf.Jobs) != 2 || plan.Environment != "nova" || apply.Environment != "${{ inputs.environment }}" ||
 					!slices.Equal(apply.Needs, []string{"plan"}) || apply.If != "needs.plan.outputs.verdict == 'awaiting_approval'" {

@@ -174,8 +174,10 @@ const (
 	// environment back to an earlier change (workflow_dispatch).
 	GitHubRollbackWorkflow = "github-rollback"
 	GiteaRollbackWorkflow  = "gitea-rollback"
-	// DeployWorkflow is Nova's reusable workflow (workflow_call).
-	DeployWorkflow = "deploy"
+	// DeployWorkflow is Nova's reusable workflow (workflow_call), and
+	// RollbackWorkflow its reusable rollback.
+	DeployWorkflow   = "deploy"
+	RollbackWorkflow = "rollback"
 )
 
 // Deploy is what Nova's reusable workflow (workflows-src/deploy.yml) is
