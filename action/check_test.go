@@ -179,6 +179,16 @@ func TestCheckModeChangesNothing(t *testing.T) {
 	}
 	applies(pipeline(ExitPass, "run"))
 
+	// Many contracts at once check the same way.
+	data, err = os.ReadFile(contract)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, contract, strings.Replace(string(data), "repeat: 3", "repeat: 4", 1))
+	if out := decide(ExitPass, "run", "--all", "--state-dir", c.stateDir, "--trusted-keys", repo.Keys, "--terraform", wrapper); !strings.Contains(out, "nothing was changed or recorded") {
+		t.Errorf("run --all --check says:\n%s", out)
+	}
+
 	decide(ExitError, "unlock", "--env", "dev", "--reason", "nothing holds it")
 	holdDev(t, c, 7)
 	if out := decide(ExitPass, "unlock", "--env", "dev", "--reason", "pull request #7 was abandoned"); !strings.Contains(out, "would record "+runner.EventLockReleased) || !strings.Contains(out, "#7") {
