@@ -135,12 +135,12 @@ func (checkApply) Run(_ context.Context, st *runner.State) (runner.Result, error
 		return runner.Result{}, runner.Errorf(runner.InternalError, "check reached without an authorized plan")
 	}
 	c := st.Plan.Changes
-	verb := "would apply"
+	what := fmt.Sprintf("+%d ~%d -%d ±%d", c.Add, c.Change, c.Destroy, c.Replace)
 	if !st.Plan.HasChanges {
-		verb = "would record, changing nothing,"
+		what = "which changes nothing"
 	}
-	return runner.Result{Verdict: runner.Pass, Summary: fmt.Sprintf("%s plan %s in %s (+%d ~%d -%d ±%d), authorized by %s; check mode: nothing applied or recorded",
-		verb, runner.ShortDigest(st.Plan.Digest), st.Contract.Environment, c.Add, c.Change, c.Destroy, c.Replace, st.Authorization.Approver)}, nil
+	return runner.Result{Verdict: runner.Pass, Summary: fmt.Sprintf("would apply plan %s in %s (%s), authorized by %s; check mode: nothing applied or recorded",
+		runner.ShortDigest(st.Plan.Digest), st.Contract.Environment, what, st.Authorization.Approver)}, nil
 }
 
 // checkNote is the line a check adds to a command's report.
