@@ -117,7 +117,8 @@ func approveCommand(ctx context.Context, cfg Config, env Env) error {
 		verb = "rejection"
 	}
 	if cfg.Check {
-		fmt.Fprintf(env.Stdout, "would record the %s of plan %s for %s by %s\n  %s\n", verb, runner.ShortDigest(digest), contract.Environment, signed.Claim.Approver, checkNote(cfg, wouldRecord(rec, contract.ID)))
+		fmt.Fprintf(env.Stdout, "would record the %s of plan %s for %s by %s; %s\n  %s\n", verb, runner.ShortDigest(digest), contract.Environment, signed.Claim.Approver,
+			gateWouldSay(ctx, rec, forge, contract, events, digest), checkNote(cfg, wouldRecord(rec, contract.ID)))
 		return nil
 	}
 	// An approval unblocks an apply: it must be in the repo, not only in

@@ -158,3 +158,28 @@ func wouldRecord(rec evidenceStore, contractID string) int {
 	}
 	return 0
 }
+
+// gateWouldSay is what the gate would decide about the plan with digest
+// once a checked decision is recorded: the gate's own rules, run on the
+// check's evidence, which holds the decision. It is a sentence for the
+// check's report; it authorizes nothing (no attestation is signed, no
+// event recorded).
+func gateWouldSay(ctx context.Context, rec evidenceStore, forge *forgeAdapters, contract *runner.Contract, events []runner.Event, digest string) string {
+	st := &runner.State{Contract: contract, Plan: &runner.Plan{Digest: digest}}
+	for _, e := range events {
+		var p runner.PlanRecord
+		if e.Type == runner.EventPlanCreated && e.Environment == string(contract.Environment) && runner.DecodeEventData(e, &p) == nil && p.Digest == digest {
+			st.Change, st.PullRequest = &runner.ChangeRecord{ID: p.Change}, p.PullRequest
+		}
+	}
+	res, err := runner.Gate{Evidence: rec, Approvers: forge.approvers, Membership: forge.membership}.Run(ctx, st)
+	switch {
+	case err != nil:
+		return fmt.Sprintf("the gate could not decide: %s: %v", runner.ReasonOf(err), err)
+	case res.Verdict == runner.Pass:
+		return "the gate would then authorize it: " + res.Summary
+	case len(res.Findings) > 0:
+		return fmt.Sprintf("the gate would then say %s: %s", res.Verdict, res.Findings[0].Reason)
+	}
+	return fmt.Sprintf("the gate would then say %s: %s", res.Verdict, res.Summary)
+}

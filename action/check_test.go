@@ -107,16 +107,16 @@ func TestCheckModeChangesNothing(t *testing.T) {
 	}
 	// decide runs a command that records a decision, checked, then for
 	// real, and returns the check's output.
+	run1 := func(args []string) (int, string) {
+		if args[0] != "evidence" {
+			args = append(args, "--dir", c.dir)
+		}
+		var stdout, stderr bytes.Buffer
+		code := exitCode(run(ctx, Env{Args: args, Getenv: func(k string) string { return c.env[k] }, Stdout: &stdout, Stderr: &stderr}))
+		return code, stdout.String() + stderr.String()
+	}
 	decide := func(want int, args ...string) string {
 		t.Helper()
-		run1 := func(args []string) (int, string) {
-			if args[0] != "evidence" {
-				args = append(args, "--dir", c.dir)
-			}
-			var stdout, stderr bytes.Buffer
-			code := exitCode(run(ctx, Env{Args: args, Getenv: func(k string) string { return c.env[k] }, Stdout: &stdout, Stderr: &stderr}))
-			return code, stdout.String() + stderr.String()
-		}
 		before := c.world()
 		code, out := run1(append(slices.Clone(args), "--check"))
 		if after := c.world(); after != before {
@@ -145,13 +145,20 @@ func TestCheckModeChangesNothing(t *testing.T) {
 		t.Fatalf("qa: %s", check.Reason)
 	}
 	decide(ExitFail, "approve", "--env", "qa", "--as", "outsider")
-	if out := decide(ExitPass, "approve", "--env", "qa", "--as", "qa-lead"); !strings.Contains(out, "would record the approval of plan") {
+	if out := decide(ExitPass, "approve", "--env", "qa", "--as", "qa-lead"); !strings.Contains(out, "would record the approval of plan") || !strings.Contains(out, "the gate would then authorize it") {
 		t.Errorf("approve --check says:\n%s", out)
 	}
 	applies(pipeline(ExitPass, "apply", "--env", "qa"))
 
 	pipeline(ExitAwaitingApproval, "run", "--env", "prod")
-	if out := decide(ExitPass, "reject", "--env", "prod", "--as", "sre-oncall", "--reason", "not today"); !strings.Contains(out, "would record the rejection") {
+	// qa's approver may approve in sre's name, and the gate would not take
+	// it: the check says both.
+	if code, out := run1([]string{"approve", "--env", "prod", "--as", "qa-lead", "--check"}); code != ExitPass ||
+		!strings.Contains(out, "the gate would then say awaiting_approval: "+string(runner.SeparationOfDutiesViolation)) {
+		t.Errorf("approve --check by qa's approver in prod: exit %d\n%s", code, out)
+	}
+	if out := decide(ExitPass, "reject", "--env", "prod", "--as", "sre-oncall", "--reason", "not today"); !strings.Contains(out, "would record the rejection") ||
+		!strings.Contains(out, "the gate would then say fail: "+string(runner.ApprovalRejected)) {
 		t.Errorf("reject --check says:\n%s", out)
 	}
 	if check, _ := pipeline(ExitFail, "run", "--env", "prod"); check.Reason != string(runner.ApprovalRejected) {
