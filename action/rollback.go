@@ -14,6 +14,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/nova-platform/nova/runner"
 	"github.com/nova-platform/nova/runner/checkout"
@@ -47,10 +48,11 @@ func (cfg *Config) checkRollback() error {
 // again and applies the approved plan, as `nova run` does.
 func executeRollback(ctx context.Context, w wiring, rep *reporter, store *evidence.Store) error {
 	cfg, env := w.cfg, w.env
-	contract, err := headContract(cfg)
+	id, err := headContractID(cfg)
 	if err != nil {
 		return rep.abort(err)
 	}
+	contract := &runner.Contract{ID: id, Environment: cfg.EnvOverride}
 	events, err := w.evidence.Chain(ctx, contract.ID)
 	if err != nil {
 		return rep.abort(err)
@@ -86,18 +88,25 @@ func executeRollback(ctx context.Context, w wiring, rep *reporter, store *eviden
 	return verdict(r.out.Verdict, r.out.Reason)
 }
 
-// headContract is the contract in --dir as checked out: whose evidence
-// names the changes it can return to, in the environment --env names.
-func headContract(cfg Config) (*runner.Contract, error) {
+// headContractID is the id of the contract in --dir, whose evidence names
+// the changes it can return to. A contract that no longer validates is
+// what a rollback is for: its id is read all the same, and the run
+// validates the target's own contract.
+func headContractID(cfg Config) (string, error) {
 	data, err := checkout.ReadFile(cfg.Dir, cfg.ContractPath, schema.MaxContractBytes)
 	if err != nil {
-		return nil, runner.Errorf(runner.ReasonOf(err), "reading the contract: %w", err)
+		return "", runner.Errorf(runner.ReasonOf(err), "reading the contract: %w", err)
 	}
-	contract, findings := schema.Parse(data, cfg.ContractPath, cfg.EnvOverride)
-	if len(findings) > 0 || contract == nil {
-		return nil, runner.Errorf(runner.ContractSchemaViolation, "the contract does not validate; run `nova validate`")
+	if contract, findings := schema.Parse(data, cfg.ContractPath, cfg.EnvOverride); len(findings) == 0 && contract != nil {
+		return contract.ID, nil
 	}
-	return contract, nil
+	var named struct {
+		ID string `yaml:"id"`
+	}
+	if err := yaml.Unmarshal(data, &named); err != nil || strings.TrimSpace(named.ID) == "" {
+		return "", runner.Errorf(runner.ContractSchemaViolation, "%s names no contract id to roll back (run `nova validate`)", cfg.ContractPath)
+	}
+	return named.ID, nil
 }
 
 // refuseRollback records and reports a rollback refused before anything

@@ -255,6 +255,12 @@ func TestRollbackProdToAnEarlierChange(t *testing.T) {
 		rollbacks[0]["environment"] != "prod" || rollbacks[0]["outcome"] != "applied" || rollbacks[0]["approver"] != "sre-backup" {
 		t.Errorf("applies that roll back: %v", rollbacks)
 	}
+	// A contract broken at HEAD is what a rollback is for: its id still
+	// names the changes, and B's own contract is what is planned.
+	writeFile(t, contract, "apiVersion: nova/v1\nid: 3b0c6f5e-8a41-4e8f-9d2a-6c1b7e4f2a90\nstack: hello\nnotAField: true\n")
+	if v := step(ExitAwaitingApproval, "rollback", "--env", "prod", "--to", changeB[:12], "--check"); stage(v, "rollback").Verdict != runner.Pass || stage(v, "schema").Verdict != runner.Pass {
+		t.Errorf("rollback to B from a broken contract: %v", verdicts(v))
+	}
 	report := filepath.Join(t.TempDir(), "report.html")
 	decide(ExitPass, "report", "--out", report)
 	page, err := os.ReadFile(report)

@@ -81,7 +81,17 @@ func (g Gate) Run(ctx context.Context, st *State) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	d, err := decideGate(sum, gateInput{Env: env, Digest: st.Plan.Digest, Supersedes: st.Contract.Supersedes, Now: now().UTC(), Approvers: approvers, Members: members})
+	in := gateInput{Env: env, Digest: st.Plan.Digest, Supersedes: st.Contract.Supersedes, Now: now().UTC(), Approvers: approvers, Members: members}
+	if r := st.Rollback; r != nil {
+		// A rollback's plan can be byte for byte a plan approved before
+		// (the same commit, from the same state): that approval was for
+		// then. Its requester never approves it.
+		in.NotBy = LoginOf(r.RequestedBy)
+		if last := sum.Env(env).LastApplied; last != nil {
+			in.ApprovedAfter = last.Seq
+		}
+	}
+	d, err := decideGate(sum, in)
 	if err != nil {
 		return Result{}, err
 	}

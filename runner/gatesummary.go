@@ -36,7 +36,7 @@ func ReadGateSummary(ctx context.Context, r EvidenceReader, contractID string) (
 // differs: bump it whenever Fold keeps something new or folds an event
 // differently, or a summary folded by the old rules would be read as if
 // the new ones had made it.
-const GateSummaryVersion = 6
+const GateSummaryVersion = 7
 
 // GateSummary is what the gate's rules read of one contract's chain, and
 // what the approvals stage and the decision ledger read of it, folded
@@ -139,10 +139,12 @@ type EnvGateSummary struct {
 	BadRejection *Rejection
 }
 
-// AppliedChange is a change an environment applied, and the receipt.
+// AppliedChange is a change an environment applied, and the receipt:
+// its event and that event's seq in the chain.
 type AppliedChange struct {
 	Change string
 	Event  string
+	Seq    int64 `json:",omitempty"`
 }
 
 // EventRef names an event the rules point at.
@@ -227,7 +229,7 @@ func (s *GateSummary) Fold(e Event) {
 				es.Applied = map[string]string{}
 			}
 			es.Applied[c] = e.ID
-			es.LastApplied = &AppliedChange{Change: c, Event: e.ID}
+			es.LastApplied = &AppliedChange{Change: c, Event: e.ID, Seq: e.Seq}
 			es.AuthorizedChange = ""
 		}
 		es.Drifted = false
@@ -257,7 +259,7 @@ func (s *GateSummary) Fold(e Event) {
 				es.Applied = map[string]string{}
 			}
 			es.Applied[c] = e.ID
-			es.LastApplied = &AppliedChange{Change: c, Event: e.ID}
+			es.LastApplied = &AppliedChange{Change: c, Event: e.ID, Seq: e.Seq}
 		}
 		es.AuthorizedChange, es.AuthorizedPR = "", 0
 	case EventLockReleased:

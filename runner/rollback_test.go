@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 )
 
 // rollbackChain is a contract's chain in which dev applied change A at
@@ -113,5 +114,48 @@ func TestRollbackRequester(t *testing.T) {
 	}
 	if got := RollbackRequester(events, QA, "D1"); got != "" {
 		t.Errorf("another environment: %q", got)
+	}
+}
+
+// TestGateCountsOnlyARollbacksOwnApprovals: a rollback's plan can be the
+// very digest approved before the environment last changed (the same
+// commit, from the same state); that approval does not carry over, and
+// its requester's never counts.
+func TestGateCountsOnlyARollbacksOwnApprovals(t *testing.T) {
+	cfg, err := ParseApprovers([]byte("groups:\n  qa:\n    members: [qa-lead]\n  sre:\n    members: [sre-1, sre-2]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	seq := int64(0)
+	add := func(e Event) Event { seq++; e.Seq = seq; return e }
+	approval := func(who string) Event {
+		return add(event(t, "approval-"+who, EventApprovalRecorded, "prod", "r", "", ApprovalRecord{Environment: Prod, Approver: who, PlanDigest: "D", Group: "sre"}))
+	}
+	events := []Event{
+		approval("sre-1"),
+		add(event(t, "auth", EventApplyAuthorized, "prod", "r1", "gate", Authorization{Digest: "D", Environment: Prod, Change: "B"})),
+		add(event(t, "done", EventApplyCompleted, "prod", "r1", "apply", map[string]any{"applied": true})),
+	}
+	sum := SummarizeGate(events)
+	last := sum.Env(Prod).LastApplied
+	if last == nil || last.Seq != 3 {
+		t.Fatalf("prod's last apply: %+v", last)
+	}
+	in := gateInput{Env: Prod, Digest: "D", Now: time.Now(), Approvers: cfg, Members: map[Login]bool{"sre-1": true, "sre-2": true}}
+	if d, err := decideGate(sum, in); err != nil || d.Verdict != Pass {
+		t.Fatalf("an ordinary plan of D: %+v, %v", d, err)
+	}
+	in.ApprovedAfter = last.Seq
+	if d, err := decideGate(sum, in); err != nil || d.Verdict != AwaitingApproval {
+		t.Errorf("a rollback to D with only the approval from before prod's last apply: %+v, %v", d, err)
+	}
+	events = append(events, approval("sre-2"))
+	in.NotBy = "sre-2"
+	if d, err := decideGate(SummarizeGate(events), in); err != nil || d.Verdict != AwaitingApproval {
+		t.Errorf("a rollback approved by its requester alone: %+v, %v", d, err)
+	}
+	in.NotBy = "sre-1"
+	if d, err := decideGate(SummarizeGate(events), in); err != nil || d.Verdict != Pass || d.Approval.Approver != "sre-2" {
+		t.Errorf("a rollback approved since by another: %+v, %v", d, err)
 	}
 }
