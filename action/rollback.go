@@ -204,9 +204,18 @@ func checkoutCommit(dir, commit string) (string, func(), error) {
 	if err != nil {
 		return missing("reading the worktree of %s: %v", dir, err)
 	}
-	rel, err := filepath.Rel(wt.Filesystem.Root(), dir)
-	if err != nil {
-		return missing("placing %s in its repository: %v", dir, err)
+	// Through symbolic links on both sides (a temporary directory often
+	// is one), or the path between them would climb out and back.
+	root, err := filepath.EvalSymlinks(wt.Filesystem.Root())
+	if err == nil {
+		dir, err = filepath.EvalSymlinks(dir)
+	}
+	var rel string
+	if err == nil {
+		rel, err = filepath.Rel(root, dir)
+	}
+	if err != nil || !filepath.IsLocal(rel) && rel != "." {
+		return missing("placing %s in its repository %s: %v", dir, wt.Filesystem.Root(), err)
 	}
 	if !plumbing.IsHash(commit) {
 		return missing("%q is not a commit id", commit)

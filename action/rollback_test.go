@@ -311,3 +311,59 @@ func TestRollbackNeedsAnEnvironmentAndAChange(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckoutCommitWritesTheDirectoryAsItWas: a contract's directory in
+// a larger repository is written as it was at the commit, and only it;
+// the checkout is left as it is; a commit the checkout lacks, and a
+// directory outside any repository, are ROLLBACK_SOURCE_MISSING.
+func TestCheckoutCommitWritesTheDirectoryAsItWas(t *testing.T) {
+	root := t.TempDir()
+	app := filepath.Join(root, "infra", "app")
+	writeFile(t, filepath.Join(app, ".nova", "contract.yml"), "audience: A\n")
+	writeFile(t, filepath.Join(app, "bin", "run.sh"), "#!/bin/sh\n")
+	if err := os.Chmod(filepath.Join(app, "bin", "run.sh"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("contract.yml", filepath.Join(app, ".nova", "link.yml")); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(root, "other", "secret.txt"), "not the contract's\n")
+	repo := newSignedRepo(t, root)
+	a := repo.commit("A", ".")
+	writeFile(t, filepath.Join(app, ".nova", "contract.yml"), "audience: B\n")
+	repo.commit("B", "infra/app/.nova/contract.yml")
+
+	dir, cleanup, err := checkoutCommit(app, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, ".nova", "contract.yml")); err != nil || string(b) != "audience: A\n" {
+		t.Errorf("the contract at A: %q, %v", b, err)
+	}
+	if target, err := os.Readlink(filepath.Join(dir, ".nova", "link.yml")); err != nil || target != "contract.yml" {
+		t.Errorf("the link at A: %q, %v", target, err)
+	}
+	if info, err := os.Stat(filepath.Join(dir, "bin", "run.sh")); err != nil || info.Mode().Perm()&0o100 == 0 {
+		t.Errorf("the executable at A: %v, %v", info, err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "other")); err == nil {
+		t.Error("wrote what lies outside the contract's directory")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "..", "other", "secret.txt")); err == nil {
+		t.Error("wrote what lies outside the contract's directory")
+	}
+	if b, _ := os.ReadFile(filepath.Join(app, ".nova", "contract.yml")); string(b) != "audience: B\n" {
+		t.Errorf("the checkout changed: %q", b)
+	}
+	cleanup()
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("the copy outlives its cleanup: %v", err)
+	}
+
+	if _, _, err := checkoutCommit(app, strings.Repeat("ab", 20)); runner.ReasonOf(err) != runner.RollbackSourceMissing || !strings.Contains(err.Error(), "fetch-depth: 0") {
+		t.Errorf("a commit the checkout lacks: %v", err)
+	}
+	if _, _, err := checkoutCommit(t.TempDir(), a); runner.ReasonOf(err) != runner.RollbackSourceMissing {
+		t.Errorf("no repository: %v", err)
+	}
+}
