@@ -81,7 +81,7 @@ func TestRollbackWorkflows(t *testing.T) {
 					!slices.Equal(apply.Needs, []string{"plan"}) || apply.If != "needs.plan.outputs.verdict == 'awaiting_approval'" {
 					t.Errorf("jobs %+v", wf.Jobs)
 				}
-			} else if s := wf.Jobs["rollback"].Steps; len(s) == 0 || !strings.Contains(s[len(s)-1].Run, `--to "$ROLLBACK_TO"`) || s[len(s)-1].Env["ROLLBACK_TO"] != "${{ inputs.change }}" {
+			} else if s := wf.Jobs["rollback"].Steps; len(s) == 0 || !strings.Contains(s[len(s)-1].Run, `--to "$ROLLBACK_TO"`) || s[len(s)-1].Env["ROLLBACK_TO"] != "${{ github.event.inputs.change }}" {
 				t.Errorf("the Gitea rollback step: %+v", s)
 			}
 			root := t.TempDir()
