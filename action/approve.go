@@ -41,11 +41,11 @@ func approveCommand(ctx context.Context, cfg Config, env Env) error {
 	if err := guardEvidence(ctx, cfg, env.Stderr); err != nil {
 		return failed(env, cfg, err)
 	}
-	store, err := openCurrentEvidence(ctx, cfg, env)
+	store, done, err := openEvidenceToDecide(ctx, cfg, env)
 	if err != nil {
 		return failed(env, cfg, err)
 	}
-	defer store.Close()
+	defer done()
 	events, err := store.Chain(ctx, contract.ID)
 	if err != nil {
 		return failed(env, cfg, err)
@@ -83,24 +83,35 @@ func approveCommand(ctx context.Context, cfg Config, env Env) error {
 		return failed(env, cfg, err)
 	}
 	st := &runner.State{RunID: local.NewRunID(time.Now()), Dir: cfg.Dir, Commit: cfg.Commit, Contract: contract, Plan: &runner.Plan{Digest: digest}}
+	var change runner.ChangeReader = localChange{dir: cfg.Dir}
+	if who := runner.RollbackRequester(events, contract.Environment, digest); who != "" {
+		// A rollback's requester stands where an author does.
+		change = withRequester{inner: change, requester: who}
+	}
+	rec := recordInto(cfg, store)
 	importer := &runner.ImportApprovals{
 		Sources:   []runner.ApprovalSource{signedClaim{claim: signed}},
 		Approvers: approvers, Claims: claimKeys(cfg, approvers),
-		Change: localChange{dir: cfg.Dir}, Evidence: store,
+		Change: change, Evidence: rec,
 	}
-	p := runner.Pipeline{Stages: []runner.Stage{importer}, Events: runner.NewEmitter(store, cfg.Source, st.RunID, nil)}
+	p := runner.Pipeline{Stages: []runner.Stage{importer}, Events: runner.NewEmitter(rec, cfg.Source, st.RunID, nil)}
 	out := p.Run(ctx, st)
+	drain := func() {
+		if !cfg.Check {
+			drainAfter(ctx, store, env)
+		}
+	}
 	if out.Verdict != runner.Pass {
 		// The refusal is evidence too, and events wait in the outbox
 		// until pushed.
-		drainAfter(ctx, store, env)
+		drain()
 		res := out.Results[len(out.Results)-1]
 		fmt.Fprintf(env.Stderr, "nova %s: %s: %s\n", cfg.Command, out.Reason, res.Summary)
 		return verdict(out.Verdict, out.Reason)
 	}
 	check, _ := out.Results[0].Data.(runner.ApprovalCheck)
 	if check.Imported == 0 {
-		drainAfter(ctx, store, env)
+		drain()
 		reason, why := runner.ApproverNotEligible, "the claim was not imported"
 		if len(check.Ignored) > 0 {
 			reason, why = check.Ignored[0].Reason, check.Ignored[0].Why
@@ -109,15 +120,20 @@ func approveCommand(ctx context.Context, cfg Config, env Env) error {
 		return verdict(runner.Fail, reason)
 	}
 	// A rejection settles the decisions that led to the plan.
-	backfillOutcomes(ctx, store, p.Events, contract.ID, env)
+	backfillOutcomes(ctx, rec, p.Events, contract.ID, env)
+	verb := "approval"
+	if decision == runner.Reject {
+		verb = "rejection"
+	}
+	if cfg.Check {
+		fmt.Fprintf(env.Stdout, "would record the %s of plan %s for %s by %s; %s\n  %s\n", verb, runner.ShortDigest(digest), contract.Environment, signed.Claim.Approver,
+			gateWouldSay(ctx, rec, forge, contract, events, digest), checkNote(cfg, wouldRecord(rec, contract.ID)))
+		return nil
+	}
 	// An approval unblocks an apply: it must be in the repo, not only in
 	// the outbox, before we say it is recorded.
 	if err := store.Drain(ctx); err != nil {
 		return failed(env, cfg, err)
-	}
-	verb := "approval"
-	if decision == runner.Reject {
-		verb = "rejection"
 	}
 	fmt.Fprintf(env.Stdout, "recorded the %s of plan %s for %s by %s (claim %s)\n", verb, runner.ShortDigest(digest), contract.Environment, signed.Claim.Approver, claim.ID)
 	return nil

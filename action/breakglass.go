@@ -123,11 +123,11 @@ func breakGlassCommand(ctx context.Context, cfg Config, env Env) error {
 	if err := guardEvidence(ctx, cfg, env.Stderr); err != nil {
 		return failed(env, cfg, err)
 	}
-	store, err := openCurrentEvidence(ctx, cfg, env)
+	store, closeStore, err := openEvidenceToDecide(ctx, cfg, env)
 	if err != nil {
 		return failed(env, cfg, err)
 	}
-	defer store.Close()
+	defer closeStore()
 	forge, err := connectForge(ctx, cfg)
 	if err != nil {
 		return failed(env, cfg, err)
@@ -158,8 +158,9 @@ func breakGlassCommand(ctx context.Context, cfg Config, env Env) error {
 	if err != nil {
 		return failed(env, cfg, runner.Errorf(runner.ConfigInvalid, "--as: %w", err))
 	}
-	a := breakGlassAction{cfg: cfg, env: env, store: store, forge: forge, approvers: approvers, sum: sum, contractID: contract.ID, actor: actor, now: now,
-		em: runner.NewEmitter(store, cfg.Source, local.NewRunID(now), env.Now)}
+	rec := recordInto(cfg, store)
+	a := breakGlassAction{cfg: cfg, env: env, store: store, rec: rec, forge: forge, approvers: approvers, sum: sum, contractID: contract.ID, actor: actor, now: now,
+		em: runner.NewEmitter(rec, cfg.Source, local.NewRunID(now), env.Now)}
 	switch b.Action {
 	case runner.BreakGlassRequestAction:
 		return a.request(ctx)
@@ -173,9 +174,12 @@ func breakGlassCommand(ctx context.Context, cfg Config, env Env) error {
 
 // breakGlassAction is one `nova break-glass` command's inputs, read.
 type breakGlassAction struct {
-	cfg        Config
-	env        Env
-	store      *evidence.Store
+	cfg   Config
+	env   Env
+	store *evidence.Store
+	// rec is where the command records: the store, or with --check an
+	// overlay that keeps the events in memory.
+	rec        evidenceStore
 	forge      *forgeAdapters
 	approvers  *runner.ApproverConfig
 	sum        *runner.GateSummary
@@ -212,6 +216,10 @@ func (a breakGlassAction) emit(ctx context.Context, typ string, data any) (runne
 // done makes the recorded events visible before the command says so: a
 // grant unblocks an apply, a revocation must stop one.
 func (a breakGlassAction) done(ctx context.Context, line string) error {
+	if a.cfg.Check {
+		fmt.Fprintf(a.env.Stdout, "check, not recorded: %s\n  %s\n", line, checkNote(a.cfg, wouldRecord(a.rec, a.contractID)))
+		return nil
+	}
 	if err := a.store.Drain(ctx); err != nil {
 		return failed(a.env, a.cfg, err)
 	}
@@ -360,8 +368,10 @@ func (a breakGlassAction) refuse(ctx context.Context, action string, req *runner
 		Actor: string(a.actor), Action: action, Reason: reason, Message: why, Claim: signed}); err != nil {
 		return failed(a.env, a.cfg, err)
 	}
-	if err := a.store.Drain(ctx); err != nil {
-		return failed(a.env, a.cfg, err)
+	if !a.cfg.Check {
+		if err := a.store.Drain(ctx); err != nil {
+			return failed(a.env, a.cfg, err)
+		}
 	}
 	return refuseBreakGlass(a.env, a.cfg, reason, why)
 }

@@ -90,8 +90,23 @@ func TestBreakGlassApplyToProd(t *testing.T) {
 	if _, v := nova(ExitFail, "plan", "--env", "prod"); v.Reason != string(runner.ConfidenceBelowThreshold) {
 		t.Fatalf("prod plan without a grant: %s", v.Reason)
 	}
+	// checked runs a break-glass command with --check: it must say what
+	// it would do, exit as the real command, and change nothing.
+	checked := func(wantCode int, args ...string) string {
+		t.Helper()
+		before := c.world()
+		out, _ := nova(wantCode, append(args, "--check")...)
+		if after := c.world(); after != before {
+			t.Fatalf("nova %s --check changed the world:\nbefore:\n%s\nafter:\n%s", strings.Join(args, " "), before, after)
+		}
+		return out
+	}
+	if out := checked(ExitPass, "break-glass", "request", "--env", "prod", "--as", "oncall", "--reason", "checkout is down"); !strings.Contains(out, "check, not recorded: recorded break-glass request") {
+		t.Errorf("break-glass request --check says:\n%s", out)
+	}
 	out, _ := nova(ExitPass, "break-glass", "request", "--env", "prod", "--as", "oncall", "--reason", "checkout is down")
 	first := id(out, "request")
+	checked(ExitFail, "break-glass", "approve", "--env", "prod", "--request", first, "--as", "oncall")
 	nova(ExitPass, "break-glass", "approve", "--env", "prod", "--request", first, "--as", "sre-1")
 	out, _ = nova(ExitPass, "break-glass", "approve", "--env", "prod", "--request", first, "--as", "sre-2")
 	expired := id(out, "GRANTED: grant")
@@ -118,6 +133,9 @@ func TestBreakGlassApplyToProd(t *testing.T) {
 	nova(ExitPass, "break-glass", "approve", "--env", "prod", "--request", second, "--as", "sre-1")
 	if out, _ := nova(ExitFail, "break-glass", "approve", "--env", "prod", "--request", second, "--as", "sre-1"); !strings.Contains(out, string(runner.BreakGlassDuplicateApproval)) {
 		t.Errorf("second approval by sre-1: %s", out)
+	}
+	if out := checked(ExitPass, "break-glass", "approve", "--env", "prod", "--request", second, "--as", "sre-2"); !strings.Contains(out, "BREAK-GLASS GRANTED") {
+		t.Errorf("the check of the granting approval says:\n%s", out)
 	}
 	out, _ = nova(ExitPass, "break-glass", "approve", "--env", "prod", "--request", second, "--as", "sre-2")
 	grant := id(out, "GRANTED: grant")

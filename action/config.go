@@ -126,6 +126,12 @@ type Config struct {
 	// Secrets are values that must never be printed; in a forge's runner
 	// they are masked before anything else is written.
 	Secrets []string
+
+	// Check is --check: the command runs as it would and says what it
+	// would do, changing and recording nothing (check.go).
+	Check bool
+	// Rollback holds `nova rollback`'s flags.
+	Rollback RollbackFlags
 }
 
 // PolicyFlags are the flags only `nova policy` has.
@@ -179,7 +185,7 @@ type ResolveFlags struct {
 
 // Commands and the groups of flags they take.
 var (
-	pipelineCommands = []string{"validate", "explain", "plan", "apply", "run", "drift"}
+	pipelineCommands = []string{"validate", "explain", "plan", "apply", "run", "drift", "rollback"}
 	approveCommands  = []string{"approve", "reject"}
 	contractCommands = slices.Concat(pipelineCommands, []string{"policy"}, approveCommands)
 	// manyCommands can run every contract under --dir (--all) or those a
@@ -372,9 +378,15 @@ func (cfg *Config) flags(fs *flag.FlagSet, getenv func(string) string) *rawFlags
 	if cmd == "plan" || cmd == "run" {
 		fs.BoolVar(&cfg.Destroy, "destroy", false, "plan the destroy of everything the contract deployed in the environment (through the gate: dr, then prod, qa, dev)")
 	}
+	if cmd == "rollback" {
+		fs.StringVar(&cfg.Rollback.To, "to", "", "the change to return to: its id, or its first hex digits (required; one --env applied)")
+	}
 	if cmd == "apply" {
 		fs.StringVar(&cfg.Bundle, "bundle", "", "plan bundle from `nova plan` (default: the newest for this contract)")
 		fs.StringVar(&cfg.ExpectDigest, "digest", "", "refuse the bundle unless its plan digest is this one (the plan job's plan-digest output)")
+	}
+	if slices.Contains(checkCommands, cmd) {
+		fs.BoolVar(&cfg.Check, "check", false, "say what would happen and what the gate would decide; change and record nothing (exit code as the real command's)")
 	}
 	if slices.Contains(evidenceCommands, cmd) {
 		fs.StringVar(&f.evidenceRepo, "evidence-repo", "", "evidence repo path or URL (default: $NOVA_EVIDENCE_REPO, else a local bare repo)")
@@ -545,6 +557,11 @@ func (cfg *Config) complete(f *rawFlags, env Env) error {
 	}
 	if cfg.Command == "break-glass" {
 		if err := cfg.checkBreakGlass(); err != nil {
+			return err
+		}
+	}
+	if cfg.Command == "rollback" {
+		if err := cfg.checkRollback(); err != nil {
 			return err
 		}
 	}

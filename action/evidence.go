@@ -17,7 +17,7 @@ import (
 
 const evidenceUsage = `Usage:
   nova evidence verify [<path-or-url>] [flags]   check every signature, chain and commit
-  nova evidence resolve --contract ID --env E --outcome applied|not-applied --note TEXT
+  nova evidence resolve --contract ID --env E --outcome applied|not-applied --note TEXT [--check]
   nova evidence query  [<path-or-url>] [--contract ID] [--env E] [--type T] [--approver A]
                        [--reason CODE] [--since T] [--until T] [--open-reviews]
                        [--output table|jsonl|csv]
@@ -297,11 +297,11 @@ func evidenceResolve(ctx context.Context, cfg Config, env Env) error {
 		return failed(env, cfg, err)
 	}
 	// The indeterminate event itself may still be in the outbox.
-	store, err := openCurrentEvidence(ctx, cfg, env)
+	store, done, err := openEvidenceToDecide(ctx, cfg, env)
 	if err != nil {
 		return failed(env, cfg, err)
 	}
-	defer store.Close()
+	defer done()
 	events, err := store.Chain(ctx, r.Contract)
 	if err != nil {
 		return failed(env, cfg, err)
@@ -310,14 +310,19 @@ func evidenceResolve(ctx context.Context, cfg Config, env Env) error {
 	if open == nil {
 		return failed(env, cfg, runner.Errorf(runner.ConfigInvalid, "contract %s has no unresolved indeterminate apply", r.Contract))
 	}
-	em := runner.NewEmitter(store, cfg.Source, local.NewRunID(time.Now()), nil)
+	rec := recordInto(cfg, store)
+	em := runner.NewEmitter(rec, cfg.Source, local.NewRunID(time.Now()), nil)
 	e, err := em.Emit(ctx, runner.EventApplyResolved, r.Contract, r.Env, runner.Resolution{
 		Outcome: r.Outcome, Note: r.Note, Resolves: open.ID, ResolvedBy: cfg.Actor,
 	})
 	if err != nil {
 		return failed(env, cfg, err)
 	}
-	backfillOutcomes(ctx, store, em, r.Contract, env)
+	backfillOutcomes(ctx, rec, em, r.Contract, env)
+	if cfg.Check {
+		fmt.Fprintf(env.Stdout, "would record %s for contract %s (%s): %s resolves %s\n  %s\n", runner.EventApplyResolved, r.Contract, r.Env, r.Outcome, open.ID, checkNote(cfg, wouldRecord(rec, r.Contract)))
+		return nil
+	}
 	// Record keeps ordinary events in the outbox on a failed push; a
 	// resolution unblocks applies, so it must be in the repo before we
 	// say it is done.

@@ -104,7 +104,7 @@ type forgeReport struct {
 
 // authorized starts the deployment of an authorized apply.
 func (r *forgeReport) authorized(ctx context.Context, st *runner.State) {
-	if r.forge.deployments == nil || st.Authorization == nil || st.Plan == nil {
+	if r.cfg.Check || r.forge.deployments == nil || st.Authorization == nil || st.Plan == nil {
 		return
 	}
 	id, err := r.forge.deployments.StartDeployment(ctx, r.commit(), st.Authorization.Environment, "nova apply of plan "+runner.ShortDigest(st.Plan.Digest))
@@ -129,7 +129,7 @@ func (r *forgeReport) deployment(ctx context.Context, state runner.DeploymentSta
 // drift issue (drift): its verdict is about what runs, not about the
 // commit, whose status and comment belong to the change's runs.
 func (r *forgeReport) finished(ctx context.Context, v runView) {
-	if v.ContractID == "" || r.cfg.Command == "drift" {
+	if v.ContractID == "" || r.cfg.Command == "drift" || r.cfg.Check {
 		return
 	}
 	switch {

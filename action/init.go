@@ -228,7 +228,8 @@ func renderTemplate(t interface {
 // renderConsumerWorkflows renders the forge's workflows for the contract
 // at dir (relative to the repository root), each with its path relative
 // to the root: on GitHub the workflow and the relay of reviews it runs
-// on, on Gitea the one workflow, with a note on how it obtains nova.
+// on, on Gitea the one workflow, with a note on how it obtains nova; on
+// both the rollback workflow.
 func renderConsumerWorkflows(ctx context.Context, cfg Config, name, dir, id string) ([]scaffoldFile, string, error) {
 	w := templates.Workflow{
 		Name: name, Key: name + "-" + id[:8], Dir: dir, Contract: schema.DefaultContractPath,
@@ -240,12 +241,16 @@ func renderConsumerWorkflows(ctx context.Context, cfg Config, name, dir, id stri
 		DefaultBranch: "main",
 	}
 	kinds := map[string]string{
-		filepath.Join(".github", "workflows", "nova-"+name+".yml"):        templates.GitHubWorkflow,
-		filepath.Join(".github", "workflows", "nova-"+name+"-review.yml"): templates.GitHubReviewWorkflow,
+		filepath.Join(".github", "workflows", "nova-"+name+".yml"):          templates.GitHubWorkflow,
+		filepath.Join(".github", "workflows", "nova-"+name+"-review.yml"):   templates.GitHubReviewWorkflow,
+		filepath.Join(".github", "workflows", "nova-"+name+"-rollback.yml"): templates.GitHubRollbackWorkflow,
 	}
 	note := ""
 	if cfg.Init.Forge == Gitea {
-		kinds = map[string]string{filepath.Join(".gitea", "workflows", "nova-"+name+".yml"): templates.GiteaWorkflow}
+		kinds = map[string]string{
+			filepath.Join(".gitea", "workflows", "nova-"+name+".yml"):          templates.GiteaWorkflow,
+			filepath.Join(".gitea", "workflows", "nova-"+name+"-rollback.yml"): templates.GiteaRollbackWorkflow,
+		}
 		var err error
 		if w.Nova, note, err = giteaBinary(ctx, cfg.Init, version, buildCommit()); err != nil {
 			return nil, "", err

@@ -48,6 +48,10 @@ func TestInitGiteaThenRun(t *testing.T) {
 			t.Errorf("the workflow lacks %q", want)
 		}
 	}
+	rollback, err := os.ReadFile(filepath.Join(repo, ".gitea", "workflows", "nova-app-rollback.yml"))
+	if err != nil || !strings.Contains(string(rollback), "platform/nova rollback") || !strings.Contains(string(rollback), `NOVA_DIR: "infra/app"`) {
+		t.Errorf("no rollback workflow beside it (%v):\n%s", err, rollback)
+	}
 	ignore, _ := os.ReadFile(filepath.Join(app, ".gitignore"))
 	if !strings.Contains(string(ignore), ".nova/runs/\n") {
 		t.Errorf(".gitignore lacks .nova/runs/:\n%s", ignore)
@@ -119,7 +123,7 @@ func TestInitGitHubWorkflows(t *testing.T) {
 		t.Fatal(err)
 	}
 	files := map[string]string{}
-	for _, name := range []string{"nova-svc.yml", "nova-svc-review.yml"} {
+	for _, name := range []string{"nova-svc.yml", "nova-svc-review.yml", "nova-svc-rollback.yml"} {
 		path := filepath.Join(repo, ".github", "workflows", name)
 		data, err := os.ReadFile(path)
 		if err != nil {
@@ -138,6 +142,9 @@ func TestInitGitHubWorkflows(t *testing.T) {
 		if !strings.Contains(files["nova-svc.yml"], want) {
 			t.Errorf("nova-svc.yml lacks %q", want)
 		}
+	}
+	if rollback := files["nova-svc-rollback.yml"]; !strings.Contains(rollback, "workflow_dispatch:") || !strings.Contains(rollback, "command: rollback") {
+		t.Errorf("nova-svc-rollback.yml does not offer the rollback as a dispatch:\n%s", rollback)
 	}
 	relay := files["nova-svc-review.yml"]
 	if !strings.Contains(relay, `name: "nova svc review"`) || !strings.Contains(relay, "pull_request_review:") || strings.Contains(relay, "secrets.") {

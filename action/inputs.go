@@ -22,6 +22,9 @@ type actionInput struct {
 	// that have it; Lines makes one flag per non-empty line.
 	Flag  string
 	Lines bool
+	// Bool inputs are true or false and become --flag=true|false, as a
+	// boolean flag takes no separate value.
+	Bool bool
 	// Choices are the values of an input that names its flag: value v
 	// becomes --v.
 	Choices []string
@@ -33,7 +36,7 @@ type actionInput struct {
 }
 
 // actionCommands are the values of the command input.
-var actionCommands = []string{"validate", "policy", "explain", "plan", "apply", "run", "drift", "matrix", "approve", "reject", "verify"}
+var actionCommands = []string{"validate", "policy", "explain", "plan", "apply", "run", "drift", "matrix", "approve", "reject", "rollback", "verify"}
 
 var actionInputs = []actionInput{
 	{Name: "command", Default: "run", Description: "What nova does: " + strings.Join(actionCommands, ", ") + " (verify is `nova evidence verify`)."},
@@ -43,6 +46,8 @@ var actionInputs = []actionInput{
 	{Name: "bundle", Flag: "--bundle", Description: "For apply: the plan bundle directory the plan job uploaded (default: the newest for the contract)."},
 	{Name: "digest", Flag: "--digest", Description: "For apply: refuse a bundle whose plan digest is not this one (the plan job's plan-digest output). For approve and reject: a prefix of the plan digest decided on."},
 	{Name: "reason", Flag: "--reason", Description: "For reject: why the plan is rejected."},
+	{Name: "to", Flag: "--to", Description: "For rollback: the change to return the environment to (its id, or its first hex digits); one the environment applied."},
+	{Name: "check", Default: "false", Flag: "--check", Bool: true, Description: "For apply, run, approve, reject and rollback: say what would happen and what the gate would decide, change and record nothing; the exit code is the real command's."},
 	{Name: "backend", Flag: "--backend", Description: "Terraform backend type, overriding the contract's."},
 	{Name: "backend-config", Flag: "--backend-config", Lines: true, Description: "Terraform -backend-config entries, one key=value per line."},
 	{Name: "base", Flag: "--base", Description: "The trusted base commit or ref the approver config is read from (default: the pull request's base, else the default branch)."},
@@ -162,6 +167,13 @@ func actionFlags(fs *flag.FlagSet, command string, getenv func(string) string) (
 		}
 		if fs.Lookup(in.Flag[2:]) == nil {
 			return nil, runner.Errorf(runner.ConfigInvalid, "input %s does not apply to command %s", in.Name, command)
+		}
+		if in.Bool {
+			if v != "true" && v != "false" {
+				return nil, runner.Errorf(runner.ConfigInvalid, "input %s %q: want true or false", in.Name, v)
+			}
+			args = append(args, in.Flag+"="+v)
+			continue
 		}
 		if !in.Lines {
 			args = append(args, in.Flag, v)

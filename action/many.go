@@ -100,7 +100,12 @@ func executeMany(ctx context.Context, cfg Config, env Env) error {
 		return manyAbort(cfg, env, err)
 	}
 	warnLocalEvidence(cfg, env)
-	store, keys, err := openEvidenceStore(ctx, cfg.Evidence, env)
+	evidenceCfg, cleanup, err := checkedEvidence(cfg)
+	if err != nil {
+		return manyAbort(cfg, env, err)
+	}
+	defer cleanup()
+	store, keys, err := openEvidenceStore(ctx, evidenceCfg, env)
 	if err != nil {
 		return manyAbort(cfg, env, err)
 	}
@@ -111,7 +116,10 @@ func executeMany(ctx context.Context, cfg Config, env Env) error {
 		progress = env.Stderr
 	}
 	fmt.Fprintf(progress, "nova %s · %s · %d contract(s) selected (%s) · %d at a time\n", cfg.Command, cfg.Dir, len(sel.Contracts), selectionLine(cfg, sel), cfg.Select.Parallel)
-	drainBefore(ctx, store, env)
+	if !cfg.Check {
+		drainBefore(ctx, store, env)
+	}
+	rec := recordInto(cfg, store)
 	forge, forgeErr := connectForge(ctx, cfg)
 	if forgeErr == nil {
 		forgeErr = guardEvidence(ctx, cfg, env.Stderr)
@@ -130,7 +138,7 @@ func executeMany(ctx context.Context, cfg Config, env Env) error {
 			ccfg.Destroy, ccfg.EnvOverride = true, env
 		}
 		rep := &reporter{cfg: ccfg, progress: &buf, stdout: io.Discard}
-		w := wiring{cfg: ccfg, env: env, evidence: store, keys: keys, forge: forge, setupErr: forgeErr, reg: reg, verifier: verifier}
+		w := wiring{cfg: ccfg, env: env, evidence: rec, keys: keys, forge: forge, setupErr: forgeErr, reg: reg, verifier: verifier}
 		runs[i] = runContract(ctx, w, rep)
 		// Each contract's lines go out together, as it finishes.
 		_, _ = progress.Write(buf.Bytes())
@@ -139,10 +147,17 @@ func executeMany(ctx context.Context, cfg Config, env Env) error {
 	for i, r := range runs {
 		outs[i] = &r.out
 	}
-	drainAfter(ctx, store, env, outs...)
+	if !cfg.Check {
+		drainAfter(ctx, store, env, outs...)
+	}
 	views := make([]runView, len(runs))
 	parallel(len(runs), cfg.Select.Parallel, func(i int) { views[i] = runs[i].finish(ctx) })
-	reportDeleted(ctx, cfg, forge, sel.Deleted, env.Stderr)
+	for _, r := range runs {
+		r.cleanup(cfg)
+	}
+	if !cfg.Check {
+		reportDeleted(ctx, cfg, forge, sel.Deleted, env.Stderr)
+	}
 	return manyReport(cfg, env, sel, runs, views)
 }
 

@@ -175,6 +175,8 @@ type manyView struct {
 	Counts    map[string]int `json:"counts,omitempty"`
 	Contracts []contractView `json:"contracts"`
 	Deleted   []deletedView  `json:"deleted,omitempty"`
+	// Check is true for a --check run: nothing was changed or recorded.
+	Check bool `json:"check,omitempty"`
 }
 
 // contractView is one contract's run: where it is, why it was selected,
@@ -222,6 +224,7 @@ func manyReport(cfg Config, env Env, sel monorepo.Selection, runs []*contractRun
 	mv := manyView{
 		Command: cfg.Command, Selection: cfg.Select.name(), Base: sel.Base, Head: sel.Head,
 		Counts: map[string]int{}, Contracts: make([]contractView, 0, len(runs)), Deleted: deletedViews(sel.Deleted),
+		Check: cfg.Check,
 	}
 	codes := make([]int, len(views))
 	for i, v := range views {
@@ -274,6 +277,9 @@ func manyText(w io.Writer, cfg Config, mv manyView) {
 		}
 	}
 	fmt.Fprintf(w, "%s (exit %d)\n", verdictLine(runner.Verdict(mv.Verdict)), mv.ExitCode)
+	if cfg.Check {
+		fmt.Fprintln(w, "  check mode: nothing was changed or recorded")
+	}
 }
 
 func writeJSON(w io.Writer, v any) {

@@ -35,19 +35,32 @@ func execute(ctx context.Context, cfg Config, env Env) error {
 	}
 	rep := newReporter(cfg, env)
 	warnLocalEvidence(cfg, env)
-	store, keys, err := openEvidenceStore(ctx, cfg.Evidence, env)
+	evidenceCfg, cleanup, err := checkedEvidence(cfg)
+	if err != nil {
+		return rep.abort(err)
+	}
+	defer cleanup()
+	store, keys, err := openEvidenceStore(ctx, evidenceCfg, env)
 	if err != nil {
 		return rep.abort(err)
 	}
 	defer store.Close()
-	drainBefore(ctx, store, env)
-	w := wiring{cfg: cfg, env: env, evidence: store, keys: keys}
+	if !cfg.Check {
+		drainBefore(ctx, store, env)
+	}
+	w := wiring{cfg: cfg, env: env, evidence: recordInto(cfg, store), keys: keys}
 	w.forge, w.setupErr = connectForge(ctx, cfg)
 	if w.setupErr == nil {
 		w.setupErr = guardEvidence(ctx, cfg, env.Stderr)
 	}
+	if w.setupErr == nil && cfg.Command == "rollback" {
+		return executeRollback(ctx, w, rep, store)
+	}
 	r := w.run(ctx, rep)
-	drainAfter(ctx, store, env, &r.out)
+	defer r.cleanup(cfg)
+	if !cfg.Check {
+		drainAfter(ctx, store, env, &r.out)
+	}
 	r.finish(ctx)
 	return verdict(r.out.Verdict, r.out.Reason)
 }
@@ -107,7 +120,7 @@ func (w wiring) run(ctx context.Context, rep *reporter) *contractRun {
 		EnvOverride:    cfg.EnvOverride,
 		EngineOverride: cfg.EngineOverride,
 		Commit:         cfg.Commit,
-		RunDir:         filepath.Join(local.RunsDir(cfg.Dir), runID),
+		RunDir:         w.runDir(runID),
 		ForgeRun:       cfg.ForgeRun,
 		PullRequest:    cfg.ForgeAPI.PullRequest,
 	}
@@ -130,6 +143,9 @@ func (w wiring) run(ctx context.Context, rep *reporter) *contractRun {
 	report := &forgeReport{cfg: cfg, forge: w.forge, warn: w.env.Stderr}
 	events := local.NewEventLog(filepath.Join(st.RunDir, "events.jsonl"))
 	em := runner.NewEmitter(runner.Tee{events, w.evidence}, cfg.Source, runID, w.env.Now)
+	if cfg.Check {
+		em = runner.NewEmitter(w.evidence, cfg.Source, runID, w.env.Now)
+	}
 	p := runner.Pipeline{
 		Stages: stages,
 		Events: em,
@@ -148,7 +164,14 @@ func (w wiring) run(ctx context.Context, rep *reporter) *contractRun {
 	}
 	rep.start(st)
 	out := p.Run(ctx, st)
-	return &contractRun{out: out, st: st, events: events.Path(), rep: rep, report: report}
+	eventsPath := events.Path()
+	if cfg.Check {
+		eventsPath = ""
+		if st.Contract != nil {
+			rep.note = checkNote(cfg, wouldRecord(w.evidence, st.Contract.ID))
+		}
+	}
+	return &contractRun{out: out, st: st, events: eventsPath, rep: rep, report: report}
 }
 
 // finish reports the run: to the user, and on the forge.
@@ -172,7 +195,7 @@ func (s setupFailed) Run(context.Context, *runner.State) (runner.Result, error) 
 // chain now settles (this run's apply, a rejection, a resolution). They are
 // derived from the chain, so a failure here only leaves them for the next
 // command to record: it is reported, and the command's verdict stands.
-func backfillOutcomes(ctx context.Context, store *evidence.Store, em *runner.Emitter, contractID string, env Env) {
+func backfillOutcomes(ctx context.Context, store runner.EvidenceReader, em *runner.Emitter, contractID string, env Env) {
 	if _, err := runner.RecordDecisionOutcomes(ctx, store, em, contractID); err != nil {
 		fmt.Fprintf(env.Stderr, "nova: decision outcomes of contract %s left for the next run: %v\n", contractID, err)
 	}
@@ -190,7 +213,7 @@ func pendingCount(store *evidence.Store) int {
 type wiring struct {
 	cfg      Config
 	env      Env
-	evidence *evidence.Store
+	evidence evidenceStore
 	keys     signing.Keys
 	forge    *forgeAdapters
 	runID    string
@@ -201,6 +224,12 @@ type wiring struct {
 	// nil loads the registry cfg names and makes a verifier of its keys.
 	reg      *registry.Registry
 	verifier runner.CommitVerifier
+	// runsDir is where runs keep their directories; empty is the
+	// checkout's (a rollback plans a copy of an earlier commit, and keeps
+	// its runs with the checkout's).
+	runsDir string
+	// rollback is what `nova rollback` returns the environment to.
+	rollback *runner.RollbackRecord
 }
 
 // stages lists the command's stages, each given its adapters.
@@ -227,7 +256,7 @@ func (w wiring) stages(ctx context.Context) ([]runner.Stage, error) {
 		}
 		bundle := &apply.Bundle{Dir: cfg.Bundle, ExpectDigest: cfg.ExpectDigest, RunsDir: local.RunsDir(cfg.Dir), Evidence: w.evidence, Engine: engine}
 		// A bundle applied before answers first, running nothing.
-		return slices.Concat([]runner.Stage{validate, bundle, w.change(reg, engine)}, w.lock(), w.gate(), []runner.Stage{apply.New(engine)}), nil
+		return slices.Concat([]runner.Stage{validate, bundle, w.change(reg, engine)}, w.lock(), w.gate(), []runner.Stage{w.applyStage(engine)}), nil
 	}
 	if cfg.Command == "drift" {
 		// Drift looks at what runs, not at the change: no evaluation, no
@@ -241,7 +270,7 @@ func (w wiring) stages(ctx context.Context) ([]runner.Stage, error) {
 	if cfg.Destroy {
 		return w.destroyStages(ctx, reg)
 	}
-	if cfg.Command == "plan" || cfg.Command == "run" {
+	if cfg.Command == "plan" || cfg.Command == "run" || cfg.Command == "rollback" {
 		// Before anything is evaluated, and without an event of its own
 		// (validate shows it as a stage): a broken approver config
 		// stops dev's run, not first qa's approval.
@@ -281,7 +310,7 @@ func (w wiring) stages(ctx context.Context) ([]runner.Stage, error) {
 	}
 	// The change is named before anything is evaluated: an environment
 	// that applied it answers with its receipt and runs nothing else.
-	evaluate = slices.Insert(evaluate, 1, slices.Concat([]runner.Stage{w.change(reg, engine)}, w.lock())...)
+	evaluate = slices.Insert(evaluate, 1, slices.Concat([]runner.Stage{w.change(reg, engine)}, w.rollbackStage(), w.lock())...)
 	planned := slices.Concat(evaluate, []runner.Stage{
 		plan.New(engine),
 		policy.New(engines, runner.PostPlan),
@@ -290,7 +319,7 @@ func (w wiring) stages(ctx context.Context) ([]runner.Stage, error) {
 	if cfg.Command == "plan" {
 		return planned, nil
 	}
-	return slices.Concat(planned, w.gate(), []runner.Stage{apply.New(engine)}), nil
+	return slices.Concat(planned, w.gate(), []runner.Stage{w.applyStage(engine)}), nil
 }
 
 // approversCheck checks the approver config of the trusted base and the
@@ -323,7 +352,7 @@ func (w wiring) gate() []runner.Stage {
 	return []runner.Stage{
 		&runner.ImportApprovals{
 			Sources: w.forge.sources, Approvers: approvers, Membership: w.forge.membership,
-			Change: w.forge.change, Claims: claimKeys(w.cfg, approvers), Evidence: w.evidence,
+			Change: w.changeReader(), Claims: claimKeys(w.cfg, approvers), Evidence: w.evidence,
 		},
 		runner.Gate{Evidence: w.evidence, Approvers: approvers, Membership: w.forge.membership, Attest: w.keys.Events, Now: w.env.Now},
 	}

@@ -21,6 +21,11 @@ type reporter struct {
 	// text, stderr for json so stdout stays one parseable document.
 	progress io.Writer
 	stdout   io.Writer
+	// note is a last line of the report (check mode's).
+	note string
+	// source names what the run reads when it is not the contract in
+	// st.Dir as checked out (a rollback's copy of an earlier commit).
+	source string
 }
 
 func newReporter(cfg Config, env Env) *reporter {
@@ -32,7 +37,15 @@ func newReporter(cfg Config, env Env) *reporter {
 }
 
 func (r *reporter) start(st *runner.State) {
-	fmt.Fprintf(r.progress, "nova %s · %s · run %s\n", r.cfg.Command, r.rel(filepath.Join(st.Dir, st.ContractPath)), st.RunID)
+	check := ""
+	if r.cfg.Check {
+		check = " --check"
+	}
+	source := r.source
+	if source == "" {
+		source = r.rel(filepath.Join(st.Dir, st.ContractPath))
+	}
+	fmt.Fprintf(r.progress, "nova %s%s · %s · run %s\n", r.cfg.Command, check, source, st.RunID)
 }
 
 func (r *reporter) stage(res runner.Result) {
@@ -89,6 +102,8 @@ type runView struct {
 	// Ignored are the approvals and rejections the approvals stage did
 	// not count, and why.
 	Ignored []runner.IgnoredClaim `json:"ignored,omitempty"`
+	// Check is true for a --check run: nothing was changed or recorded.
+	Check bool `json:"check,omitempty"`
 }
 
 type stageView struct {
@@ -103,13 +118,17 @@ func (r *reporter) finish(out runner.Outcome, st *runner.State, eventsFile strin
 	code := exitCode(verdict(out.Verdict, out.Reason))
 	v := runView{
 		Command: r.cfg.Command, RunID: st.RunID, Verdict: string(out.Verdict), ExitCode: code,
-		Reason: string(out.Reason), EventsFile: eventsFile, Stages: []stageView{},
+		Reason: string(out.Reason), EventsFile: eventsFile, Stages: []stageView{}, Check: r.cfg.Check,
 	}
 	if st.Contract != nil {
 		v.ContractID, v.Environment = st.Contract.ID, string(st.Contract.Environment)
 	}
 	if st.Plan != nil {
 		v.PlanDigest, v.BundleDir, v.Operation = st.Plan.Digest, st.Plan.BundleDir, st.Plan.Operation
+		if r.cfg.Check && r.cfg.Command != "apply" {
+			// A check's own bundle is removed with its run directory.
+			v.BundleDir = ""
+		}
 		changes := st.Plan.Changes
 		v.Changes, v.Resources = &changes, st.Plan.Resources
 	}
@@ -142,7 +161,14 @@ func (r *reporter) finish(out runner.Outcome, st *runner.State, eventsFile strin
 	if v.PlanDigest != "" {
 		fmt.Fprintf(r.stdout, " · plan %s", v.PlanDigest)
 	}
-	fmt.Fprintf(r.stdout, "\n  events: %s\n", r.rel(eventsFile))
+	if eventsFile != "" {
+		fmt.Fprintf(r.stdout, "\n  events: %s\n", r.rel(eventsFile))
+	} else {
+		fmt.Fprintln(r.stdout)
+	}
+	if r.note != "" {
+		fmt.Fprintf(r.stdout, "  %s\n", r.note)
+	}
 	return v
 }
 

@@ -33,11 +33,16 @@ Usage:
   nova evidence verify|resolve   check the evidence repo, or resolve an indeterminate apply
   nova unlock   --env dev --reason TEXT [--contract ID]   release the environment a pull request holds
   nova break-glass request|approve|revoke|review --env E …   the emergency path around E's approvals
+  nova rollback --env E --to CHANGE   plan, gate and apply the contract as it was at a change E applied
   nova init     --forge github|gitea [--dir D] [--stack S]   scaffold a contract, approvers and the workflow
   nova pin      [--dir D]   pin Nova by commit in the workflows' prod and dr jobs
   nova evidence query|export     ask the verified evidence, or export its fact tables
   nova report   --out FILE       an HTML report of promotions, approvals, failures, confidence
   nova version            print the version
+
+apply, run, approve, reject, rollback, evidence resolve and unlock take
+--check: say what would happen and what the gate would decide, change and
+record nothing, exit as the real command would.
 
 Run 'nova <command> -h' for the flags. Exit codes: 0 pass, 1 verdict fail,
 2 tool or configuration error, 3 awaiting approval; over many contracts, the

@@ -67,11 +67,11 @@ func unlockCommand(ctx context.Context, cfg Config, env Env) error {
 	if err != nil {
 		return failed(env, cfg, err)
 	}
-	store, err := openCurrentEvidence(ctx, cfg, env)
+	store, done, err := openEvidenceToDecide(ctx, cfg, env)
 	if err != nil {
 		return failed(env, cfg, err)
 	}
-	defer store.Close()
+	defer done()
 	sum, err := runner.ReadGateSummary(ctx, store, id)
 	if err != nil {
 		return failed(env, cfg, err)
@@ -80,12 +80,18 @@ func unlockCommand(ctx context.Context, cfg Config, env Env) error {
 	if hold == nil {
 		return failed(env, cfg, runner.Errorf(runner.ConfigInvalid, "no pull request holds %s of contract %s: nothing to release", u.Env, id))
 	}
-	em := runner.NewEmitter(store, cfg.Source, local.NewRunID(time.Now()), nil)
+	rec := recordInto(cfg, store)
+	em := runner.NewEmitter(rec, cfg.Source, local.NewRunID(time.Now()), nil)
 	e, err := em.Emit(ctx, runner.EventLockReleased, id, u.Env, runner.LockRelease{
 		Environment: u.Env, PullRequest: hold.PullRequest, Hold: hold.Event, Reason: u.Reason, ReleasedBy: cfg.Actor,
 	})
 	if err != nil {
 		return failed(env, cfg, err)
+	}
+	if cfg.Check {
+		fmt.Fprintf(env.Stdout, "would record %s: %s of contract %s, held by pull request #%d since %s, would be released by %s\n  %s\n",
+			runner.EventLockReleased, u.Env, id, hold.PullRequest, hold.Event, cfg.Actor, checkNote(cfg, wouldRecord(rec, id)))
+		return nil
 	}
 	if err := store.Drain(ctx); err != nil {
 		return failed(env, cfg, err)

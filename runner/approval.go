@@ -91,6 +91,9 @@ type Change struct {
 	// nobody can be shown not to have: while any is listed, no approval
 	// of the change is accepted.
 	Unlinked []string
+	// Requester asked for the change when it was not written but
+	// requested: a rollback's. Like an author, they may not approve it.
+	Requester Login
 	// Head is the pull request's current head commit, Base the commit of
 	// its base branch the approver config is read from.
 	Head string

@@ -248,6 +248,9 @@ func (s *ImportApprovals) claimProblem(ctx context.Context, c ApprovalClaim, req
 		if slices.Contains(change.Authors, login) {
 			return ApproverNotEligible, fmt.Sprintf("%s wrote this change and may not approve it", login)
 		}
+		if change.Requester != "" && change.Requester == login {
+			return ApproverNotEligible, fmt.Sprintf("%s asked for this rollback and may not approve it", login)
+		}
 	}
 	return "", ""
 }

@@ -48,6 +48,7 @@ const (
 	EventBreakGlassRefused   = "nova.breakglass.refused"
 	EventDestroyIdentified   = "nova.destroy.identified"
 	EventDestroyCompleted    = "nova.destroy.completed"
+	EventRollbackRequested   = "nova.rollback.requested"
 )
 
 // Event is a CloudEvents 1.0 envelope in its JSON format.

@@ -60,7 +60,7 @@ func (g Gate) Run(ctx context.Context, st *State) (Result, error) {
 		change = st.Change.ID
 	}
 	if env.Autonomous() {
-		st.Authorization = &Authorization{Digest: st.Plan.Digest, Environment: env, Approver: "autonomous", Change: change, PullRequest: st.PullRequest}
+		st.Authorization = &Authorization{Digest: st.Plan.Digest, Environment: env, Approver: "autonomous", Change: change, PullRequest: st.PullRequest, Rollback: st.Rollback.Ref()}
 		return g.authorized(ctx, st, fmt.Sprintf("%s is autonomous: plan %s authorized", env, ShortDigest(st.Plan.Digest)))
 	}
 	if g.Evidence == nil {
@@ -84,7 +84,17 @@ func (g Gate) Run(ctx context.Context, st *State) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	d, err := decideGate(sum, gateInput{Env: env, Digest: st.Plan.Digest, Supersedes: st.Contract.Supersedes, Now: now().UTC(), Approvers: approvers, Members: members})
+	in := gateInput{Env: env, Digest: st.Plan.Digest, Supersedes: st.Contract.Supersedes, Now: now().UTC(), Approvers: approvers, Members: members}
+	if r := st.Rollback; r != nil {
+		// A rollback's plan can be byte for byte a plan approved before
+		// (the same commit, from the same state): that approval was for
+		// then. Its requester never approves it.
+		in.NotBy = LoginOf(r.RequestedBy)
+		if last := sum.Env(env).LastApplied; last != nil {
+			in.ApprovedAfter = last.Seq
+		}
+	}
+	d, err := decideGate(sum, in)
 	if err != nil {
 		return Result{}, err
 	}
@@ -93,7 +103,7 @@ func (g Gate) Run(ctx context.Context, st *State) (Result, error) {
 	}
 	switch d.Verdict {
 	case Pass:
-		st.Authorization = &Authorization{Digest: st.Plan.Digest, Environment: env, Approver: d.Approval.Approver, Approvals: []string{d.Approval.EventID}, Change: change, PullRequest: st.PullRequest}
+		st.Authorization = &Authorization{Digest: st.Plan.Digest, Environment: env, Approver: d.Approval.Approver, Approvals: []string{d.Approval.EventID}, Change: change, PullRequest: st.PullRequest, Rollback: st.Rollback.Ref()}
 		return g.authorized(ctx, st, fmt.Sprintf("plan %s approved for %s by %s (%s)", ShortDigest(st.Plan.Digest), env, d.Approval.Approver, d.Approval.Source))
 	case AwaitingApproval:
 		return Result{

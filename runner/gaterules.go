@@ -56,6 +56,13 @@ type gateInput struct {
 	// Members says whether each approver of this plan is in its group
 	// now (stillMembers); an approver it does not list is not.
 	Members map[Login]bool
+	// ApprovedAfter and NotBy narrow the approvals that count for a
+	// rollback: only those recorded after the chain's seq ApprovedAfter
+	// (the environment's latest apply, so an approval of the same digest
+	// given before the environment last changed is not reused), and none
+	// by NotBy (who asked for it).
+	ApprovedAfter int64
+	NotBy         Login
 }
 
 // gateDecision is the gate's verdict for a guarded environment.
@@ -127,6 +134,9 @@ func countedApprovals(es *EnvGateSummary, in gateInput, group string) (valid, le
 	}
 	for _, a := range es.Approvals[in.Digest] {
 		if a.Group != group || (!freezeAt.IsZero() && !a.decidedAt().Before(freezeAt)) {
+			continue
+		}
+		if (in.ApprovedAfter > 0 && a.Seq <= in.ApprovedAfter) || (in.NotBy != "" && LoginOf(a.Approver) == in.NotBy) {
 			continue
 		}
 		if !in.Members[LoginOf(a.Approver)] {

@@ -147,10 +147,12 @@ type EnvGateSummary struct {
 	BadRejection *Rejection
 }
 
-// AppliedChange is a change an environment applied, and the receipt.
+// AppliedChange is a change an environment applied, and the receipt:
+// its event and that event's seq in the chain.
 type AppliedChange struct {
 	Change string
 	Event  string
+	Seq    int64 `json:",omitempty"`
 }
 
 // EventRef names an event the rules point at.
@@ -240,7 +242,7 @@ func (s *GateSummary) Fold(e Event) {
 				es.Applied = map[string]string{}
 			}
 			es.Applied[c] = e.ID
-			es.LastApplied = &AppliedChange{Change: c, Event: e.ID}
+			es.LastApplied = &AppliedChange{Change: c, Event: e.ID, Seq: e.Seq}
 			es.AuthorizedChange = ""
 		}
 		es.Drifted = false
@@ -275,7 +277,7 @@ func (s *GateSummary) Fold(e Event) {
 				es.Applied = map[string]string{}
 			}
 			es.Applied[c] = e.ID
-			es.LastApplied = &AppliedChange{Change: c, Event: e.ID}
+			es.LastApplied = &AppliedChange{Change: c, Event: e.ID, Seq: e.Seq}
 		}
 		es.AuthorizedChange, es.AuthorizedPR = "", 0
 	case EventLockReleased:

@@ -240,6 +240,15 @@ const (
 	BreakGlassDestroy           Reason = "BREAKGLASS_DESTROY"
 )
 
+// Rollback: returning an environment to a change it applied before.
+const (
+	RollbackTargetUnknown    Reason = "ROLLBACK_TARGET_UNKNOWN"
+	RollbackTargetAmbiguous  Reason = "ROLLBACK_TARGET_AMBIGUOUS"
+	RollbackTargetNotApplied Reason = "ROLLBACK_TARGET_NOT_APPLIED"
+	RollbackTargetChanged    Reason = "ROLLBACK_TARGET_CHANGED"
+	RollbackSourceMissing    Reason = "ROLLBACK_SOURCE_MISSING"
+)
+
 var reasonTable = []ReasonInfo{
 	{ContractNotFound, "contract", KindError, "No contract file exists at the given path (default `.nova/contract.yml`)."},
 	{ContractUnreadable, "contract", KindError, "The contract file exists but cannot be read (permissions, a directory, an I/O error)."},
@@ -396,6 +405,12 @@ var reasonTable = []ReasonInfo{
 	{NFRNotSatisfied, "policy", KindVerdict, "A declared NFR is not met by the values the stack's modules get (the PCR names the instance and input)."},
 	{NFRNotSatisfiable, "policy", KindVerdict, "No module of the stack declares a capability that could meet a declared NFR."},
 	{NFRBudgetExceeded, "policy", KindVerdict, "The cost estimate exceeds the contract's `nfr.monthlyCostCeiling`."},
+
+	{RollbackTargetUnknown, "rollback", KindError, "`nova rollback --to` names no change the contract's evidence knows (no `nova.change.identified` or plan of it); check the id with `nova evidence query --type nova.change.identified --output jsonl` (`data.result.id`)."},
+	{RollbackTargetAmbiguous, "rollback", KindError, "The prefix given to `nova rollback --to` starts more than one change of the contract; give more of the id."},
+	{RollbackTargetNotApplied, "rollback", KindVerdict, "The change `nova rollback --to` names was never applied in the environment: a rollback returns an environment only to a change its evidence shows it ran."},
+	{RollbackTargetChanged, "rollback", KindVerdict, "The contract read back from the target's commit is not that change any more: the registry's stack or modules, or the engine version, changed since, so it would deploy something the environment never ran."},
+	{RollbackSourceMissing, "rollback", KindError, "The target's contract cannot be read back: no plan of the change names its commit, or the commit is not in the checkout (a shallow clone: fetch the full history, `fetch-depth: 0`)."},
 
 	{DriftDetected, "drift", KindVerdict, "`nova drift` found resources that no longer match what was applied: changed outside Terraform, or no longer what the applied configuration describes (the event names addresses and attribute names, never values)."},
 

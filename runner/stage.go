@@ -128,6 +128,10 @@ type State struct {
 	// and applies the contract's destroy (`--destroy`, or a bundle
 	// planned so); empty creates and updates.
 	Operation Operation
+	// Rollback is set when the run rolls its environment back to an
+	// earlier change (`nova rollback`): what it returns to and what it
+	// supersedes. The authorization carries it.
+	Rollback *RollbackRecord
 	// Completed names the stages that have passed so far, in order; later
 	// stages use it to tell "evaluated, nothing found" from "never ran".
 	Completed []string
@@ -211,6 +215,9 @@ type Authorization struct {
 	// approver the destroy counted (Approver is the first of them).
 	Operation Operation `json:"operation,omitempty"`
 	Approvers []string  `json:"approvers,omitempty"`
+	// Rollback is set when the plan rolls the environment back to an
+	// earlier change (nova.rollback.requested has the rest).
+	Rollback *RollbackRef `json:"rollback,omitempty"`
 }
 
 // CostEstimate is a monthly cost estimate of the planned change.

@@ -120,7 +120,8 @@ var workflows = sync.OnceValue(func() *template.Template {
 		"job":        newJob,
 		"destroyJob": newDestroyJob,
 		// Destroys go the promotion order backwards.
-		"reverse": func(envs []string) []string { r := slices.Clone(envs); slices.Reverse(r); return r },
+		"reverse":  func(envs []string) []string { r := slices.Clone(envs); slices.Reverse(r); return r },
+		"rollback": func(w *Workflow, job string) rollbackJob { return rollbackJob{W: w, Job: job} },
 	}, "workflows/*.tmpl")
 })
 
@@ -132,6 +133,13 @@ type job struct {
 	Guarded bool
 	// If is a condition the job's own is prefixed with ("… && ").
 	If string
+}
+
+// rollbackJob is what a job of the GitHub rollback workflow is rendered
+// from: Job is plan or apply.
+type rollbackJob struct {
+	W   *Workflow
+	Job string
 }
 
 // newJob is the job of w's i-th environment.
@@ -180,8 +188,14 @@ const (
 	// (workflow_run); it holds nothing worth taking.
 	GitHubReviewWorkflow = "github-review"
 	GiteaWorkflow        = "gitea"
-	// DeployWorkflow is Nova's reusable workflow (workflow_call).
-	DeployWorkflow = "deploy"
+	// GitHubRollbackWorkflow and GiteaRollbackWorkflow roll one
+	// environment back to an earlier change (workflow_dispatch).
+	GitHubRollbackWorkflow = "github-rollback"
+	GiteaRollbackWorkflow  = "gitea-rollback"
+	// DeployWorkflow is Nova's reusable workflow (workflow_call), and
+	// RollbackWorkflow its reusable rollback.
+	DeployWorkflow   = "deploy"
+	RollbackWorkflow = "rollback"
 )
 
 // Deploy is what Nova's reusable workflow (workflows-src/deploy.yml) is

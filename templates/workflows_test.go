@@ -37,22 +37,25 @@ func TestWorkflowsMatchTheirSource(t *testing.T) {
 	}
 }
 
-// TestDeployWorkflowIsRendered keeps workflows-src/deploy.yml what the job
-// templates render; `make workflows` regenerates it.
+// TestDeployWorkflowIsRendered keeps workflows-src/deploy.yml and
+// rollback.yml what the job templates render; `make workflows`
+// regenerates them.
 func TestDeployWorkflowIsRendered(t *testing.T) {
-	want, err := RenderWorkflow(DeployWorkflow, Deploy)
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join("..", "workflows-src", "deploy.yml")
-	if *update {
-		if err := os.WriteFile(path, want, 0o644); err != nil {
+	for _, kind := range []string{DeployWorkflow, RollbackWorkflow} {
+		want, err := RenderWorkflow(kind, Deploy)
+		if err != nil {
 			t.Fatal(err)
 		}
-	}
-	got, err := os.ReadFile(path)
-	if err != nil || !bytes.Equal(got, want) {
-		t.Errorf("%s is not what templates/workflows renders (err %v): run `make workflows`", path, err)
+		path := filepath.Join("..", "workflows-src", kind+".yml")
+		if *update {
+			if err := os.WriteFile(path, want, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got, err := os.ReadFile(path)
+		if err != nil || !bytes.Equal(got, want) {
+			t.Errorf("%s is not what templates/workflows renders (err %v): run `make workflows`", path, err)
+		}
 	}
 }
 
@@ -84,6 +87,8 @@ func TestWorkflowsPassActionlint(t *testing.T) {
 	}{
 		"github.yml": {GitHubWorkflow, sample()}, "github-oidc.yml": {GitHubWorkflow, oidc}, "github-review.yml": {GitHubReviewWorkflow, sample()},
 		"gitea.yml": {GiteaWorkflow, sample()}, "gitea-build.yml": {GiteaWorkflow, built},
+		"github-rollback.yml": {GitHubRollbackWorkflow, sample()}, "github-rollback-oidc.yml": {GitHubRollbackWorkflow, oidc},
+		"gitea-rollback.yml": {GiteaRollbackWorkflow, sample()}, "gitea-rollback-build.yml": {GiteaRollbackWorkflow, built},
 		"deploy.yml": {DeployWorkflow, Deploy},
 	} {
 		out, err := RenderWorkflow(r.kind, r.w)

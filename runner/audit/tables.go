@@ -179,6 +179,8 @@ type ApplyRow struct {
 	ResolvedBy        string     `json:"resolved_by" desc:"Who resolved it."`
 	ResolutionEventID string     `json:"resolution_event_id" desc:"Id of the nova.apply.resolved event."`
 	Operation         string     `json:"operation" desc:"apply (create and update), or destroy: the plan destroyed the environment's deployment (see the decommissions table)."`
+	RollbackTo        string     `json:"rollback_to" desc:"For a rollback (nova rollback): the earlier change the environment returns to, else empty."`
+	Supersedes        string     `json:"supersedes" desc:"For a rollback: the change the environment ran before it, which it supersedes."`
 }
 
 // Operations as the applies table names them.
@@ -453,6 +455,9 @@ func (t *Tables) addEvent(s *chainState, r Record) {
 			})
 			if len(a.Approvers) > 0 {
 				t.Applies[len(t.Applies)-1].Approver = strings.Join(a.Approvers, ", ")
+			}
+			if r := a.Rollback; r != nil {
+				t.Applies[len(t.Applies)-1].RollbackTo, t.Applies[len(t.Applies)-1].Supersedes = r.Target, r.Supersedes
 			}
 		}
 	case runner.EventApplyCompleted:

@@ -78,6 +78,15 @@ func exposures(file, dir string, data []byte) ([]Exposure, error) {
 			continue
 		}
 		e := Exposure{File: file, Line: line, Job: name}
+		risky := risky
+		if dir == ".github/workflows" && value(job, "environment") != nil {
+			// Only someone with write access dispatches a run, on a ref
+			// they pick; an environment whose deployment branches are the
+			// default branch alone (docs/security.md) gives its secrets to
+			// a dispatch of the default branch's copy and refuses every
+			// other. Unlike a pull request, no one outside chooses the ref.
+			risky = slices.DeleteFunc(slices.Clone(risky), func(ev string) bool { return ev == "workflow_dispatch" })
+		}
 		switch {
 		case len(risky) > 0 && dir == ".gitea/workflows":
 			e.Why = fmt.Sprintf("it runs on %s, for which Gitea runs the pushed commit's copy of this workflow with the repository's secrets: a branch pusher's own copy reads them; run Nova on pull_request_target, pull_request_review and issue_comment, and protect .gitea/workflows/** on every branch", strings.Join(risky, ", "))

@@ -42,6 +42,36 @@ jobs:
         env:
           NOVA_SIGNING_KEY: ${{ secrets.NOVA_SIGNING_KEY }}
 `, ""},
+		{"a dispatch, with environment secrets", ".github/workflows", `on:
+  workflow_dispatch:
+    inputs:
+      change:
+        type: string
+jobs:
+  rollback:
+    environment: nova
+    steps:
+      - uses: nova-platform/nova@v1
+        with:
+          signing-key: ${{ secrets.NOVA_SIGNING_KEY }}
+`, ""},
+		{"a dispatch, with repository secrets", ".github/workflows", `on: workflow_dispatch
+jobs:
+  rollback:
+    steps:
+      - uses: nova-platform/nova@v1
+        with:
+          signing-key: ${{ secrets.NOVA_SIGNING_KEY }}
+`, "own copy"},
+		{"a dispatch beside a push", ".github/workflows", `on: [workflow_dispatch, push]
+jobs:
+  rollback:
+    environment: nova
+    steps:
+      - uses: nova-platform/nova@v1
+        with:
+          signing-key: ${{ secrets.NOVA_SIGNING_KEY }}
+`, "runs on push,"},
 		{"a workflow without Nova's secrets", ".github/workflows", `on: [push, pull_request]
 jobs:
   test:

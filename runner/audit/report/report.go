@@ -208,7 +208,13 @@ func applyOutcome(a audit.ApplyRow) string {
 		out = "destroy " + out
 	}
 	if a.Resolution != "" {
-		return out + ", resolved " + a.Resolution
+		out += ", resolved " + a.Resolution
+	}
+	if a.RollbackTo != "" {
+		out += ", rollback to change " + short(a.RollbackTo)
+		if a.Supersedes != "" {
+			out += " superseding " + short(a.Supersedes)
+		}
 	}
 	return out
 }
