@@ -112,7 +112,11 @@ func TestRollbackProdToAnEarlierChange(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	writeFile(t, approvers, strings.Replace(string(data), "members: [sre-oncall, qa-lead]", "members: [sre-oncall, qa-lead, sre-backup]", 1))
+	const sre = "members: [sre-oncall, sre-lead, qa-lead]"
+	if !strings.Contains(string(data), sre) {
+		t.Fatalf("examples/hello's sre group is no longer %q: this test adds sre-backup to it", sre)
+	}
+	writeFile(t, approvers, strings.Replace(string(data), sre, "members: [sre-oncall, sre-lead, qa-lead, sre-backup]", 1))
 	repo := newSignedRepo(t, c.dir)
 	repo.commit("hello", ".")
 	c.extra = []string{"--trusted-keys", repo.Keys}
