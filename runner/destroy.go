@@ -189,13 +189,7 @@ func (g Gate) destroy(ctx context.Context, st *State, sum *GateSummary) (Result,
 		st.Authorization = auth
 		return g.authorized(ctx, st, fmt.Sprintf("%s is autonomous: destroy plan %s authorized", env, ShortDigest(st.Plan.Digest)))
 	}
-	if g.Evidence == nil {
-		return Result{}, Errorf(InternalError, "the gate of %s has no evidence to read approvals from", env)
-	}
-	if g.Approvers == nil {
-		return Result{}, Errorf(ApproversInvalid, "no approver config: %s needs %s in the trusted base to know who may approve", env, ApproversFile)
-	}
-	approvers, err := g.Approvers.Approvers(ctx)
+	approvers, err := g.approverConfig(ctx, env)
 	if err != nil {
 		return Result{}, err
 	}

@@ -63,13 +63,7 @@ func (g Gate) Run(ctx context.Context, st *State) (Result, error) {
 		st.Authorization = &Authorization{Digest: st.Plan.Digest, Environment: env, Approver: "autonomous", Change: change, PullRequest: st.PullRequest, Rollback: st.Rollback.Ref()}
 		return g.authorized(ctx, st, fmt.Sprintf("%s is autonomous: plan %s authorized", env, ShortDigest(st.Plan.Digest)))
 	}
-	if g.Evidence == nil {
-		return Result{}, Errorf(InternalError, "the gate of %s has no evidence to read approvals from", env)
-	}
-	if g.Approvers == nil {
-		return Result{}, Errorf(ApproversInvalid, "no approver config: %s needs %s in the trusted base to know who may approve", env, ApproversFile)
-	}
-	approvers, err := g.Approvers.Approvers(ctx)
+	approvers, err := g.approverConfig(ctx, env)
 	if err != nil {
 		return Result{}, err
 	}
@@ -187,4 +181,16 @@ func ShortDigest(digest string) string {
 		return digest[:12]
 	}
 	return digest
+}
+
+// approverConfig is the trusted approver config a guarded environment's
+// decision reads, with the evidence its approvals come from.
+func (g Gate) approverConfig(ctx context.Context, env Environment) (*ApproverConfig, error) {
+	if g.Evidence == nil {
+		return nil, Errorf(InternalError, "the gate of %s has no evidence to read approvals from", env)
+	}
+	if g.Approvers == nil {
+		return nil, Errorf(ApproversInvalid, "no approver config: %s needs %s in the trusted base to know who may approve", env, ApproversFile)
+	}
+	return g.Approvers.Approvers(ctx)
 }

@@ -20,15 +20,7 @@ var (
 // PlanDestroy implements runner.DestroyPlanner.
 func (w *workspace) PlanDestroy(ctx context.Context, planFile string) (*runner.SavedPlan, error) {
 	changed, err := w.tf.PlanDestroy(ctx, planFile)
-	if err != nil {
-		return nil, err
-	}
-	sp, err := w.Show(ctx, planFile)
-	if err != nil {
-		return nil, err
-	}
-	sp.HasChanges = sp.HasChanges || changed
-	return sp, nil
+	return w.saved(ctx, planFile, changed, err)
 }
 
 // RemoveState implements runner.StateRemover. Terraform's word that the

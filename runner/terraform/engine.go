@@ -313,6 +313,13 @@ type workspace struct {
 
 func (w *workspace) Plan(ctx context.Context, planFile string) (*runner.SavedPlan, error) {
 	changed, err := w.tf.Plan(ctx, planFile)
+	return w.saved(ctx, planFile, changed, err)
+}
+
+// saved reads the plan terraform just saved to planFile. terraform's
+// detailed exit code (changed) and the saved plan must agree on "nothing
+// to do"; if either sees a change, it is one.
+func (w *workspace) saved(ctx context.Context, planFile string, changed bool, err error) (*runner.SavedPlan, error) {
 	if err != nil {
 		return nil, err
 	}
@@ -320,8 +327,6 @@ func (w *workspace) Plan(ctx context.Context, planFile string) (*runner.SavedPla
 	if err != nil {
 		return nil, err
 	}
-	// terraform's detailed exit code and the saved plan must agree on
-	// "nothing to do"; if either sees a change, it is one.
 	sp.HasChanges = sp.HasChanges || changed
 	return sp, nil
 }
