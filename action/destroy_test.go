@@ -18,6 +18,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/nova-platform/nova/runner"
+	"github.com/nova-platform/nova/runner/audit/report/reporttest"
 	"github.com/nova-platform/nova/runner/terraform/terraformtest"
 )
 
@@ -37,12 +38,7 @@ func TestDestroyDRToDev(t *testing.T) {
 }
 
 func destroyDRToDev(t *testing.T, engine string) {
-	ctx := t.Context()
-	terraformtest.Binary(t, engine)
-	c := &consumer{t: t, dir: t.TempDir(), stateDir: t.TempDir(), env: map[string]string{"HOME": t.TempDir(), "USER": "dev-author"}, engine: engine}
-	if err := os.CopyFS(c.dir, os.DirFS(filepath.Join("..", "examples", "hello"))); err != nil {
-		t.Fatal(err)
-	}
+	c := newHelloConsumer(t, engine)
 	contract, err := os.ReadFile(filepath.Join(c.dir, ".nova", "contract.yml"))
 	if err != nil {
 		t.Fatal(err)
@@ -50,123 +46,85 @@ func destroyDRToDev(t *testing.T, engine string) {
 	c.writeContract(string(contract))
 	c.extra = []string{"--trusted-keys", signedCheckout(t, c.dir)}
 
-	step := func(wantCode int, wantReason runner.Reason, args ...string) runView {
-		t.Helper()
-		code, v, stderr := c.nova(ctx, args...)
-		if code != wantCode || (wantReason != "" && v.Reason != string(wantReason)) {
-			t.Fatalf("nova %s: exit %d (reason %s), want %d (%s)\n%v\n%s", strings.Join(args, " "), code, v.Reason, wantCode, wantReason, verdicts(v), stderr)
-		}
-		return v
-	}
-	decide := func(wantCode int, args ...string) string {
-		t.Helper()
-		if args[0] != "evidence" && args[0] != "report" {
-			args = append(args, "--dir", c.dir)
-		}
-		var stdout, stderr bytes.Buffer
-		code := exitCode(run(ctx, Env{Args: args, Getenv: func(k string) string { return c.env[k] }, Stdout: &stdout, Stderr: &stderr}))
-		if code != wantCode {
-			t.Fatalf("nova %s: exit %d, want %d\n%s%s", strings.Join(args, " "), code, wantCode, stdout.String(), stderr.String())
-		}
-		return stdout.String() + stderr.String()
-	}
-	state := func(env string) string {
-		return filepath.Join(c.stateDir, "3b0c6f5e-8a41-4e8f-9d2a-6c1b7e4f2a90", env, "terraform.tfstate")
-	}
 	gone := func(env string) {
 		t.Helper()
-		if _, err := os.Stat(state(env)); !errors.Is(err, fs.ErrNotExist) {
+		if _, err := os.Stat(c.helloStatePath(env)); !errors.Is(err, fs.ErrNotExist) {
 			t.Errorf("the state of %s is still there after its destroy (%v)", env, err)
 		}
 	}
 
 	// Up: dev → qa → prod → dr.
-	step(ExitPass, "", "run")
-	step(ExitAwaitingApproval, runner.ApprovalRequired, "run", "--env", "qa")
-	decide(ExitPass, "approve", "--env", "qa", "--as", "qa-lead")
-	step(ExitPass, "", "apply", "--env", "qa")
+	c.step(ExitPass, "", "run")
+	c.step(ExitAwaitingApproval, runner.ApprovalRequired, "run", "--env", "qa")
+	c.decide(ExitPass, "approve", "--env", "qa", "--as", "qa-lead")
+	c.step(ExitPass, "", "apply", "--env", "qa")
 	for _, env := range []string{"prod", "dr"} {
-		step(ExitAwaitingApproval, runner.ApprovalRequired, "run", "--env", env)
-		decide(ExitPass, "approve", "--env", env, "--as", "sre-oncall")
-		step(ExitPass, "", "apply", "--env", env)
-		if _, err := os.Stat(state(env)); err != nil {
+		c.step(ExitAwaitingApproval, runner.ApprovalRequired, "run", "--env", env)
+		c.decide(ExitPass, "approve", "--env", env, "--as", "sre-oncall")
+		c.step(ExitPass, "", "apply", "--env", env)
+		if _, err := os.Stat(c.helloStatePath(env)); err != nil {
 			t.Fatalf("no state in %s after its apply: %v", env, err)
 		}
 	}
 
 	// Down. prod first is out of order: dr still runs the contract.
-	v := step(ExitFail, runner.DestroyOrderViolation, "run", "--destroy", "--env", "prod")
+	v := c.step(ExitFail, runner.DestroyOrderViolation, "run", "--destroy", "--env", "prod")
 	if msg := stage(v, "gate").Findings[0].Message; !strings.Contains(msg, "dr runs change") {
 		t.Errorf("the order violation does not name dr: %s", msg)
 	}
-	if _, err := os.Stat(state("prod")); err != nil {
+	if _, err := os.Stat(c.helloStatePath("prod")); err != nil {
 		t.Fatalf("an out-of-order destroy touched prod's state: %v", err)
 	}
 
 	// dr and prod: the qa approver is refused, one sre approver is not
 	// enough, two are.
 	for _, env := range []string{"dr", "prod"} {
-		v := step(ExitAwaitingApproval, runner.ApprovalRequired, "run", "--destroy", "--env", env)
+		v := c.step(ExitAwaitingApproval, runner.ApprovalRequired, "run", "--destroy", "--env", env)
 		if v.Changes == nil || v.Changes.Destroy == 0 || v.Changes.Add != 0 {
 			t.Fatalf("%s destroy plan: %+v", env, v.Changes)
 		}
-		decide(ExitPass, "approve", "--env", env, "--as", "qa-lead")
-		sod := step(ExitAwaitingApproval, runner.SeparationOfDutiesViolation, "apply", "--env", env)
+		c.decide(ExitPass, "approve", "--env", env, "--as", "qa-lead")
+		sod := c.step(ExitAwaitingApproval, runner.SeparationOfDutiesViolation, "apply", "--env", env)
 		if msg := stage(sod, "gate").Findings[0].Message; !strings.Contains(msg, "qa-lead approved this contract in qa") {
 			t.Errorf("%s: the refusal does not say why: %s", env, msg)
 		}
-		decide(ExitPass, "approve", "--env", env, "--as", "sre-oncall")
-		one := step(ExitAwaitingApproval, runner.DestroyNeedsMoreApprovals, "apply", "--env", env)
+		c.decide(ExitPass, "approve", "--env", env, "--as", "sre-oncall")
+		one := c.step(ExitAwaitingApproval, runner.DestroyNeedsMoreApprovals, "apply", "--env", env)
 		if msg := stage(one, "gate").Findings[0].Message; !strings.Contains(msg, "needs 2 distinct approvers") {
 			t.Errorf("%s: a one-approver destroy: %s", env, msg)
 		}
-		if _, err := os.Stat(state(env)); err != nil {
+		if _, err := os.Stat(c.helloStatePath(env)); err != nil {
 			t.Fatalf("a refused destroy touched %s's state: %v", env, err)
 		}
-		decide(ExitPass, "approve", "--env", env, "--as", "sre-lead")
-		done := step(ExitPass, "", "apply", "--env", env)
+		c.decide(ExitPass, "approve", "--env", env, "--as", "sre-lead")
+		done := c.step(ExitPass, "", "apply", "--env", env)
 		checkDestroyEvents(t, done, "sre-oncall", "sre-lead")
 		gone(env)
 	}
 
-	step(ExitAwaitingApproval, runner.ApprovalRequired, "run", "--destroy", "--env", "qa")
-	decide(ExitPass, "approve", "--env", "qa", "--as", "qa-lead")
-	checkDestroyEvents(t, step(ExitPass, "", "apply", "--env", "qa"), "qa-lead")
+	c.step(ExitAwaitingApproval, runner.ApprovalRequired, "run", "--destroy", "--env", "qa")
+	c.decide(ExitPass, "approve", "--env", "qa", "--as", "qa-lead")
+	checkDestroyEvents(t, c.step(ExitPass, "", "apply", "--env", "qa"), "qa-lead")
 	gone("qa")
-	checkDestroyEvents(t, step(ExitPass, "", "run", "--destroy"), "autonomous")
+	checkDestroyEvents(t, c.step(ExitPass, "", "run", "--destroy"), "autonomous")
 	gone("dev")
 
 	// Nothing left anywhere: a destroy is a no-op that says so.
-	again := step(ExitPass, "", "run", "--destroy", "--env", "dr")
+	again := c.step(ExitPass, "", "run", "--destroy", "--env", "dr")
 	if s := stage(again, "change"); !strings.Contains(s.Summary, "nothing to destroy") || stage(again, "plan").Stage != "" {
 		t.Errorf("destroying dr again: %+v", again.Stages)
 	}
 
-	if out := decide(ExitPass, "evidence", "verify"); !strings.Contains(out, "result           OK") {
+	if out := c.decide(ExitPass, "evidence", "verify"); !strings.Contains(out, "result           OK") {
 		t.Errorf("evidence verify:\n%s", out)
 	}
 	page := filepath.Join(t.TempDir(), "report.html")
-	decide(ExitPass, "report", "--out", page)
+	c.decide(ExitPass, "report", "--out", page)
 	html, err := os.ReadFile(page)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, table, _ := strings.Cut(string(html), "<caption>Completed destroys</caption>")
-	table, _, _ = strings.Cut(table, "</table>")
-	var envs []string
-	for _, row := range strings.Split(table, "<tr>")[2:] {
-		cells := strings.Split(row, "<td>")
-		envs = append(envs, strings.TrimSuffix(cells[2], "</td>"))
-		if !strings.Contains(row, "<td>removed</td>") {
-			t.Errorf("decommission row without its state removed: %s", row)
-		}
-	}
-	if got := strings.Join(envs, " "); got != "dr prod qa dev" {
-		t.Errorf("the report's decommissions are %q, want dr prod qa dev", got)
-	}
-	if !strings.Contains(table, "sre-oncall, sre-lead") {
-		t.Errorf("the report does not name prod's and dr's two approvers:\n%s", table)
-	}
+	checkDecommissions(t, html, "sre-oncall, sre-lead")
 }
 
 // checkDestroyEvents checks that a destroy's run recorded its
@@ -209,6 +167,31 @@ func checkDestroyEvents(t *testing.T, v runView, approvers ...string) {
 	}
 }
 
+// checkDecommissions checks the report's completed destroys: dr, prod, qa
+// and dev in that order, each with its state removed, prod's and dr's by
+// the two approvers named (comma-separated).
+func checkDecommissions(t *testing.T, page []byte, guarded string) {
+	t.Helper()
+	rows, err := reporttest.Table(page, "Completed destroys")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var envs []string
+	for _, row := range rows {
+		// Contract, Environment, Destroyed, Change, Approvers, Plan, State.
+		envs = append(envs, row[1])
+		if row[6] != "removed" {
+			t.Errorf("decommission row without its state removed: %v", row)
+		}
+		if (row[1] == "prod" || row[1] == "dr") && row[4] != guarded {
+			t.Errorf("the report's %s destroy names approvers %q, want %q", row[1], row[4], guarded)
+		}
+	}
+	if got := strings.Join(envs, " "); got != "dr prod qa dev" {
+		t.Errorf("the report's decommissions are %q, want dr prod qa dev", got)
+	}
+}
+
 // TestDestroyADeletedContract: a change that deletes examples/hello's
 // contract, once it ran in dev and qa, is destroyed by `nova run
 // --changed` from the trusted base's copy of the contract: qa first (the
@@ -217,11 +200,7 @@ func checkDestroyEvents(t *testing.T, v runView, approvers ...string) {
 // contract.
 func TestDestroyADeletedContract(t *testing.T) {
 	ctx := t.Context()
-	terraformtest.Binary(t, runner.EngineTerraform)
-	c := &consumer{t: t, dir: t.TempDir(), stateDir: t.TempDir(), env: map[string]string{"HOME": t.TempDir(), "USER": "dev-author"}}
-	if err := os.CopyFS(c.dir, os.DirFS(filepath.Join("..", "examples", "hello"))); err != nil {
-		t.Fatal(err)
-	}
+	c := newHelloConsumer(t, runner.EngineTerraform)
 	c.extra = []string{"--trusted-keys", signedCheckout(t, c.dir)}
 	repo, err := git.PlainOpen(c.dir)
 	if err != nil {
@@ -232,14 +211,6 @@ func TestDestroyADeletedContract(t *testing.T) {
 		t.Fatal(err)
 	}
 	base := head.Hash().String()
-	step := func(wantCode int, wantReason runner.Reason, args ...string) runView {
-		t.Helper()
-		code, v, stderr := c.nova(ctx, args...)
-		if code != wantCode || (wantReason != "" && v.Reason != string(wantReason)) {
-			t.Fatalf("nova %s: exit %d (reason %s), want %d (%s)\n%v\n%s", strings.Join(args, " "), code, v.Reason, wantCode, wantReason, verdicts(v), stderr)
-		}
-		return v
-	}
 	many := func(wantCode int, args ...string) manyView {
 		t.Helper()
 		var stdout, stderr bytes.Buffer
@@ -259,10 +230,10 @@ func TestDestroyADeletedContract(t *testing.T) {
 			t.Fatalf("nova %s: exit %d\n%s%s", strings.Join(args, " "), code, stdout.String(), stderr.String())
 		}
 	}
-	step(ExitPass, "", "run")
-	step(ExitAwaitingApproval, runner.ApprovalRequired, "run", "--env", "qa")
+	c.step(ExitPass, "", "run")
+	c.step(ExitAwaitingApproval, runner.ApprovalRequired, "run", "--env", "qa")
 	approve()
-	step(ExitPass, "", "apply", "--env", "qa")
+	c.step(ExitPass, "", "apply", "--env", "qa")
 
 	wt, err := repo.Worktree()
 	if err != nil {
@@ -276,7 +247,7 @@ func TestDestroyADeletedContract(t *testing.T) {
 	}
 
 	// The deleted contract never runs as a change.
-	step(ExitError, runner.ContractNotFound, "run", "--env", "qa")
+	c.step(ExitError, runner.ContractNotFound, "run", "--env", "qa")
 
 	mv := many(ExitAwaitingApproval, "run")
 	if len(mv.Contracts) != 1 || mv.Contracts[0].Environment != "qa" || mv.Contracts[0].Reason != string(runner.ApprovalRequired) || len(mv.Deleted) != 0 {
@@ -288,7 +259,7 @@ func TestDestroyADeletedContract(t *testing.T) {
 	// The trusted base still declares the contract: approving and
 	// applying its destroy read it there.
 	approve("--base", base)
-	done := step(ExitPass, "", "apply", "--env", "qa", "--base", base)
+	done := c.step(ExitPass, "", "apply", "--env", "qa", "--base", base)
 	checkDestroyEvents(t, done, "qa-lead")
 
 	if mv := many(ExitPass, "run"); len(mv.Contracts) != 1 || mv.Contracts[0].Environment != "dev" || stage(mv.Contracts[0].runView, "apply").Verdict != runner.Pass {

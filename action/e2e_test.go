@@ -107,6 +107,64 @@ func (c *consumer) nova(ctx context.Context, args ...string) (int, runView, stri
 	return code, v, stderr.String()
 }
 
+// newHelloConsumer is a consumer of a copy of examples/hello on engine,
+// run by dev-author.
+func newHelloConsumer(t *testing.T, engine string) *consumer {
+	t.Helper()
+	terraformtest.Binary(t, engine)
+	c := &consumer{t: t, dir: t.TempDir(), stateDir: t.TempDir(), env: map[string]string{"HOME": t.TempDir(), "USER": "dev-author"}, engine: engine}
+	if err := os.CopyFS(c.dir, os.DirFS(filepath.Join("..", "examples", "hello"))); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// step runs a pipeline command (run, apply, rollback) and fails the test
+// unless it exits wantCode with wantReason ("": any reason).
+func (c *consumer) step(wantCode int, wantReason runner.Reason, args ...string) runView {
+	c.t.Helper()
+	code, v, stderr := c.nova(c.t.Context(), args...)
+	if code != wantCode || (wantReason != "" && v.Reason != string(wantReason)) {
+		c.t.Fatalf("nova %s: exit %d (reason %s), want %d (%s)\n%v\n%s", strings.Join(args, " "), code, v.Reason, wantCode, wantReason, verdicts(v), stderr)
+	}
+	return v
+}
+
+// decide runs a command that answers in text (approve, reject, evidence,
+// report) and fails the test unless it exits wantCode. It returns what
+// the command printed.
+func (c *consumer) decide(wantCode int, args ...string) string {
+	c.t.Helper()
+	if args[0] != "evidence" && args[0] != "report" {
+		args = append(args, "--dir", c.dir)
+	}
+	var stdout, stderr bytes.Buffer
+	code := exitCode(run(c.t.Context(), Env{Args: args, Getenv: func(k string) string { return c.env[k] }, Stdout: &stdout, Stderr: &stderr}))
+	if code != wantCode {
+		c.t.Fatalf("nova %s: exit %d, want %d\n%s%s", strings.Join(args, " "), code, wantCode, stdout.String(), stderr.String())
+	}
+	return stdout.String() + stderr.String()
+}
+
+// helloStatePath is where env's state of examples/hello's contract lives.
+func (c *consumer) helloStatePath(env string) string {
+	return filepath.Join(c.stateDir, helloContractID, env, "terraform.tfstate")
+}
+
+// helloState is env's Terraform state of examples/hello's contract.
+func (c *consumer) helloState(env string) *tfjson.State {
+	c.t.Helper()
+	tf, err := terraform.New(c.t.TempDir(), terraform.Options{ExecPath: c.binary(), Engine: c.engine})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	st, err := tf.ShowState(c.t.Context(), c.helloStatePath(env))
+	if err != nil {
+		c.t.Fatalf("reading %s's state: %v", env, err)
+	}
+	return st
+}
+
 func helloContract(audience, env string) string {
 	return `apiVersion: nova/v1
 id: 0c0ffee0-1111-4222-8333-444455556666

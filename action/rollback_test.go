@@ -12,11 +12,8 @@ import (
 	"github.com/ProtonMail/go-crypto/openpgp/armor"
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing/object"
-	tfjson "github.com/hashicorp/terraform-json"
 
 	"github.com/nova-platform/nova/runner"
-	"github.com/nova-platform/nova/runner/terraform"
-	"github.com/nova-platform/nova/runner/terraform/terraformtest"
 )
 
 // signedRepo is a consumer checkout whose commits are signed with one
@@ -100,12 +97,7 @@ func changeOf(t *testing.T, v runView) string {
 // target and B as superseded, and the evidence verifies. A change prod
 // never applied, and one nobody knows, are refused with their codes.
 func TestRollbackProdToAnEarlierChange(t *testing.T) {
-	ctx := t.Context()
-	terraformtest.Binary(t, runner.EngineTerraform)
-	c := &consumer{t: t, dir: t.TempDir(), stateDir: t.TempDir(), env: map[string]string{"HOME": t.TempDir(), "USER": "dev-author"}}
-	if err := os.CopyFS(c.dir, os.DirFS(filepath.Join("..", "examples", "hello"))); err != nil {
-		t.Fatal(err)
-	}
+	c := newHelloConsumer(t, runner.EngineTerraform)
 	// A third member of sre, who approved nothing in qa.
 	approvers := filepath.Join(c.dir, runner.ApproversFile)
 	data, err := os.ReadFile(approvers)
@@ -121,40 +113,20 @@ func TestRollbackProdToAnEarlierChange(t *testing.T) {
 	repo.commit("hello", ".")
 	c.extra = []string{"--trusted-keys", repo.Keys}
 
-	step := func(wantCode int, args ...string) runView {
-		t.Helper()
-		code, v, stderr := c.nova(ctx, args...)
-		if code != wantCode {
-			t.Fatalf("nova %s: exit %d (reason %s), want %d\n%+v\n%s", strings.Join(args, " "), code, v.Reason, wantCode, v.Stages, stderr)
-		}
-		return v
-	}
-	decide := func(wantCode int, args ...string) string {
-		t.Helper()
-		if args[0] != "evidence" && args[0] != "report" {
-			args = append(args, "--dir", c.dir)
-		}
-		var stdout, stderr bytes.Buffer
-		code := exitCode(run(ctx, Env{Args: args, Getenv: func(k string) string { return c.env[k] }, Stdout: &stdout, Stderr: &stderr}))
-		if code != wantCode {
-			t.Fatalf("nova %s: exit %d, want %d\n%s%s", strings.Join(args, " "), code, wantCode, stdout.String(), stderr.String())
-		}
-		return stdout.String() + stderr.String()
-	}
 	promote := func() string {
 		t.Helper()
-		change := changeOf(t, step(ExitPass, "run"))
-		step(ExitAwaitingApproval, "run", "--env", "qa")
-		decide(ExitPass, "approve", "--env", "qa", "--as", "qa-lead")
-		step(ExitPass, "apply", "--env", "qa")
-		step(ExitAwaitingApproval, "run", "--env", "prod")
-		decide(ExitPass, "approve", "--env", "prod", "--as", "sre-oncall")
-		step(ExitPass, "apply", "--env", "prod")
+		change := changeOf(t, c.step(ExitPass, "", "run"))
+		c.step(ExitAwaitingApproval, "", "run", "--env", "qa")
+		c.decide(ExitPass, "approve", "--env", "qa", "--as", "qa-lead")
+		c.step(ExitPass, "", "apply", "--env", "qa")
+		c.step(ExitAwaitingApproval, "", "run", "--env", "prod")
+		c.decide(ExitPass, "approve", "--env", "prod", "--as", "sre-oncall")
+		c.step(ExitPass, "", "apply", "--env", "prod")
 		return change
 	}
 
 	changeA := promote()
-	greetingA := outputValue(t, c.prodState(), "message__text")
+	greetingA := outputValue(t, c.helloState("prod"), "message__text")
 
 	contract := filepath.Join(c.dir, ".nova", "contract.yml")
 	data, err = os.ReadFile(contract)
@@ -167,15 +139,15 @@ func TestRollbackProdToAnEarlierChange(t *testing.T) {
 	if changeB == changeA {
 		t.Fatal("the new audience is the same change")
 	}
-	if got := outputValue(t, c.prodState(), "message__text"); got == greetingA {
+	if got := outputValue(t, c.helloState("prod"), "message__text"); got == greetingA {
 		t.Fatalf("prod's greeting after B is still A's: %q", got)
 	}
 
 	t.Run("refusals", func(t *testing.T) {
-		if v := step(ExitFail, "rollback", "--env", "dr", "--to", changeA[:12]); v.Reason != string(runner.RollbackTargetNotApplied) {
+		if v := c.step(ExitFail, "", "rollback", "--env", "dr", "--to", changeA[:12]); v.Reason != string(runner.RollbackTargetNotApplied) {
 			t.Errorf("dr never applied A: reason %s", v.Reason)
 		}
-		if v := step(ExitError, "rollback", "--env", "prod", "--to", "0123456789ab"); v.Reason != string(runner.RollbackTargetUnknown) {
+		if v := c.step(ExitError, "", "rollback", "--env", "prod", "--to", "0123456789ab"); v.Reason != string(runner.RollbackTargetUnknown) {
 			t.Errorf("unknown change: reason %s", v.Reason)
 		}
 	})
@@ -185,7 +157,7 @@ func TestRollbackProdToAnEarlierChange(t *testing.T) {
 	check := func(want int) runView {
 		t.Helper()
 		before := c.world()
-		v := step(want, "rollback", "--env", "prod", "--to", changeA[:12], "--check")
+		v := c.step(want, "", "rollback", "--env", "prod", "--to", changeA[:12], "--check")
 		if after := c.world(); after != before || !v.Check {
 			t.Fatalf("rollback --check changed the world:\nbefore:\n%s\nafter:\n%s", before, after)
 		}
@@ -195,27 +167,27 @@ func TestRollbackProdToAnEarlierChange(t *testing.T) {
 	// The requester stands where an author does.
 	c.env["USER"] = "sre-oncall"
 	checkedWait := check(ExitAwaitingApproval)
-	wait := step(ExitAwaitingApproval, "rollback", "--env", "prod", "--to", changeA[:12])
+	wait := c.step(ExitAwaitingApproval, "", "rollback", "--env", "prod", "--to", changeA[:12])
 	if wait.Reason != string(runner.ApprovalRequired) || stage(wait, "rollback").Verdict != runner.Pass {
 		t.Fatalf("rollback: %s %+v", wait.Reason, wait.Stages)
 	}
-	if out := decide(ExitFail, "approve", "--env", "prod", "--as", "sre-oncall"); !strings.Contains(out, "sre-oncall asked for this rollback and may not approve it") {
+	if out := c.decide(ExitFail, "approve", "--env", "prod", "--as", "sre-oncall"); !strings.Contains(out, "sre-oncall asked for this rollback and may not approve it") {
 		t.Errorf("the requester's approval:\n%s", out)
 	}
-	decide(ExitPass, "approve", "--env", "prod", "--as", "qa-lead")
-	if v := step(ExitAwaitingApproval, "rollback", "--env", "prod", "--to", changeA[:12]); v.Reason != string(runner.SeparationOfDutiesViolation) {
+	c.decide(ExitPass, "approve", "--env", "prod", "--as", "qa-lead")
+	if v := c.step(ExitAwaitingApproval, "", "rollback", "--env", "prod", "--to", changeA[:12]); v.Reason != string(runner.SeparationOfDutiesViolation) {
 		t.Fatalf("rollback approved by qa's approver: %s", v.Reason)
 	}
-	decide(ExitPass, "approve", "--env", "prod", "--as", "sre-backup")
+	c.decide(ExitPass, "approve", "--env", "prod", "--as", "sre-backup")
 	checked := check(ExitPass)
-	done := step(ExitPass, "rollback", "--env", "prod", "--to", changeA[:12])
+	done := c.step(ExitPass, "", "rollback", "--env", "prod", "--to", changeA[:12])
 	if checkedWait.Reason != wait.Reason || checked.PlanDigest != done.PlanDigest || !strings.Contains(stage(checked, "check").Summary, "would apply plan "+runner.ShortDigest(done.PlanDigest)) {
 		t.Errorf("the checks said %s and %q, the rollback %s and applied %s", checkedWait.Reason, stage(checked, "check").Summary, wait.Reason, done.PlanDigest)
 	}
 	if done.PlanDigest != wait.PlanDigest {
 		t.Errorf("the applied plan %s is not the one approved, %s", done.PlanDigest, wait.PlanDigest)
 	}
-	if got := outputValue(t, c.prodState(), "message__text"); got != greetingA {
+	if got := outputValue(t, c.helloState("prod"), "message__text"); got != greetingA {
 		t.Errorf("prod's greeting after the rollback is %q, want A's %q", got, greetingA)
 	}
 
@@ -240,15 +212,15 @@ func TestRollbackProdToAnEarlierChange(t *testing.T) {
 		t.Errorf("authorization %+v rollback %+v", auth, auth.Rollback)
 	}
 	// prod runs A again: asked once more, it has nothing to do.
-	if v := step(ExitPass, "rollback", "--env", "prod", "--to", changeA[:12]); v.Receipt == "" {
+	if v := c.step(ExitPass, "", "rollback", "--env", "prod", "--to", changeA[:12]); v.Receipt == "" {
 		t.Errorf("a second rollback to A planned again: %+v", v.Stages)
 	}
-	if out := decide(ExitPass, "evidence", "verify"); !strings.Contains(out, "result           OK") {
+	if out := c.decide(ExitPass, "evidence", "verify"); !strings.Contains(out, "result           OK") {
 		t.Errorf("evidence verify:\n%s", out)
 	}
 	// The export's applies say which apply was a rollback, and of what.
 	tables := filepath.Join(t.TempDir(), "tables")
-	decide(ExitPass, "evidence", "export", "--out", tables)
+	c.decide(ExitPass, "evidence", "export", "--out", tables)
 	var rollbacks []map[string]any
 	for _, row := range readJSONL(t, filepath.Join(tables, "applies.jsonl")) {
 		if row["rollback_to"] != "" {
@@ -262,11 +234,11 @@ func TestRollbackProdToAnEarlierChange(t *testing.T) {
 	// A contract broken at HEAD is what a rollback is for: its id still
 	// names the changes, and B's own contract is what is planned.
 	writeFile(t, contract, "apiVersion: nova/v1\nid: 3b0c6f5e-8a41-4e8f-9d2a-6c1b7e4f2a90\nstack: hello\nnotAField: true\n")
-	if v := step(ExitAwaitingApproval, "rollback", "--env", "prod", "--to", changeB[:12], "--check"); stage(v, "rollback").Verdict != runner.Pass || stage(v, "schema").Verdict != runner.Pass {
+	if v := c.step(ExitAwaitingApproval, "", "rollback", "--env", "prod", "--to", changeB[:12], "--check"); stage(v, "rollback").Verdict != runner.Pass || stage(v, "schema").Verdict != runner.Pass {
 		t.Errorf("rollback to B from a broken contract: %v", verdicts(v))
 	}
 	report := filepath.Join(t.TempDir(), "report.html")
-	decide(ExitPass, "report", "--out", report)
+	c.decide(ExitPass, "report", "--out", report)
 	page, err := os.ReadFile(report)
 	if err != nil {
 		t.Fatal(err)
@@ -274,21 +246,6 @@ func TestRollbackProdToAnEarlierChange(t *testing.T) {
 	if want := "applied, rollback to change " + changeA[:12] + " superseding " + changeB[:12]; !strings.Contains(string(page), want) {
 		t.Errorf("the report does not say %q", want)
 	}
-}
-
-// prodState is prod's Terraform state of examples/hello's contract.
-func (c *consumer) prodState() *tfjson.State {
-	c.t.Helper()
-	path := filepath.Join(c.stateDir, "3b0c6f5e-8a41-4e8f-9d2a-6c1b7e4f2a90", "prod", "terraform.tfstate")
-	tf, err := terraform.New(c.t.TempDir(), terraform.Options{ExecPath: c.binary(), Engine: c.engine})
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	st, err := tf.ShowState(c.t.Context(), path)
-	if err != nil {
-		c.t.Fatalf("reading state %s: %v", path, err)
-	}
-	return st
 }
 
 // TestRollbackNeedsAnEnvironmentAndAChange: a rollback names both, and

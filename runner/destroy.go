@@ -197,7 +197,7 @@ func (g Gate) destroy(ctx context.Context, st *State, sum *GateSummary) (Result,
 	if err != nil {
 		return Result{}, err
 	}
-	d, err := decideDestroy(sum, gateInput{Env: env, Digest: st.Plan.Digest, Supersedes: st.Contract.Supersedes, Now: g.clock().UTC(), Approvers: approvers, Members: members})
+	d, err := decideDestroy(sum, gateInput{Env: env, Digest: st.Plan.Digest, Supersedes: st.Contract.Supersedes, Now: g.clock().UTC(), Approvers: approvers, Members: members, ApprovedAfter: approvedAfter(sum, env)})
 	if err != nil {
 		return Result{}, err
 	}

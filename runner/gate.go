@@ -78,15 +78,10 @@ func (g Gate) Run(ctx context.Context, st *State) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	in := gateInput{Env: env, Digest: st.Plan.Digest, Supersedes: st.Contract.Supersedes, Now: now().UTC(), Approvers: approvers, Members: members}
+	in := gateInput{Env: env, Digest: st.Plan.Digest, Supersedes: st.Contract.Supersedes, Now: now().UTC(), Approvers: approvers, Members: members, ApprovedAfter: approvedAfter(sum, env)}
 	if r := st.Rollback; r != nil {
-		// A rollback's plan can be byte for byte a plan approved before
-		// (the same commit, from the same state): that approval was for
-		// then. Its requester never approves it.
+		// Its requester never approves a rollback.
 		in.NotBy = LoginOf(r.RequestedBy)
-		if last := sum.Env(env).LastApplied; last != nil {
-			in.ApprovedAfter = last.Seq
-		}
 	}
 	d, err := decideGate(sum, in)
 	if err != nil {
@@ -110,6 +105,19 @@ func (g Gate) Run(ctx context.Context, st *State) (Result, error) {
 		}, nil
 	}
 	return Result{Verdict: Fail, Summary: d.Message, Findings: []Finding{{Reason: d.Reason, Message: d.Message}}, Also: d.Also}, nil
+}
+
+// approvedAfter is the seq after which an approval in env counts: that
+// of the environment's latest apply. A plan can be byte for byte one
+// approved before the environment last changed (the same commit from
+// the same state): rolling back to a change, or planning again the
+// change a rollback took away. That approval was for then; counting it
+// would let anyone undo a rollback with nobody approving.
+func approvedAfter(sum *GateSummary, env Environment) int64 {
+	if last := sum.Env(env).LastApplied; last != nil {
+		return last.Seq
+	}
+	return 0
 }
 
 // promotionOrder holds a change in env until the environment before it

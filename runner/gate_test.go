@@ -63,10 +63,12 @@ groups:
 	return w
 }
 
+// Chain is the contract's chain, numbered as an evidence store numbers it.
 func (w *world) Chain(_ context.Context, id string) ([]Event, error) {
 	var out []Event
 	for _, e := range w.rec.events {
 		if e.ContractID == id {
+			e.Seq = int64(len(out) + 1)
 			out = append(out, e)
 		}
 	}
@@ -153,6 +155,22 @@ func (w *world) run(env Environment, digest string, supersedes string, claims ..
 		}
 	}
 	return out, st
+}
+
+// approve imports the claims on digest in env as `nova approve` does:
+// the approvals stage alone, so nothing is applied before the gate's
+// next run.
+func (w *world) approve(env Environment, digest string, claims ...ApprovalClaim) {
+	w.t.Helper()
+	st := &State{RunID: "approve-" + w.now.Format("0102T1504"), Contract: &Contract{ID: contractID, Environment: env},
+		Plan: &Plan{Digest: digest}, Commit: "c0ffee", Change: &ChangeRecord{ID: w.change}}
+	em := NewEmitter(w.rec, "urn:test", st.RunID, func() time.Time { return w.now })
+	p := Pipeline{Events: em, Now: func() time.Time { return w.now }, Stages: []Stage{
+		&ImportApprovals{Sources: []ApprovalSource{source(claims)}, Approvers: StaticApprovers{w.approvers}, Membership: w, Change: w, Claims: fakeClaims{}, Evidence: w},
+	}}
+	if out := p.Run(w.t.Context(), st); out.Verdict != Pass {
+		w.t.Fatalf("approving %s in %s: %s %s", ShortDigest(digest), env, out.Verdict, out.Reason)
+	}
 }
 
 // typesSince lists the event types recorded from index i on.
@@ -519,7 +537,8 @@ func TestGateRechecksMembership(t *testing.T) {
 		t.Fatalf("qa-2 approves: %s %s", out.Verdict, out.Reason)
 	}
 	// qa-2 approves digestB, then leaves the qa group before the apply.
-	w.run(QA, digestB, "", claim("qa-2", QA, digestB, "r2"))
+	w.run(QA, digestB, "")
+	w.approve(QA, digestB, claim("qa-2", QA, digestB, "r2"))
 	cfg, err := ParseApprovers([]byte("groups:\n  qa:\n    members: [qa-lead]\n  sre:\n    members: [sre-oncall]\n"))
 	if err != nil {
 		t.Fatal(err)
@@ -535,7 +554,8 @@ func TestGateRechecksMembership(t *testing.T) {
 		t.Fatal(out.Reason)
 	}
 	w2.run(Prod, digestA, "", claim("sre-team-member", Prod, digestB, "x"))
-	w2.run(Prod, digestB, "", claim("sre-team-member", Prod, digestB, "r3"))
+	w2.run(Prod, digestB, "")
+	w2.approve(Prod, digestB, claim("sre-team-member", Prod, digestB, "r3"))
 	w2.teams = nil
 	if out, _ := w2.run(Prod, digestB, ""); out.Reason != ApproverLeftGroup {
 		t.Errorf("after the team lost its member: %s %s, want %s", out.Verdict, out.Reason, ApproverLeftGroup)
@@ -623,6 +643,40 @@ func TestGateEnforcesPromotionOrder(t *testing.T) {
 	res, err := Gate{Evidence: w2, Approvers: StaticApprovers{w2.approvers}}.Run(t.Context(), st)
 	if err != nil || res.Verdict != Fail || res.Findings[0].Reason != PromotionOrderViolation {
 		t.Errorf("gate without a change: %+v %v", res, err)
+	}
+}
+
+// TestGateCountsNoApprovalFromBeforeTheEnvironmentChanged: a plan can be
+// byte for byte one approved before the environment last changed — prod,
+// rolled back from change-2 to change-1, plans change-2 again from the
+// same state — and that approval was for then. Counted, it would let
+// anyone undo the rollback with nobody approving; so the plan waits for
+// a new approval. A destroy's plan likewise.
+func TestGateCountsNoApprovalFromBeforeTheEnvironmentChanged(t *testing.T) {
+	w := newWorld(t)
+	w.change = "change-2"
+	w.applied(Dev, "change-2")
+	w.applied(QA, "change-2")
+	if out, _ := w.run(Prod, digestB, "", claim("sre-oncall", Prod, digestB, "r1")); out.Verdict != Pass {
+		t.Fatalf("change-2 in prod: %s %s", out.Verdict, out.Reason)
+	}
+	w.applied(Prod, "change-1") // the rollback
+	if out, st := w.run(Prod, digestB, ""); out.Verdict != AwaitingApproval || out.Reason != ApprovalRequired || st.Authorization != nil {
+		t.Errorf("change-2 planned again after the rollback, on the approval from before it: %s %s", out.Verdict, out.Reason)
+	}
+	if out, _ := w.run(Prod, digestB, "", claim("sre-2", Prod, digestB, "r2")); out.Verdict != Pass {
+		t.Errorf("change-2 approved again: %s %s", out.Verdict, out.Reason)
+	}
+
+	if out, _ := w.destroy(Prod, digestD, claim("sre-oncall", Prod, digestD, "d1")); out.Verdict != AwaitingApproval || out.Reason != DestroyNeedsMoreApprovals {
+		t.Fatalf("prod's destroy approved once: %s %s", out.Verdict, out.Reason)
+	}
+	w.applied(Prod, "change-1")
+	if out, st := w.destroy(Prod, digestD, claim("sre-2", Prod, digestD, "d2")); out.Verdict != AwaitingApproval || out.Reason != DestroyNeedsMoreApprovals || st.Authorization != nil {
+		t.Errorf("prod's destroy, once approved before prod changed and once since: %s %s", out.Verdict, out.Reason)
+	}
+	if out, _ := w.destroy(Prod, digestD, claim("sre-oncall", Prod, digestD, "d3")); out.Verdict != Pass {
+		t.Errorf("prod's destroy approved twice since prod changed: %s %s", out.Verdict, out.Reason)
 	}
 }
 

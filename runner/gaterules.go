@@ -56,11 +56,11 @@ type gateInput struct {
 	// Members says whether each approver of this plan is in its group
 	// now (stillMembers); an approver it does not list is not.
 	Members map[Login]bool
-	// ApprovedAfter and NotBy narrow the approvals that count for a
-	// rollback: only those recorded after the chain's seq ApprovedAfter
-	// (the environment's latest apply, so an approval of the same digest
-	// given before the environment last changed is not reused), and none
-	// by NotBy (who asked for it).
+	// ApprovedAfter and NotBy narrow the approvals that count: only those
+	// recorded after the chain's seq ApprovedAfter (the environment's
+	// latest apply, so an approval of the same digest given before the
+	// environment last changed is not reused), and none by NotBy (who
+	// asked for a rollback).
 	ApprovedAfter int64
 	NotBy         Login
 }

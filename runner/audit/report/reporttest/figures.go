@@ -146,3 +146,52 @@ func hasClass(n *html.Node, class string) bool {
 	}
 	return false
 }
+
+// Table is the body of the page's table captioned caption: each row's
+// cells' text, in order. A page without that table is an error, so a
+// test reading an empty table knows it found the one it asked for.
+func Table(page []byte, caption string) ([][]string, error) {
+	doc, err := html.Parse(bytes.NewReader(page))
+	if err != nil {
+		return nil, err
+	}
+	var found *html.Node
+	var walk func(n *html.Node)
+	walk = func(n *html.Node) {
+		if found != nil {
+			return
+		}
+		if n.Type == html.ElementNode && n.Data == "caption" && text(n) == caption && n.Parent != nil && n.Parent.Data == "table" {
+			found = n.Parent
+			return
+		}
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			walk(c)
+		}
+	}
+	walk(doc)
+	if found == nil {
+		return nil, fmt.Errorf("no table captioned %q", caption)
+	}
+	var rows [][]string
+	var inner func(n *html.Node)
+	inner = func(n *html.Node) {
+		if n.Type == html.ElementNode && n.Data == "tr" {
+			var cells []string
+			for c := n.FirstChild; c != nil; c = c.NextSibling {
+				if c.Type == html.ElementNode && c.Data == "td" {
+					cells = append(cells, text(c))
+				}
+			}
+			if len(cells) > 0 {
+				rows = append(rows, cells)
+			}
+			return
+		}
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			inner(c)
+		}
+	}
+	inner(found)
+	return rows, nil
+}
