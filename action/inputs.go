@@ -224,7 +224,7 @@ func actionMarkdown() string {
 	b.WriteString("The workflows `nova init` writes pass `evidence-repo` from a repository variable; the backend belongs in the contract (`backend:`).\n\n")
 	b.WriteString("One image runs both engines: it carries `terraform` (HashiCorp's static build) and `tofu` (OpenTofu, built static from the Go module proxy), ")
 	b.WriteString("and each contract's `engine` picks one, so no workflow chooses an image, a tag or a setup step by engine. ")
-	b.WriteString("OpenTofu is what that costs: 115.0 MB of the image's 246.5 MB (131.5 MB without it), 34.1 MB of gzip to pull ")
+	b.WriteString("OpenTofu is what that costs: 115.0 MB of the image's 246.9 MB (131.9 MB without it), 34.1 MB of gzip to pull ")
 	b.WriteString("(`docker image inspect --format '{{.Size}}'` of `make image` with and without its `COPY tofu`; `gzip -6` of the binary). ")
 	b.WriteString("A second tag would save that for contracts on Terraform, at the price of workflows that read the contract to choose their image before nova reads it. ")
 	b.WriteString("The workflows pass `state-passphrase` from the secret `NOVA_STATE_PASSPHRASE`, for contracts whose state OpenTofu encrypts.\n\n")
