@@ -72,7 +72,12 @@ type Config struct {
 	// Destroy plans (and, for run, applies) the contract's destroy
 	// instead of its changes (--destroy).
 	Destroy bool
-	Verbose bool
+	// UntilMerge (--until-merge) plans and gates guarded environments on
+	// the pull request and applies nothing there; Merged (--merged) runs
+	// on the merged commit and applies the plan approved on the pull
+	// request only when it is that very plan (runner.MergeCheck).
+	UntilMerge, Merged bool
+	Verbose            bool
 	// LockTimeout is how long a run waits for the run lock and terraform's
 	// state lock; TerraformTimeout bounds each terraform command.
 	LockTimeout, TerraformTimeout time.Duration
@@ -378,6 +383,10 @@ func (cfg *Config) flags(fs *flag.FlagSet, getenv func(string) string) *rawFlags
 	if cmd == "plan" || cmd == "run" {
 		fs.BoolVar(&cfg.Destroy, "destroy", false, "plan the destroy of everything the contract deployed in the environment (through the gate: dr, then prod, qa, dev)")
 	}
+	if cmd == "run" {
+		fs.BoolVar(&cfg.UntilMerge, "until-merge", false, "apply after merge, on the pull request: guarded environments plan and wait for approval, and nothing is applied there (dev still applies)")
+		fs.BoolVar(&cfg.Merged, "merged", false, "apply after merge, on the merged commit: apply the plan approved on the pull request only if the merge is that very plan; otherwise plan again and wait (MERGE_PLAN_STALE)")
+	}
 	if cmd == "rollback" {
 		fs.StringVar(&cfg.Rollback.To, "to", "", "the change to return to: its id, or its first hex digits (required; one --env applied)")
 	}
@@ -490,6 +499,14 @@ func (cfg *Config) complete(f *rawFlags, env Env) error {
 		// One command must not take every contract away: --changed
 		// already destroys the ones a change deletes, and only those.
 		return runner.Errorf(runner.ConfigInvalid, "--destroy destroys the one contract --dir and --contract name; with --all or --changed it would take every selected contract away (--changed alone destroys the contracts the change deletes)")
+	}
+	if cfg.UntilMerge && cfg.Merged {
+		return runner.Errorf(runner.ConfigInvalid, "--until-merge is the pull request's run and --merged the merged commit's: give one")
+	}
+	if (cfg.UntilMerge || cfg.Merged) && cfg.Destroy {
+		// A destroy is planned and applied through the gate as it is;
+		// holding it for a merge is not built.
+		return runner.Errorf(runner.ConfigInvalid, "--destroy runs through the gate on its own: not with --until-merge or --merged")
 	}
 	if slices.Contains(contractCommands, cfg.Command) || cfg.Command == "matrix" || cfg.Command == "init" || cfg.Command == "pin" {
 		if cfg.Dir, err = filepath.Abs(cfg.Dir); err != nil {
