@@ -383,7 +383,7 @@ func (cfg *Config) flags(fs *flag.FlagSet, getenv func(string) string) *rawFlags
 	if cmd == "plan" || cmd == "run" {
 		fs.BoolVar(&cfg.Destroy, "destroy", false, "plan the destroy of everything the contract deployed in the environment (through the gate: dr, then prod, qa, dev)")
 	}
-	if cmd == "run" {
+	if cmd == "plan" || cmd == "run" || cmd == "apply" {
 		fs.BoolVar(&cfg.UntilMerge, "until-merge", false, "apply after merge, on the pull request: guarded environments plan and wait for approval, and nothing is applied there (dev still applies)")
 		fs.BoolVar(&cfg.Merged, "merged", false, "apply after merge, on the merged commit: apply the plan approved on the pull request only if the merge is that very plan; otherwise plan again and wait (MERGE_PLAN_STALE)")
 	}

@@ -120,3 +120,47 @@ func TestApplyAfterMerge(t *testing.T) {
 		t.Errorf("evidence verify:\n%s", out)
 	}
 }
+
+// TestApplyAfterMergeFromBundles is the same with the GitHub workflow's
+// jobs: plan, then apply the bundle. On the pull request the apply job
+// gates and holds (--until-merge); on the merged commit `nova plan
+// --merged` makes the approved plan again and `nova apply --merged`
+// applies it; a bundle of the merged commit planned without --merged is
+// not the approved plan and is refused.
+func TestApplyAfterMergeFromBundles(t *testing.T) {
+	c := newHelloConsumer(t, runner.EngineTerraform)
+	repo := newSignedRepo(t, c.dir)
+	repo.commit("hello", ".")
+	c.extra = []string{"--trusted-keys", repo.Keys}
+
+	c.step(ExitPass, "", "run")
+	planned := c.step(ExitPass, "", "plan", "--env", "qa")
+	c.step(ExitAwaitingApproval, runner.ApprovalRequired, "apply", "--env", "qa", "--until-merge", "--bundle", planned.BundleDir, "--digest", planned.PlanDigest)
+	c.decide(ExitPass, "approve", "--env", "qa", "--as", "qa-lead")
+	c.step(ExitPass, "", "apply", "--env", "qa", "--until-merge", "--bundle", planned.BundleDir, "--digest", planned.PlanDigest)
+	if _, err := os.Stat(c.helloStatePath("qa")); !os.IsNotExist(err) {
+		t.Fatalf("qa has state before the merge (%v)", err)
+	}
+
+	writeFile(t, filepath.Join(c.dir, "MERGED.md"), "merged\n")
+	repo.commit("merge", "MERGED.md")
+	own := c.step(ExitPass, "", "plan", "--env", "qa")
+	if own.PlanDigest == planned.PlanDigest {
+		t.Fatalf("a plan of the merged commit without --merged has the approved digest %s", own.PlanDigest)
+	}
+	refused := c.step(ExitFail, runner.MergePlanStale, "apply", "--env", "qa", "--merged", "--bundle", own.BundleDir, "--digest", own.PlanDigest)
+	if !strings.Contains(stage(refused, "merge").Summary, "plan the merged commit (`nova plan --merged`)") {
+		t.Errorf("the merged commit's own bundle: %v", verdicts(refused))
+	}
+	merged := c.step(ExitPass, "", "plan", "--env", "qa", "--merged")
+	if merged.PlanDigest != planned.PlanDigest {
+		t.Fatalf("the merged commit planned %s, approved was %s", merged.PlanDigest, planned.PlanDigest)
+	}
+	c.step(ExitPass, "", "apply", "--env", "qa", "--merged", "--bundle", merged.BundleDir, "--digest", merged.PlanDigest)
+	if got := outputValue(t, c.helloState("qa"), "message__text"); !strings.Contains(got, "Nova") {
+		t.Errorf("qa's greeting after the merge: %q", got)
+	}
+	if out := c.decide(ExitPass, "evidence", "verify"); !strings.Contains(out, "result           OK") {
+		t.Errorf("evidence verify:\n%s", out)
+	}
+}

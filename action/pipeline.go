@@ -255,9 +255,9 @@ func (w wiring) stages(ctx context.Context) ([]runner.Stage, error) {
 		if err != nil {
 			return nil, err
 		}
-		bundle := &apply.Bundle{Dir: cfg.Bundle, ExpectDigest: cfg.ExpectDigest, RunsDir: local.RunsDir(cfg.Dir), Evidence: w.evidence, Engine: engine}
+		bundle := &apply.Bundle{Dir: cfg.Bundle, ExpectDigest: cfg.ExpectDigest, RunsDir: local.RunsDir(cfg.Dir), Evidence: w.evidence, Engine: engine, Merged: cfg.Merged}
 		// A bundle applied before answers first, running nothing.
-		return slices.Concat([]runner.Stage{validate, bundle, w.change(reg, engine)}, w.lock(), w.gate(), []runner.Stage{w.applyStage(engine)}), nil
+		return slices.Concat([]runner.Stage{validate, bundle, w.change(reg, engine)}, w.mergeStage(), w.lock(), w.gate(), []runner.Stage{w.applyStage(engine)}), nil
 	}
 	if cfg.Command == "drift" {
 		// Drift looks at what runs, not at the change: no evaluation, no

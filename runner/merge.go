@@ -109,6 +109,13 @@ func (s *MergeCheck) Run(ctx context.Context, st *State) (Result, error) {
 		rec.Changed = changedParts(approvedChangeRecord(events, rec.ApprovedChange), st.Change)
 	}
 	st.Merge = &rec
+	if st.Plan != nil && st.Plan.Commit != st.DigestCommit() {
+		// A bundle planned elsewhere (`nova apply --merged`): it must be
+		// bound to what this merge binds, or it is not the plan approved
+		// for this merged change.
+		msg := fmt.Sprintf("plan %s was made from commit %s, the merged commit %s binds %s: plan the merged commit (`nova plan --merged`) and apply that bundle", ShortDigest(st.Plan.Digest), ShortDigest(st.Plan.Commit), ShortDigest(rec.Commit), ShortDigest(st.DigestCommit()))
+		return Result{Verdict: Fail, Summary: msg, Findings: []Finding{{Reason: MergePlanStale, Message: msg}}, Event: EventMergeChecked, Data: rec}, nil
+	}
 	var summary string
 	switch {
 	case rec.ApprovedPlan == "":
