@@ -17,6 +17,7 @@ import (
 	"github.com/nova-platform/nova/runner/local"
 	"github.com/nova-platform/nova/stages/policy/report"
 	"github.com/nova-platform/nova/stages/schema"
+	"github.com/nova-platform/nova/templates"
 )
 
 // Env is everything nova reads from its process: arguments, environment,
@@ -432,6 +433,7 @@ func (cfg *Config) flags(fs *flag.FlagSet, getenv func(string) string) *rawFlags
 		fs.StringVar(&cfg.Init.Stack, "stack", "hello", "the registry stack the contract deploys")
 		fs.StringVar(&cfg.Init.Name, "name", "", "short name of the contract in workflow and job names (default: the directory's name)")
 		fs.BoolVar(&cfg.Init.Force, "force", false, "overwrite files that exist")
+		fs.StringVar(&cfg.Init.ApplyOn, "apply-on", "pr", "pr: guarded environments apply on the pull request once approved; merge: they are planned and approved on the pull request and applied after it is merged (docs/apply-after-merge.md)")
 		fs.StringVar(&cfg.RegistryDir, "registry", getenv("NOVA_REGISTRY"), "registry directory (default: the registry built into nova)")
 		fs.StringVar(&cfg.Init.NovaURL, "nova-url", "", "Gitea: URL of the nova release binary the workflow fetches")
 		fs.StringVar(&cfg.Init.NovaSHA256, "nova-sha256", "", "Gitea: sha256 the fetched binary must have")
@@ -560,6 +562,9 @@ func (cfg *Config) complete(f *rawFlags, env Env) error {
 		case GitHub, Gitea:
 		default:
 			return runner.Errorf(runner.ConfigInvalid, "--forge %q: want github or gitea", f.forge)
+		}
+		if cfg.Init.ApplyOn != "pr" && cfg.Init.ApplyOn != templates.ApplyOnMerge {
+			return runner.Errorf(runner.ConfigInvalid, "--apply-on %q: want pr or merge", cfg.Init.ApplyOn)
 		}
 	}
 	if cfg.Command == "resolve" {
