@@ -59,6 +59,11 @@ func TestApplyAfterMerge(t *testing.T) {
 		if v := c.step(ExitPass, "", "run", "--merged"); v.Receipt == "" {
 			t.Errorf("dev planned the merged commit again: %v", verdicts(v))
 		}
+		before := c.world()
+		checked := c.step(ExitPass, "", "run", "--env", "qa", "--merged", "--check")
+		if after := c.world(); after != before || checked.PlanDigest != wait.PlanDigest {
+			t.Fatalf("run --merged --check planned %s (approved %s), and changed the world:\nbefore:\n%s\nafter:\n%s", checked.PlanDigest, wait.PlanDigest, before, after)
+		}
 		applied := c.step(ExitPass, "", "run", "--env", "qa", "--merged")
 		m := mergeChecked(t, applied)
 		if !m.Same() || m.Commit != merged || m.ApprovedCommit != prCommit || m.ApprovedPlan != wait.PlanDigest {

@@ -94,6 +94,13 @@ func (g Gate) Run(ctx context.Context, st *State) (Result, error) {
 		return Result{}, err
 	}
 	if res, decided, err := g.breakGlass(ctx, st, sum, d, approvers, now().UTC()); err != nil || decided {
+		if err == nil && st.UntilMerge && res.Verdict == Pass {
+			// Nothing guarded applies on the pull request, a grant's plan
+			// neither: the merged commit's run uses the grant, if it
+			// still holds.
+			st.Authorization = nil
+			return Result{Verdict: Pass, Done: true, Summary: fmt.Sprintf("plan %s would apply in %s under break-glass: it is applied after the merge", ShortDigest(st.Plan.Digest), env)}, nil
+		}
 		return res, err
 	}
 	switch d.Verdict {

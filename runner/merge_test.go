@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestMergeCheckNamesWhatChanged: the plan approved for qa since it last
@@ -63,5 +64,33 @@ func TestMergeCheckNamesWhatChanged(t *testing.T) {
 	none := check(moved)
 	if none.Merge.ApprovedPlan != "" || none.Merge.stale("d3") != "" || none.DigestCommit() != "merged" {
 		t.Errorf("nothing approved: %+v", none.Merge)
+	}
+}
+
+// TestGateHoldsUntilMerge: on the pull request (UntilMerge) an approved
+// guarded plan stops at the gate with no authorization, so no apply is
+// left open, and an environment after a guarded one passes without a
+// plan to approve; without it, the same plans are authorized and refused.
+func TestGateHoldsUntilMerge(t *testing.T) {
+	w := newWorld(t)
+	w.change = "change-2"
+	w.applied(Dev, "change-2")
+	w.approve(QA, digestA, claim("qa-lead", QA, digestA, "r1"))
+	gate := Gate{Evidence: w, Approvers: StaticApprovers{w.approvers}, Membership: w, Now: func() time.Time { return w.now }}
+	state := func(env Environment, until bool) *State {
+		return &State{Contract: &Contract{ID: contractID, Environment: env}, Plan: &Plan{Digest: digestA}, Commit: "c0ffee", Change: &ChangeRecord{ID: "change-2"}, UntilMerge: until}
+	}
+	for _, env := range []Environment{QA, Prod} {
+		st := state(env, true)
+		res, err := gate.Run(t.Context(), st)
+		if err != nil || res.Verdict != Pass || !res.Done || res.Event != "" || st.Authorization != nil || !strings.Contains(res.Summary, "after the merge") {
+			t.Errorf("%s until merge: %+v %v, authorization %+v", env, res, err, st.Authorization)
+		}
+	}
+	if res, err := gate.Run(t.Context(), state(QA, false)); err != nil || res.Verdict != Pass || res.Event != EventApplyAuthorized {
+		t.Errorf("qa applying on the pull request: %+v %v", res, err)
+	}
+	if res, err := gate.Run(t.Context(), state(Prod, false)); err != nil || res.Verdict != Fail || res.Findings[0].Reason != PromotionOrderViolation {
+		t.Errorf("prod applying on the pull request before qa: %+v %v", res, err)
 	}
 }
