@@ -677,6 +677,17 @@ func (cfg Config) eventCommit(sha, head string) (string, error) {
 	if !slices.Contains(defaultBranchEvents, fc.EventName) {
 		return sha, nil
 	}
+	if cfg.Merged {
+		// The run is about the commit that merged the pull request, not
+		// its head, and it must be what is checked out.
+		if fc.MergedSHA == "" {
+			return "", runner.Errorf(runner.CommitMismatch, "--merged runs the commit that merged a pull request, and the %s event names no merged pull request (run it on pull_request_target closed, when merged)", fc.EventName)
+		}
+		if head != "" && !strings.EqualFold(head, fc.MergedSHA) {
+			return "", runner.Errorf(runner.CommitMismatch, "pull request #%d was merged as %s, but %s has %s checked out: check out its merge_commit_sha", fc.PullRequest, fc.MergedSHA, cfg.Dir, head)
+		}
+		return fc.MergedSHA, nil
+	}
 	if head != "" && fc.HeadSHA != "" && !strings.EqualFold(head, fc.HeadSHA) {
 		return "", runner.Errorf(runner.CommitMismatch, "the %s event is about pull request #%d, whose head is %s, but %s has %s checked out: check out the pull request's head (actions/checkout with ref: its head sha)", fc.EventName, fc.PullRequest, fc.HeadSHA, cfg.Dir, head)
 	}
