@@ -103,7 +103,7 @@ func (s *MergeCheck) Run(ctx context.Context, st *State) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	rec := FindApprovedPlan(events, env)
+	rec := FindApprovedPlan(events, env, st.Change.ID, st.PullRequest)
 	rec.Commit, rec.Change = st.Commit, st.Change.ID
 	if rec.ApprovedPlan != "" && rec.ApprovedChange != rec.Change {
 		rec.Changed = changedParts(approvedChangeRecord(events, rec.ApprovedChange), st.Change)
@@ -128,14 +128,17 @@ func (s *MergeCheck) Run(ctx context.Context, st *State) (Result, error) {
 	return Result{Verdict: Pass, Summary: summary, Event: EventMergeChecked, Data: rec}, nil
 }
 
-// FindApprovedPlan is the plan of env whose approval was recorded last
-// since env last applied (a destroy's plans aside): what a pull request's
-// approvers approved for the merge. Its Commit and Change are the
-// caller's to fill in.
-func FindApprovedPlan(events []Event, env Environment) MergeRecord {
+// FindApprovedPlan is the plan of env approved since env last applied (a
+// destroy's plans aside) that the merge is compared with: the one of
+// change whose approval was recorded last, else, when no plan of change
+// was approved, the one approved last of pull request pr (0: of any),
+// what the merge then differs from. Another pull request's approved plan
+// never stands in for this one's. Its Commit and Change are the caller's
+// to fill in.
+func FindApprovedPlan(events []Event, env Environment, change string, pr int64) MergeRecord {
 	after := approvedAfter(SummarizeGate(events), env)
 	plans := map[string]PlanRecord{}
-	var approved string
+	var approved, ofPR, ofChange string
 	for _, e := range events {
 		switch e.Type {
 		case EventPlanCreated:
@@ -150,10 +153,22 @@ func FindApprovedPlan(events []Event, env Environment) MergeRecord {
 			if DecodeEventData(e, &a) != nil || a.Environment != env || e.Seq <= after {
 				continue
 			}
-			if _, ok := plans[a.PlanDigest]; ok {
+			if p, ok := plans[a.PlanDigest]; ok {
 				approved = a.PlanDigest
+				if p.PullRequest == pr {
+					ofPR = a.PlanDigest
+				}
+				if p.Change == change {
+					ofChange = a.PlanDigest
+				}
 			}
 		}
+	}
+	switch {
+	case ofChange != "":
+		approved = ofChange
+	case pr != 0 && ofPR != "":
+		approved = ofPR
 	}
 	if approved == "" {
 		return MergeRecord{Environment: env}

@@ -26,9 +26,10 @@ func TestMergeCheckNamesWhatChanged(t *testing.T) {
 	for i := range chain {
 		chain[i].Seq = int64(i + 1)
 	}
+	var pr int64
 	check := func(change ChangeRecord) *State {
 		t.Helper()
-		st := &State{Contract: &Contract{ID: "app", Environment: QA}, Commit: "merged", Change: &change}
+		st := &State{Contract: &Contract{ID: "app", Environment: QA}, Commit: "merged", Change: &change, PullRequest: pr}
 		res, err := (&MergeCheck{Evidence: chainFunc(func(context.Context, string) ([]Event, error) { return chain, nil })}).Run(t.Context(), st)
 		if err != nil || res.Verdict != Pass || res.Event != EventMergeChecked {
 			t.Fatalf("merge check: %+v %v", res, err)
@@ -58,6 +59,29 @@ func TestMergeCheckNamesWhatChanged(t *testing.T) {
 	if why := st.Merge.stale("d3"); !strings.Contains(why, "contract, module:extra@1.0.0, module:greeting@1.0.0, engine") {
 		t.Errorf("the stale plan's message: %q", why)
 	}
+
+	// Another pull request's plan approved since: the merge of c1 is
+	// still compared with c1's approved plan.
+	chain = append(chain,
+		event(t, "6", EventPlanCreated, "qa", "r4", "plan", PlanRecord{Digest: "d9", Commit: "other-head", Change: "c9"}),
+		event(t, "7", EventApprovalRecorded, "qa", "r4", "", ApprovalRecord{Environment: QA, PlanDigest: "d9", Approver: "qa-lead"}))
+	for i := range chain {
+		chain[i].Seq = int64(i + 1)
+	}
+	if st := check(approved); !st.Merge.Same() || st.Merge.ApprovedPlan != "d1" {
+		t.Errorf("the merge of c1 after another approval: %+v", st.Merge)
+	}
+	if st := check(moved); st.Merge.ApprovedPlan != "d9" || st.Merge.Same() {
+		t.Errorf("a merge nobody approved is compared with %+v, want the newest approved plan d9", st.Merge)
+	}
+	// On a forge, with its own pull request's: c1's was pull request 7's.
+	chain[1] = event(t, "2", EventPlanCreated, "qa", "r1", "plan", PlanRecord{Digest: "d1", Commit: "pr-head", Change: "c1", PullRequest: 7})
+	chain[1].Seq = 2
+	pr = 7
+	if st := check(moved); st.Merge.ApprovedPlan != "d1" || !slices.Contains(st.Merge.Changed, "contract") {
+		t.Errorf("pull request 7's merge nobody approved is compared with %+v, want its own approved plan d1", st.Merge)
+	}
+	pr = 0
 
 	// Nothing approved: nothing to compare with, and no stale plan.
 	chain = chain[:3]
