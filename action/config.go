@@ -17,6 +17,7 @@ import (
 	"github.com/nova-platform/nova/runner/local"
 	"github.com/nova-platform/nova/stages/policy/report"
 	"github.com/nova-platform/nova/stages/schema"
+	"github.com/nova-platform/nova/templates"
 )
 
 // Env is everything nova reads from its process: arguments, environment,
@@ -72,7 +73,12 @@ type Config struct {
 	// Destroy plans (and, for run, applies) the contract's destroy
 	// instead of its changes (--destroy).
 	Destroy bool
-	Verbose bool
+	// UntilMerge (--until-merge) plans and gates guarded environments on
+	// the pull request and applies nothing there; Merged (--merged) runs
+	// on the merged commit and applies the plan approved on the pull
+	// request only when it is that very plan (runner.MergeCheck).
+	UntilMerge, Merged bool
+	Verbose            bool
 	// LockTimeout is how long a run waits for the run lock and terraform's
 	// state lock; TerraformTimeout bounds each terraform command.
 	LockTimeout, TerraformTimeout time.Duration
@@ -378,6 +384,10 @@ func (cfg *Config) flags(fs *flag.FlagSet, getenv func(string) string) *rawFlags
 	if cmd == "plan" || cmd == "run" {
 		fs.BoolVar(&cfg.Destroy, "destroy", false, "plan the destroy of everything the contract deployed in the environment (through the gate: dr, then prod, qa, dev)")
 	}
+	if cmd == "plan" || cmd == "run" || cmd == "apply" {
+		fs.BoolVar(&cfg.UntilMerge, "until-merge", false, "apply after merge, on the pull request: guarded environments plan and wait for approval, and nothing is applied there (dev still applies)")
+		fs.BoolVar(&cfg.Merged, "merged", false, "apply after merge, on the merged commit: apply the plan approved on the pull request only if the merge is that very plan; otherwise plan again and wait (MERGE_PLAN_STALE)")
+	}
 	if cmd == "rollback" {
 		fs.StringVar(&cfg.Rollback.To, "to", "", "the change to return to: its id, or its first hex digits (required; one --env applied)")
 	}
@@ -423,6 +433,7 @@ func (cfg *Config) flags(fs *flag.FlagSet, getenv func(string) string) *rawFlags
 		fs.StringVar(&cfg.Init.Stack, "stack", "hello", "the registry stack the contract deploys")
 		fs.StringVar(&cfg.Init.Name, "name", "", "short name of the contract in workflow and job names (default: the directory's name)")
 		fs.BoolVar(&cfg.Init.Force, "force", false, "overwrite files that exist")
+		fs.StringVar(&cfg.Init.ApplyOn, "apply-on", "pr", "pr: guarded environments apply on the pull request once approved; merge: they are planned and approved on the pull request and applied after it is merged (docs/apply-after-merge.md)")
 		fs.StringVar(&cfg.RegistryDir, "registry", getenv("NOVA_REGISTRY"), "registry directory (default: the registry built into nova)")
 		fs.StringVar(&cfg.Init.NovaURL, "nova-url", "", "Gitea: URL of the nova release binary the workflow fetches")
 		fs.StringVar(&cfg.Init.NovaSHA256, "nova-sha256", "", "Gitea: sha256 the fetched binary must have")
@@ -491,6 +502,14 @@ func (cfg *Config) complete(f *rawFlags, env Env) error {
 		// already destroys the ones a change deletes, and only those.
 		return runner.Errorf(runner.ConfigInvalid, "--destroy destroys the one contract --dir and --contract name; with --all or --changed it would take every selected contract away (--changed alone destroys the contracts the change deletes)")
 	}
+	if cfg.UntilMerge && cfg.Merged {
+		return runner.Errorf(runner.ConfigInvalid, "--until-merge is the pull request's run and --merged the merged commit's: give one")
+	}
+	if (cfg.UntilMerge || cfg.Merged) && cfg.Destroy {
+		// A destroy is planned and applied through the gate as it is;
+		// holding it for a merge is not built.
+		return runner.Errorf(runner.ConfigInvalid, "--destroy runs through the gate on its own: not with --until-merge or --merged")
+	}
 	if slices.Contains(contractCommands, cfg.Command) || cfg.Command == "matrix" || cfg.Command == "init" || cfg.Command == "pin" {
 		if cfg.Dir, err = filepath.Abs(cfg.Dir); err != nil {
 			return runner.Errorf(runner.ConfigInvalid, "--dir: %w", err)
@@ -543,6 +562,9 @@ func (cfg *Config) complete(f *rawFlags, env Env) error {
 		case GitHub, Gitea:
 		default:
 			return runner.Errorf(runner.ConfigInvalid, "--forge %q: want github or gitea", f.forge)
+		}
+		if cfg.Init.ApplyOn != "pr" && cfg.Init.ApplyOn != templates.ApplyOnMerge {
+			return runner.Errorf(runner.ConfigInvalid, "--apply-on %q: want pr or merge", cfg.Init.ApplyOn)
 		}
 	}
 	if cfg.Command == "resolve" {
@@ -654,6 +676,17 @@ func (cfg Config) eventCommit(sha, head string) (string, error) {
 	fc := cfg.ForgeAPI
 	if !slices.Contains(defaultBranchEvents, fc.EventName) {
 		return sha, nil
+	}
+	if cfg.Merged {
+		// The run is about the commit that merged the pull request, not
+		// its head, and it must be what is checked out.
+		if fc.MergedSHA == "" {
+			return "", runner.Errorf(runner.CommitMismatch, "--merged runs the commit that merged a pull request, and the %s event names no merged pull request (run it on pull_request_target closed, when merged)", fc.EventName)
+		}
+		if head != "" && !strings.EqualFold(head, fc.MergedSHA) {
+			return "", runner.Errorf(runner.CommitMismatch, "pull request #%d was merged as %s, but %s has %s checked out: check out its merge_commit_sha", fc.PullRequest, fc.MergedSHA, cfg.Dir, head)
+		}
+		return fc.MergedSHA, nil
 	}
 	if head != "" && fc.HeadSHA != "" && !strings.EqualFold(head, fc.HeadSHA) {
 		return "", runner.Errorf(runner.CommitMismatch, "the %s event is about pull request #%d, whose head is %s, but %s has %s checked out: check out the pull request's head (actions/checkout with ref: its head sha)", fc.EventName, fc.PullRequest, fc.HeadSHA, cfg.Dir, head)

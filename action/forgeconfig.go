@@ -32,6 +32,9 @@ type ForgeConfig struct {
 	EventName string
 	// BaseSHA and HeadSHA are the pull request's base and head commits.
 	BaseSHA, HeadSHA string
+	// MergedSHA is the commit that merged the pull request into its base,
+	// when the event is about a merged one: what `--merged` runs.
+	MergedSHA string
 	// Comment is the comment an issue_comment event delivered, as it was
 	// when the event was sent.
 	Comment *EventComment
@@ -108,6 +111,8 @@ type forgeEvent struct {
 		Head struct {
 			SHA string `json:"sha"`
 		} `json:"head"`
+		Merged         bool   `json:"merged"`
+		MergeCommitSHA string `json:"merge_commit_sha"`
 	} `json:"pull_request"`
 	Issue *struct {
 		Number      int64           `json:"number"`
@@ -159,6 +164,11 @@ func (fc *ForgeConfig) readEvent(path string) error {
 	switch {
 	case ev.PullRequest != nil:
 		fc.PullRequest, fc.BaseSHA, fc.HeadSHA = ev.PullRequest.Number, ev.PullRequest.Base.SHA, ev.PullRequest.Head.SHA
+		if ev.PullRequest.Merged {
+			// An open pull request's merge_commit_sha is the forge's test
+			// merge, never what the default branch holds.
+			fc.MergedSHA = ev.PullRequest.MergeCommitSHA
+		}
 	case ev.Issue != nil && len(ev.Issue.PullRequest) > 0 && string(ev.Issue.PullRequest) != "null":
 		// A comment on a pull request: the event names the number only.
 		fc.PullRequest = ev.Issue.Number

@@ -20,6 +20,11 @@ func TestReadEventPullRequest(t *testing.T) {
 	}{
 		{name: "pull_request_target", payload: `{"action": "synchronize", "number": 7, "pull_request": {"number": 7, "head": {"sha": "` + head + `"}, "base": {"sha": "` + base + `"}}}`,
 			want: ForgeConfig{PullRequest: 7, HeadSHA: head, BaseSHA: base}},
+		{name: "pull_request_target merged", payload: `{"action": "closed", "number": 7, "pull_request": {"number": 7, "merged": true, "merge_commit_sha": "3333333333333333333333333333333333333333", "head": {"sha": "` + head + `"}, "base": {"sha": "` + base + `"}}}`,
+			want: ForgeConfig{PullRequest: 7, HeadSHA: head, BaseSHA: base, MergedSHA: "3333333333333333333333333333333333333333"}},
+		// An open pull request's merge_commit_sha is the forge's test merge.
+		{name: "pull_request_target open", payload: `{"action": "synchronize", "number": 7, "pull_request": {"number": 7, "merge_commit_sha": "3333333333333333333333333333333333333333", "head": {"sha": "` + head + `"}, "base": {"sha": "` + base + `"}}}`,
+			want: ForgeConfig{PullRequest: 7, HeadSHA: head, BaseSHA: base}},
 		{name: "issue_comment", payload: `{"action": "created", "issue": {"number": 7, "pull_request": {"url": "x"}}, "comment": {"id": 9, "body": "/nova approve qa x", "user": {"login": "qa-lead"}}}`,
 			want: ForgeConfig{PullRequest: 7, Comment: &EventComment{Action: "created", ID: 9, Poster: "qa-lead", Body: "/nova approve qa x"}}},
 		{name: "issue_comment on an issue", payload: `{"action": "created", "issue": {"number": 7}, "comment": {"id": 9, "body": "/nova approve qa x"}}`},
@@ -61,7 +66,13 @@ func TestEventCommit(t *testing.T) {
 		event, eventHead, checkedOut string
 		want                         string
 		wantErr                      bool
+		// merged runs --merged, of a pull request merged as mergedAs.
+		merged   bool
+		mergedAs string
 	}{
+		{event: "pull_request_target", eventHead: head, checkedOut: main, merged: true, mergedAs: main, want: main},
+		{event: "pull_request_target", eventHead: head, checkedOut: head, merged: true, mergedAs: main, wantErr: true},
+		{event: "pull_request_target", eventHead: head, checkedOut: main, merged: true, wantErr: true},
 		{event: "pull_request", eventHead: head, checkedOut: other, want: main},
 		{event: "push", checkedOut: main, want: main},
 		{event: "pull_request_target", eventHead: head, checkedOut: head, want: ""},
@@ -74,7 +85,7 @@ func TestEventCommit(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.event+" "+tt.checkedOut[:1], func(t *testing.T) {
-			cfg := Config{Dir: "/w", ForgeAPI: ForgeConfig{EventName: tt.event, HeadSHA: tt.eventHead, PullRequest: 7}}
+			cfg := Config{Dir: "/w", Merged: tt.merged, ForgeAPI: ForgeConfig{EventName: tt.event, HeadSHA: tt.eventHead, PullRequest: 7, MergedSHA: tt.mergedAs}}
 			got, err := cfg.eventCommit(main, tt.checkedOut)
 			if tt.wantErr {
 				if runner.ReasonOf(err) != runner.CommitMismatch {

@@ -31,6 +31,8 @@ type InitFlags struct {
 	Stack string
 	Name  string
 	Force bool
+	// ApplyOn is "pr" or "merge" (templates.Workflow.ApplyOn).
+	ApplyOn string
 	// How the Gitea workflow obtains nova: a release binary by URL and
 	// sha256, else a build of Source at Commit. Empty values are taken
 	// from this binary's own build (giteaBinary). NovaReleases is where
@@ -239,22 +241,29 @@ func renderConsumerWorkflows(ctx context.Context, cfg Config, name, dir, id stri
 		// nova reads the trusted base from origin's HEAD; main is what a
 		// new repository on either forge starts with.
 		DefaultBranch: "main",
+		ApplyOn:       cfg.Init.ApplyOn,
 	}
 	kinds := map[string]string{
 		filepath.Join(".github", "workflows", "nova-"+name+".yml"):          templates.GitHubWorkflow,
 		filepath.Join(".github", "workflows", "nova-"+name+"-review.yml"):   templates.GitHubReviewWorkflow,
 		filepath.Join(".github", "workflows", "nova-"+name+"-rollback.yml"): templates.GitHubRollbackWorkflow,
 	}
+	merge := templates.GitHubMergeWorkflow
 	note := ""
 	if cfg.Init.Forge == Gitea {
 		kinds = map[string]string{
 			filepath.Join(".gitea", "workflows", "nova-"+name+".yml"):          templates.GiteaWorkflow,
 			filepath.Join(".gitea", "workflows", "nova-"+name+"-rollback.yml"): templates.GiteaRollbackWorkflow,
 		}
+		merge = templates.GiteaMergeWorkflow
 		var err error
 		if w.Nova, note, err = giteaBinary(ctx, cfg.Init, version, buildCommit()); err != nil {
 			return nil, "", err
 		}
+	}
+	if w.ApplyOn == templates.ApplyOnMerge {
+		dir := filepath.Dir(slices.Sorted(maps.Keys(kinds))[0])
+		kinds[filepath.Join(dir, "nova-"+name+"-merge.yml")] = merge
 	}
 	var out []scaffoldFile
 	for _, path := range slices.Sorted(maps.Keys(kinds)) {

@@ -311,3 +311,45 @@ func TestGiteaBinaryDefaultsToTheRelease(t *testing.T) {
 		})
 	}
 }
+
+// TestInitApplyOnMerge: `nova init --apply-on merge` adds the merge
+// workflow beside each forge's own, and the pull request's workflow holds
+// guarded environments for it; another value is refused.
+func TestInitApplyOnMerge(t *testing.T) {
+	for _, tt := range []struct{ forge, dir, hold string }{
+		{"github", ".github", "merge: until-merge"},
+		{"gitea", ".gitea", "merge=--until-merge"},
+	} {
+		t.Run(tt.forge, func(t *testing.T) {
+			repo := t.TempDir()
+			if err := os.Mkdir(filepath.Join(repo, ".git"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			args := []string{"init", "--forge", tt.forge, "--dir", repo, "--name", "svc", "--apply-on", "merge"}
+			if tt.forge == "gitea" {
+				args = append(args, "--nova-url", "https://example.com/nova", "--nova-sha256", strings.Repeat("ab", 32))
+			}
+			if code, _, stderr := runCLI(t, args...); code != ExitPass {
+				t.Fatalf("init: exit %d, %s", code, stderr)
+			}
+			wf, err := os.ReadFile(filepath.Join(repo, tt.dir, "workflows", "nova-svc.yml"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			merge, err := os.ReadFile(filepath.Join(repo, tt.dir, "workflows", "nova-svc-merge.yml"))
+			if err != nil {
+				t.Fatalf("init --apply-on merge wrote no merge workflow: %v", err)
+			}
+			if !strings.Contains(string(wf), tt.hold) || !strings.Contains(string(merge), "merge_commit_sha") {
+				t.Errorf("the %s scaffold does not apply after merge:\n%s\n---\n%s", tt.forge, wf, merge)
+			}
+		})
+	}
+	repo := t.TempDir()
+	if code, _, _ := runCLI(t, "init", "--forge", "github", "--dir", repo, "--apply-on", "push"); code != ExitError {
+		t.Errorf("--apply-on push: exit %d, want %d", code, ExitError)
+	}
+	if _, err := os.Stat(filepath.Join(repo, ".github", "workflows")); !os.IsNotExist(err) {
+		t.Errorf("a refused init wrote workflows (%v)", err)
+	}
+}

@@ -54,6 +54,7 @@ var actionInputs = []actionInput{
 	{Name: "lock-timeout", Flag: "--lock-timeout", Description: "How long to wait for another run of the same contract and environment, such as 5m (default: fail at once with STATE_LOCKED)."},
 	{Name: "terraform-timeout", Flag: "--terraform-timeout", Description: "Interrupt a terraform command that runs longer, such as 30m (default 2h); a timed-out apply is recorded as an unknown outcome."},
 	{Name: "operation", Choices: []string{"destroy"}, Description: "For plan and run: destroy plans the destroy of everything the contract deployed in the environment, through the gate (docs/destroy.md). Empty plans the contract's changes."},
+	{Name: "merge", Choices: []string{"until-merge", "merged"}, Description: "For plan, apply and run, when environments apply after merge (docs/apply-after-merge.md): until-merge on the pull request (guarded environments plan and wait for approval, nothing is applied there), merged on the push to the default branch (only the plan approved on the pull request is applied). Empty applies before merge."},
 	{Name: "select", Choices: []string{"all", "changed"}, Description: "Run many contracts under dir instead of one: all, or changed (those the pull request's change touches). Empty runs the one contract."},
 	{Name: "parallel", Flag: "--parallel", Description: "With select, how many contracts run at once (default: the runner's CPUs)."},
 	{Name: "head", Flag: "--head", Description: "With select changed, the head of the change (default: the pull request's head)."},

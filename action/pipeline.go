@@ -127,6 +127,7 @@ func (w wiring) run(ctx context.Context, rep *reporter) *contractRun {
 	if cfg.Destroy {
 		st.Operation = runner.OperationDestroy
 	}
+	st.UntilMerge = cfg.UntilMerge
 	st.DeletedContract = w.deletedContract(ctx)
 	w.runID = runID
 	err := w.setupErr
@@ -254,9 +255,9 @@ func (w wiring) stages(ctx context.Context) ([]runner.Stage, error) {
 		if err != nil {
 			return nil, err
 		}
-		bundle := &apply.Bundle{Dir: cfg.Bundle, ExpectDigest: cfg.ExpectDigest, RunsDir: local.RunsDir(cfg.Dir), Evidence: w.evidence, Engine: engine}
+		bundle := &apply.Bundle{Dir: cfg.Bundle, ExpectDigest: cfg.ExpectDigest, RunsDir: local.RunsDir(cfg.Dir), Evidence: w.evidence, Engine: engine, Merged: cfg.Merged}
 		// A bundle applied before answers first, running nothing.
-		return slices.Concat([]runner.Stage{validate, bundle, w.change(reg, engine)}, w.lock(), w.gate(), []runner.Stage{w.applyStage(engine)}), nil
+		return slices.Concat([]runner.Stage{validate, bundle, w.change(reg, engine)}, w.mergeStage(), w.lock(), w.gate(), []runner.Stage{w.applyStage(engine)}), nil
 	}
 	if cfg.Command == "drift" {
 		// Drift looks at what runs, not at the change: no evaluation, no
@@ -310,7 +311,7 @@ func (w wiring) stages(ctx context.Context) ([]runner.Stage, error) {
 	}
 	// The change is named before anything is evaluated: an environment
 	// that applied it answers with its receipt and runs nothing else.
-	evaluate = slices.Insert(evaluate, 1, slices.Concat([]runner.Stage{w.change(reg, engine)}, w.rollbackStage(), w.lock())...)
+	evaluate = slices.Insert(evaluate, 1, slices.Concat([]runner.Stage{w.change(reg, engine)}, w.rollbackStage(), w.mergeStage(), w.lock())...)
 	planned := slices.Concat(evaluate, []runner.Stage{
 		plan.New(engine),
 		policy.New(engines, runner.PostPlan),
@@ -320,6 +321,15 @@ func (w wiring) stages(ctx context.Context) ([]runner.Stage, error) {
 		return planned, nil
 	}
 	return slices.Concat(planned, w.gate(), []runner.Stage{w.applyStage(engine)}), nil
+}
+
+// mergeStage compares the merged commit's change with the plan approved
+// before the merge (--merged).
+func (w wiring) mergeStage() []runner.Stage {
+	if !w.cfg.Merged {
+		return nil
+	}
+	return []runner.Stage{&runner.MergeCheck{Evidence: w.evidence}}
 }
 
 // approversCheck checks the approver config of the trusted base and the

@@ -110,7 +110,7 @@ func attestation(ctx context.Context, signer Attestor, st *State) (AttestationRe
 	}
 	pred := AuthorizationPredicate{
 		ContractID: st.Contract.ID, Environment: st.Authorization.Environment, PlanDigest: st.Authorization.Digest,
-		ContractDigest: st.ContractDigest, Commit: st.Commit, Engine: st.Plan.Engine, Approver: st.Authorization.Approver,
+		ContractDigest: st.ContractDigest, Commit: st.DigestCommit(), Engine: st.Plan.Engine, Approver: st.Authorization.Approver,
 		Approvals: append([]string{}, st.Authorization.Approvals...), Verdicts: []PCRVerdict{}, Confidence: st.Confidence,
 		Operation: st.Authorization.Operation, Approvers: st.Authorization.Approvers,
 	}

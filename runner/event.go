@@ -49,6 +49,7 @@ const (
 	EventDestroyIdentified   = "nova.destroy.identified"
 	EventDestroyCompleted    = "nova.destroy.completed"
 	EventRollbackRequested   = "nova.rollback.requested"
+	EventMergeChecked        = "nova.merge.checked"
 )
 
 // Event is a CloudEvents 1.0 envelope in its JSON format.

@@ -68,6 +68,12 @@ func (g Gate) Run(ctx context.Context, st *State) (Result, error) {
 		return Result{}, err
 	}
 	if res, blocked := promotionOrder(sum, env, st.Contract.Declared, st.Change); blocked {
+		if st.UntilMerge && !env.Previous().Autonomous() {
+			// The environment before applies only after the merge, so
+			// this one cannot be planned for approval on the pull
+			// request: it is, on the merged commit, once that applied.
+			return Result{Verdict: Pass, Done: true, Summary: fmt.Sprintf("%s is planned for approval after the merge, once %s applied the change", env, env.Previous())}, nil
+		}
 		return res, nil
 	}
 	now := time.Now
@@ -88,17 +94,33 @@ func (g Gate) Run(ctx context.Context, st *State) (Result, error) {
 		return Result{}, err
 	}
 	if res, decided, err := g.breakGlass(ctx, st, sum, d, approvers, now().UTC()); err != nil || decided {
+		if err == nil && st.UntilMerge && res.Verdict == Pass {
+			// Nothing guarded applies on the pull request, a grant's plan
+			// neither: the merged commit's run uses the grant, if it
+			// still holds.
+			st.Authorization = nil
+			return Result{Verdict: Pass, Done: true, Summary: fmt.Sprintf("plan %s would apply in %s under break-glass: it is applied after the merge", ShortDigest(st.Plan.Digest), env)}, nil
+		}
 		return res, err
 	}
 	switch d.Verdict {
 	case Pass:
+		if st.UntilMerge {
+			// Authorizing here would open an apply nobody runs: the
+			// approved plan is applied from the merged commit.
+			return Result{Verdict: Pass, Done: true, Summary: fmt.Sprintf("plan %s approved for %s by %s: it is applied after the merge", ShortDigest(st.Plan.Digest), env, d.Approval.Approver)}, nil
+		}
 		st.Authorization = &Authorization{Digest: st.Plan.Digest, Environment: env, Approver: d.Approval.Approver, Approvals: []string{d.Approval.EventID}, Change: change, PullRequest: st.PullRequest, Rollback: st.Rollback.Ref()}
 		return g.authorized(ctx, st, fmt.Sprintf("plan %s approved for %s by %s (%s)", ShortDigest(st.Plan.Digest), env, d.Approval.Approver, d.Approval.Source))
 	case AwaitingApproval:
+		finding := Finding{Reason: d.Reason, Message: d.Message}
+		if why := st.Merge.stale(st.Plan.Digest); why != "" {
+			finding = Finding{Reason: MergePlanStale, Message: why}
+		}
 		return Result{
 			Verdict:  AwaitingApproval,
 			Summary:  fmt.Sprintf("approval required: %s needs a human approval of plan %s", env, ShortDigest(st.Plan.Digest)),
-			Findings: []Finding{{Reason: d.Reason, Message: d.Message}},
+			Findings: []Finding{finding},
 			Event:    EventApprovalRequested,
 			Data:     d.Request,
 			Also:     d.Also,

@@ -247,6 +247,9 @@ const (
 	RollbackTargetNotApplied Reason = "ROLLBACK_TARGET_NOT_APPLIED"
 	RollbackTargetChanged    Reason = "ROLLBACK_TARGET_CHANGED"
 	RollbackSourceMissing    Reason = "ROLLBACK_SOURCE_MISSING"
+
+	// Apply after merge (merge.go).
+	MergePlanStale Reason = "MERGE_PLAN_STALE"
 )
 
 var reasonTable = []ReasonInfo{
@@ -411,6 +414,8 @@ var reasonTable = []ReasonInfo{
 	{RollbackTargetNotApplied, "rollback", KindVerdict, "The change `nova rollback --to` names was never applied in the environment: a rollback returns an environment only to a change its evidence shows it ran."},
 	{RollbackTargetChanged, "rollback", KindVerdict, "The contract read back from the target's commit is not that change any more: the registry's stack or modules, or the engine version, changed since, so it would deploy something the environment never ran."},
 	{RollbackSourceMissing, "rollback", KindError, "The target's contract cannot be read back: no plan of the change names its commit, or the commit is not in the checkout (a shallow clone: fetch the full history, `fetch-depth: 0`)."},
+
+	{MergePlanStale, "merge", KindVerdict, "On the merged commit (`nova run --merged`), the plan is not the one approved on the pull request: the merge changed the contract, the stack, a module or the engine version (the finding names which), or the same change now plans differently (what runs moved). The new plan waits for a new approval; only the exact approved plan is applied."},
 
 	{DriftDetected, "drift", KindVerdict, "`nova drift` found resources that no longer match what was applied: changed outside Terraform, or no longer what the applied configuration describes (the event names addresses and attribute names, never values)."},
 

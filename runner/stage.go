@@ -132,6 +132,13 @@ type State struct {
 	// earlier change (`nova rollback`): what it returns to and what it
 	// supersedes. The authorization carries it.
 	Rollback *RollbackRecord
+	// Merge is set in a run on the merged commit (`nova run --merged`):
+	// the plan approved before the merge and how the merged change
+	// compares with it (merge.go).
+	Merge *MergeRecord
+	// UntilMerge holds a guarded environment's run at the gate: its plan
+	// is approved on the pull request and applied after the merge.
+	UntilMerge bool
 	// Completed names the stages that have passed so far, in order; later
 	// stages use it to tell "evaluated, nothing found" from "never ran".
 	Completed []string

@@ -80,7 +80,15 @@ type Workflow struct {
 	// PromoteTo makes the environments optional: each runs only when the
 	// named expression (the reusable workflow's input) reaches it.
 	PromoteTo string
+	// ApplyOn is "merge" when guarded environments apply after the merge
+	// (docs/apply-after-merge.md): the pull request's jobs plan and gate
+	// them only, and the merge workflow applies the approved plans.
+	// Empty (or "pr") applies on the pull request.
+	ApplyOn string
 }
+
+// ApplyOnMerge is Workflow.ApplyOn for applying after merge.
+const ApplyOnMerge = "merge"
 
 // ActionRef is a reference to Nova's container action.
 type ActionRef struct {
@@ -192,6 +200,11 @@ const (
 	// environment back to an earlier change (workflow_dispatch).
 	GitHubRollbackWorkflow = "github-rollback"
 	GiteaRollbackWorkflow  = "gitea-rollback"
+	// GitHubMergeWorkflow and GiteaMergeWorkflow apply, environment by
+	// environment, the plans approved on a pull request once it is merged
+	// (ApplyOn merge).
+	GitHubMergeWorkflow = "github-merge"
+	GiteaMergeWorkflow  = "gitea-merge"
 	// DeployWorkflow is Nova's reusable workflow (workflow_call), and
 	// RollbackWorkflow its reusable rollback.
 	DeployWorkflow   = "deploy"

@@ -80,6 +80,8 @@ func TestWorkflowsPassActionlint(t *testing.T) {
 	built.Nova = Binary{Version: "v1.4.0", Source: "https://github.com/nova-platform/nova.git", Commit: "0123456789abcdef0123456789abcdef01234567"}
 	oidc := sample()
 	oidc.OIDC, oidc.Dir = true, "."
+	merge := sample()
+	merge.ApplyOn = ApplyOnMerge
 	files := map[string][]byte{}
 	for name, r := range map[string]struct {
 		kind string
@@ -89,7 +91,9 @@ func TestWorkflowsPassActionlint(t *testing.T) {
 		"gitea.yml": {GiteaWorkflow, sample()}, "gitea-build.yml": {GiteaWorkflow, built},
 		"github-rollback.yml": {GitHubRollbackWorkflow, sample()}, "github-rollback-oidc.yml": {GitHubRollbackWorkflow, oidc},
 		"gitea-rollback.yml": {GiteaRollbackWorkflow, sample()}, "gitea-rollback-build.yml": {GiteaRollbackWorkflow, built},
-		"deploy.yml": {DeployWorkflow, Deploy},
+		"deploy.yml":                {DeployWorkflow, Deploy},
+		"github-apply-on-merge.yml": {GitHubWorkflow, merge}, "github-merge.yml": {GitHubMergeWorkflow, merge}, "github-merge-oidc.yml": {GitHubMergeWorkflow, oidc},
+		"gitea-apply-on-merge.yml": {GiteaWorkflow, merge}, "gitea-merge.yml": {GiteaMergeWorkflow, merge}, "gitea-merge-build.yml": {GiteaMergeWorkflow, built},
 	} {
 		out, err := RenderWorkflow(r.kind, r.w)
 		if err != nil {

@@ -30,6 +30,10 @@ type Bundle struct {
 	// Engine reads the saved plan back, so its digest is checked before
 	// the gate is asked to authorize it.
 	Engine runner.Engine
+	// Merged is set on the merged commit (--merged): the bundle's commit
+	// may be the approved plan's, which the merge check (the stage after
+	// the change is identified) holds it to.
+	Merged bool
 }
 
 var _ runner.Stage = (*Bundle)(nil)
@@ -73,7 +77,9 @@ func (b *Bundle) Run(ctx context.Context, st *runner.State) (runner.Result, erro
 		return res, nil
 	}
 	check("contract digest", m.ContractDigest, st.ContractDigest)
-	check("commit", m.Commit, st.Commit)
+	if !b.Merged {
+		check("commit", m.Commit, st.Commit)
+	}
 	if b.ExpectDigest != "" {
 		check("plan digest", m.PlanDigest, b.ExpectDigest)
 	}
@@ -154,7 +160,9 @@ func (b *Bundle) verify(ctx context.Context, st *runner.State, planFile string) 
 	// digest: a destroy plan whose manifest says otherwise, or the
 	// reverse, hashes to a digest nobody planned.
 	sp.Content.Operation = st.Plan.Operation
-	digest, err := sp.Digest(st.ContractDigest, st.Commit)
+	// The commit the bundle names: this run's, unless Merged lets it be
+	// the approved plan's (checked by the merge stage).
+	digest, err := sp.Digest(st.ContractDigest, st.Plan.Commit)
 	if err != nil {
 		return runner.Result{}, err
 	}

@@ -135,7 +135,7 @@ func (s *Stage) verified(ctx context.Context, st *runner.State, planFile, author
 		return nil, runner.ChangeSummary{}, false, res, nil
 	}
 	sp.Content.Operation = st.Plan.Operation
-	digest, err := sp.Digest(st.ContractDigest, st.Commit)
+	digest, err := sp.Digest(st.ContractDigest, st.DigestCommit())
 	if err != nil {
 		return nil, runner.ChangeSummary{}, false, runner.Result{}, err
 	}

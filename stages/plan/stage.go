@@ -76,20 +76,24 @@ func (s *Stage) Run(ctx context.Context, st *runner.State) (runner.Result, error
 		return runner.Result{}, runner.Errorf(runner.TerraformShowFailed, "writing plan JSON: %w", err)
 	}
 	st.PlanJSON = sp.JSON
-	digest, err := sp.Digest(st.ContractDigest, st.Commit)
+	// A merged commit that is the approved change binds the approved
+	// plan's commit, so the same plan has the approved digest
+	// (runner.MergeCheck); every other run binds its own.
+	commit := st.DigestCommit()
+	digest, err := sp.Digest(st.ContractDigest, commit)
 	if err != nil {
 		return runner.Result{}, err
 	}
 	m := bundle.Manifest{
 		RunID: st.RunID, ContractID: st.Contract.ID, Environment: st.Contract.Environment, Stack: st.Target.Stack,
-		ContractDigest: st.ContractDigest, Commit: st.Commit, PlanDigest: digest, Engine: sp.Engine, ForgeRun: st.ForgeRun,
+		ContractDigest: st.ContractDigest, Commit: commit, PlanDigest: digest, Engine: sp.Engine, ForgeRun: st.ForgeRun,
 		HasChanges: sp.HasChanges, Changes: sp.Changes, CreatedAt: s.now().UTC(), Operation: st.Operation,
 	}
 	if err := bundle.WriteManifest(dir, m); err != nil {
 		return runner.Result{}, runner.Errorf(runner.InternalError, "writing plan bundle manifest: %w", err)
 	}
 	st.Plan = &runner.Plan{
-		Digest: digest, ContractDigest: st.ContractDigest, Commit: st.Commit,
+		Digest: digest, ContractDigest: st.ContractDigest, Commit: commit,
 		HasChanges: sp.HasChanges, Changes: sp.Changes, Resources: sp.Resources, BundleDir: dir,
 		// The engine's hash of the file its digest was derived from lets
 		// this run's apply trust the file without reading it again.
@@ -106,7 +110,7 @@ func (s *Stage) Run(ctx context.Context, st *runner.State) (runner.Result, error
 		Verdict: runner.Pass,
 		Summary: summary,
 		Event:   runner.EventPlanCreated,
-		Data:    runner.PlanRecord{Digest: digest, HasChanges: sp.HasChanges, Changes: sp.Changes, Resources: sp.Resources, BundleDir: dir, Commit: st.Commit, Change: changeID(st), PullRequest: st.PullRequest, Engine: sp.Engine, Operation: st.Operation},
+		Data:    runner.PlanRecord{Digest: digest, HasChanges: sp.HasChanges, Changes: sp.Changes, Resources: sp.Resources, BundleDir: dir, Commit: commit, Change: changeID(st), PullRequest: st.PullRequest, Engine: sp.Engine, Operation: st.Operation},
 	}, nil
 }
 

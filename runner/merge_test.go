@@ -1,0 +1,120 @@
+package runner
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestMergeCheckNamesWhatChanged: the plan approved for qa since it last
+// applied is the one a merged run compares with; a merged change that
+// differs names the contract, each stack or module whose digest moved and
+// the engine, and the gate's wait says MERGE_PLAN_STALE with them; the
+// same change binds the approved plan's commit.
+func TestMergeCheckNamesWhatChanged(t *testing.T) {
+	approved := ChangeRecord{ID: "c1", Contract: "k1", Content: map[string]string{"stack:hello@1.0.0": "s1", "module:greeting@1.0.0": "m1"}, Engine: "terraform 1.11.4"}
+	chain := []Event{
+		event(t, "1", EventChangeIdentified, "qa", "r1", "change", approved),
+		event(t, "2", EventPlanCreated, "qa", "r1", "plan", PlanRecord{Digest: "d1", Commit: "pr-head", Change: "c1"}),
+		event(t, "3", EventPlanCreated, "qa", "r2", "plan", PlanRecord{Digest: "d0", Commit: "older", Change: "c0"}),
+		event(t, "4", EventApprovalRecorded, "qa", "r1", "", ApprovalRecord{Environment: QA, PlanDigest: "d1", Approver: "qa-lead"}),
+		// An approval in prod of another plan is not qa's.
+		event(t, "5", EventApprovalRecorded, "prod", "r3", "", ApprovalRecord{Environment: Prod, PlanDigest: "d0", Approver: "sre"}),
+	}
+	for i := range chain {
+		chain[i].Seq = int64(i + 1)
+	}
+	var pr int64
+	check := func(change ChangeRecord) *State {
+		t.Helper()
+		st := &State{Contract: &Contract{ID: "app", Environment: QA}, Commit: "merged", Change: &change, PullRequest: pr}
+		res, err := (&MergeCheck{Evidence: chainFunc(func(context.Context, string) ([]Event, error) { return chain, nil })}).Run(t.Context(), st)
+		if err != nil || res.Verdict != Pass || res.Event != EventMergeChecked {
+			t.Fatalf("merge check: %+v %v", res, err)
+		}
+		return st
+	}
+
+	same := check(approved)
+	if !same.Merge.Same() || same.DigestCommit() != "pr-head" || same.Merge.ApprovedPlan != "d1" {
+		t.Errorf("the approved change merged: %+v binds %s", same.Merge, same.DigestCommit())
+	}
+	if why := same.Merge.stale("d1"); why != "" {
+		t.Errorf("the approved plan is stale: %s", why)
+	}
+	if why := same.Merge.stale("d2"); !strings.Contains(why, "moved since the approval") {
+		t.Errorf("the same change planned otherwise: %q", why)
+	}
+
+	moved := approved
+	moved.ID, moved.Contract, moved.Engine = "c2", "k2", "terraform 1.11.5"
+	moved.Content = map[string]string{"stack:hello@1.0.0": "s1", "module:greeting@1.0.0": "m2", "module:extra@1.0.0": "x1"}
+	st := check(moved)
+	want := []string{"contract", "module:extra@1.0.0", "module:greeting@1.0.0", "engine (terraform 1.11.4 → terraform 1.11.5)"}
+	if st.Merge.Same() || !slices.Equal(st.Merge.Changed, want) || st.DigestCommit() != "merged" {
+		t.Errorf("a changed merge: %+v binds %s, want changed %v binding its own commit", st.Merge, st.DigestCommit(), want)
+	}
+	if why := st.Merge.stale("d3"); !strings.Contains(why, "contract, module:extra@1.0.0, module:greeting@1.0.0, engine") {
+		t.Errorf("the stale plan's message: %q", why)
+	}
+
+	// Another pull request's plan approved since: the merge of c1 is
+	// still compared with c1's approved plan.
+	chain = append(chain,
+		event(t, "6", EventPlanCreated, "qa", "r4", "plan", PlanRecord{Digest: "d9", Commit: "other-head", Change: "c9"}),
+		event(t, "7", EventApprovalRecorded, "qa", "r4", "", ApprovalRecord{Environment: QA, PlanDigest: "d9", Approver: "qa-lead"}))
+	for i := range chain {
+		chain[i].Seq = int64(i + 1)
+	}
+	if st := check(approved); !st.Merge.Same() || st.Merge.ApprovedPlan != "d1" {
+		t.Errorf("the merge of c1 after another approval: %+v", st.Merge)
+	}
+	if st := check(moved); st.Merge.ApprovedPlan != "d9" || st.Merge.Same() {
+		t.Errorf("a merge nobody approved is compared with %+v, want the newest approved plan d9", st.Merge)
+	}
+	// On a forge, with its own pull request's: c1's was pull request 7's.
+	chain[1] = event(t, "2", EventPlanCreated, "qa", "r1", "plan", PlanRecord{Digest: "d1", Commit: "pr-head", Change: "c1", PullRequest: 7})
+	chain[1].Seq = 2
+	pr = 7
+	if st := check(moved); st.Merge.ApprovedPlan != "d1" || !slices.Contains(st.Merge.Changed, "contract") {
+		t.Errorf("pull request 7's merge nobody approved is compared with %+v, want its own approved plan d1", st.Merge)
+	}
+	pr = 0
+
+	// Nothing approved: nothing to compare with, and no stale plan.
+	chain = chain[:3]
+	none := check(moved)
+	if none.Merge.ApprovedPlan != "" || none.Merge.stale("d3") != "" || none.DigestCommit() != "merged" {
+		t.Errorf("nothing approved: %+v", none.Merge)
+	}
+}
+
+// TestGateHoldsUntilMerge: on the pull request (UntilMerge) an approved
+// guarded plan stops at the gate with no authorization, so no apply is
+// left open, and an environment after a guarded one passes without a
+// plan to approve; without it, the same plans are authorized and refused.
+func TestGateHoldsUntilMerge(t *testing.T) {
+	w := newWorld(t)
+	w.change = "change-2"
+	w.applied(Dev, "change-2")
+	w.approve(QA, digestA, claim("qa-lead", QA, digestA, "r1"))
+	gate := Gate{Evidence: w, Approvers: StaticApprovers{w.approvers}, Membership: w, Now: func() time.Time { return w.now }}
+	state := func(env Environment, until bool) *State {
+		return &State{Contract: &Contract{ID: contractID, Environment: env}, Plan: &Plan{Digest: digestA}, Commit: "c0ffee", Change: &ChangeRecord{ID: "change-2"}, UntilMerge: until}
+	}
+	for _, env := range []Environment{QA, Prod} {
+		st := state(env, true)
+		res, err := gate.Run(t.Context(), st)
+		if err != nil || res.Verdict != Pass || !res.Done || res.Event != "" || st.Authorization != nil || !strings.Contains(res.Summary, "after the merge") {
+			t.Errorf("%s until merge: %+v %v, authorization %+v", env, res, err, st.Authorization)
+		}
+	}
+	if res, err := gate.Run(t.Context(), state(QA, false)); err != nil || res.Verdict != Pass || res.Event != EventApplyAuthorized {
+		t.Errorf("qa applying on the pull request: %+v %v", res, err)
+	}
+	if res, err := gate.Run(t.Context(), state(Prod, false)); err != nil || res.Verdict != Fail || res.Findings[0].Reason != PromotionOrderViolation {
+		t.Errorf("prod applying on the pull request before qa: %+v %v", res, err)
+	}
+}
