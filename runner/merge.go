@@ -18,7 +18,7 @@ import (
 // exactly when Terraform plans the same resources, outputs, configuration
 // and variables. Anything else (another change, or the same change planned
 // against state that moved) gets a digest nobody approved, and the gate
-// holds it as PLAN_STALE.
+// holds it as MERGE_PLAN_STALE.
 
 // MergeRecord is the data of nova.merge.checked: the merged commit's
 // change against the plan approved for the environment before the merge.
@@ -77,7 +77,7 @@ func (st *State) DigestCommit() string {
 // merged commit (`nova run --merged`): it finds the plan approved for the
 // environment before the merge and compares its change with the merged
 // one. It refuses nothing itself: the gate applies only the approved
-// digest, and says PLAN_STALE with what changed when the plan is another.
+// digest, and says MERGE_PLAN_STALE with what changed when the plan is another.
 type MergeCheck struct {
 	Evidence EvidenceReader
 }
