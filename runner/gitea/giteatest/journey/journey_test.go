@@ -313,15 +313,18 @@ func (j *journey) pullRequest(branch, title, from, to string) {
 }
 
 // contract is .nova/contract.yml on ref.
-func (j *journey) contract(ref string) string {
+func (j *journey) contract(ref string) string { return j.file(ref, ".nova/contract.yml") }
+
+// file is the file at path on ref.
+func (j *journey) file(ref, path string) string {
 	t, s := j.t, j.srv
 	var file struct {
 		Content string `json:"content"`
 	}
-	s.API(t, s.AdminToken, http.MethodGet, "/repos/"+org+"/"+app+"/contents/.nova/contract.yml?ref="+ref, nil, &file)
+	s.API(t, s.AdminToken, http.MethodGet, "/repos/"+org+"/"+app+"/contents/"+path+"?ref="+ref, nil, &file)
 	raw, err := base64.StdEncoding.DecodeString(file.Content)
 	if err != nil {
-		t.Fatalf("decoding the contract on %s: %v", ref, err)
+		t.Fatalf("decoding %s on %s: %v", path, ref, err)
 	}
 	return string(raw)
 }

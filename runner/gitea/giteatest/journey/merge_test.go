@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"net/http"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/nova-platform/nova/runner"
+	"github.com/nova-platform/nova/runner/evidence/signing"
 	"github.com/nova-platform/nova/runner/gitea/giteatest"
 	"github.com/nova-platform/nova/stages/apply"
 )
@@ -20,7 +22,11 @@ import (
 //  1. the operator scaffolds acme/app with `nova init --forge gitea
 //     --apply-on merge`;
 //  2. dev-author opens a pull request: dev applies, qa waits;
-//  3. qa-lead approves by review: qa's plan is approved and held for the
+//  3. qa-lead approves by `/nova approve qa` (a comment rather than a
+//     review: Gitea keeps a review's time in whole seconds, and a review
+//     submitted in the second its plan was recorded does not count
+//     (runner/gitea's reviewClaim), which a test this fast hits about one
+//     run in four): qa's plan is approved and held for the
 //     merge, and nothing is applied in qa;
 //  4. the pull request is merged through Gitea's merge endpoint: Gitea
 //     starts the merge workflow from the pull request's closed event, and
@@ -28,6 +34,8 @@ import (
 //  5. a second pull request is approved in qa, then its author pushes a
 //     contract change: merged, its qa run is held with MERGE_PLAN_STALE and
 //     nothing is applied in qa;
+//  6. qa-lead approves the merged commit's plan and the operator re-runs
+//     the merge workflow: qa applies that plan;
 //
 // and the evidence verifies at the end.
 func TestJourneyApplyOnMerge(t *testing.T) {
@@ -48,12 +56,13 @@ func TestJourneyApplyOnMerge(t *testing.T) {
 	}()
 
 	j.scaffold("--apply-on", "merge")
+	qaHome := j.registerApproverKey(j.qa)
 
 	j.step("the pull request opened", "pull_request_target", j.openPullRequest)
 	j.wantStatuses("after the pull request opened", map[string]string{"dev": "success", "qa": "pending"})
 	qaDigest := j.approveCommand("qa")
 
-	held := j.step("qa-lead's approving review", "pull_request_review", j.review(j.qa, "qa checked it"))
+	held := j.step("qa-lead's /nova approve qa", "issue_comment", func() { j.comment(j.qa, "/nova approve qa "+qaDigest) })
 	if want := "dev:0 qa:0 prod:0 dr:0"; held.exits != want {
 		t.Errorf("the pull request's run after qa's approval: nova exits %q, want %q (qa held for the merge, prod and dr planned after it)", held.exits, want)
 	}
@@ -78,10 +87,6 @@ func TestJourneyApplyOnMerge(t *testing.T) {
 		j.pullRequest("farewell", "Greet everyone", "audience: Nova and friends", "audience: everyone")
 	})
 	j.wantStatuses("after the second pull request opened", map[string]string{"dev": "success", "qa": "pending"})
-	// A comment, not a review: Gitea keeps a review's time in whole
-	// seconds, and one submitted in the second its plan was recorded is
-	// not counted (runner/gitea's reviewClaim), which a test this fast
-	// would hit by chance.
 	secondDigest := j.approveCommand("qa")
 	approved := j.step("qa-lead's /nova approve qa of the second pull request", "issue_comment", func() { j.comment(j.qa, "/nova approve qa "+secondDigest) })
 	if want := "dev:0 qa:0 prod:0 dr:0"; approved.exits != want {
@@ -102,15 +107,62 @@ func TestJourneyApplyOnMerge(t *testing.T) {
 		t.Errorf("qa applied %v, want only the first pull request's plan: the stale merge applies nothing", applied)
 	}
 
+	// qa-lead approves the merged commit's plan, which nova's comment on
+	// the merged pull request names, with `nova approve` signed with their
+	// registered key, and the operator re-runs the merge workflow: it
+	// applies exactly that plan.
+	staleDigest := j.approveCommand("qa")
+	if staleDigest == secondDigest {
+		t.Errorf("the stale merge asks for the approval of the plan already approved on the pull request, %s", secondDigest)
+	}
+	j.approveLocally(qaHome, j.qa, "qa", staleDigest)
+	rerun := j.step("the merge workflow re-run", "pull_request_target", func() { j.srv.Rerun(t, org, app, stale.task.RunNumber, j.ops) })
+	if want := "dev:0 qa:0 prod:3"; rerun.exits != want {
+		t.Errorf("the merge workflow's re-run: nova exits %q, want %q (qa applies the newly approved plan, prod waits)", rerun.exits, want)
+	}
+	if applied := j.applied("qa"); len(applied) != 2 || !strings.HasPrefix(applied[1], staleDigest) {
+		t.Errorf("qa applied %v, want the first merge's plan and then the newly approved %s", applied, staleDigest)
+	}
+
 	j.verifyEvidence()
 }
 
-// review is an approving review of the pull request by u.
-func (j *journey) review(u giteatest.User, body string) func() {
-	return func() {
-		j.srv.API(j.t, u.Token, http.MethodPost, fmt.Sprintf("/repos/%s/%s/pulls/%d/reviews", org, app, j.pull),
-			map[string]string{"event": "APPROVED", "body": body}, nil)
+// registerApproverKey makes u's `nova approve` key in a config home of
+// theirs and registers its public half under keys: in the approvers.yml
+// on main, as the scaffold's comment says; it returns the home.
+func (j *journey) registerApproverKey(u giteatest.User) string {
+	t := j.t
+	home := t.TempDir()
+	dir := filepath.Join(home, "nova", "approvers", u.Name)
+	if _, err := signing.LocalSigner(dir); err != nil {
+		t.Fatal(err)
 	}
+	pub := strings.TrimSpace(readFile(t, signing.LocalSigningPublicKey(dir)))
+	approvers := j.file("main", ".nova/approvers.yml")
+	keys := "keys:\n  " + u.Name + ": |\n    " + strings.ReplaceAll(pub, "\n", "\n    ") + "\n"
+	registered := strings.Replace(approvers, "keys: {}\n", keys, 1)
+	if registered == approvers {
+		t.Fatalf("the approvers.yml on main has no `keys: {}` to fill:\n%s", approvers)
+	}
+	j.srv.CommitFiles(t, org, app, "main", "main", map[string]string{".nova/approvers.yml": registered}, j.ops)
+	return home
+}
+
+// approveLocally is u's `nova approve --env env --digest digest`, run from a
+// clone of main with the key in home.
+func (j *journey) approveLocally(home string, u giteatest.User, env, digest string) {
+	t := j.t
+	clone := filepath.Join(t.TempDir(), app)
+	j.git("", "clone", "-q", j.srv.URL+"/"+org+"/"+app+".git", clone)
+	out, err := j.novaCmd(clone, map[string]string{
+		"XDG_CONFIG_HOME":    home,
+		"NOVA_EVIDENCE_REPO": j.srv.URL + "/" + org + "/evidence.git", "NOVA_EVIDENCE_TOKEN": j.bot.Token,
+		"NOVA_SIGNING_KEY": j.eventKey, "NOVA_COMMIT_KEY": j.commitKey,
+	}, "approve", "--env", env, "--as", u.Name, "--digest", digest)
+	if err != nil {
+		t.Fatalf("%s's nova approve --env %s: %v\n%s", u.Name, env, err, out)
+	}
+	t.Logf("%s's nova approve --env %s: %s", u.Name, env, strings.TrimSpace(out))
 }
 
 // merge merges the pull request through Gitea's merge endpoint, as the
