@@ -100,8 +100,12 @@ func (e *APIError) Error() string {
 
 // Start runs a new Gitea on a free loopback port and stops it when the test
 // ends. It fails the test when the binary or its source tree is missing.
-func Start(t testing.TB) *Server {
+func Start(t testing.TB, opts ...Option) *Server {
 	t.Helper()
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
 	ctx, cancel := context.WithTimeout(t.Context(), startTimeout)
 	defer cancel()
 
@@ -133,12 +137,21 @@ func Start(t testing.TB) *Server {
 		client:        &http.Client{},
 	}
 	s.addSecret(s.AdminPassword)
-	conf, err := writeConfig(work, port, s.URL)
+	env := giteaEnv(work)
+	var signing string
+	if o.signMerges {
+		ini, extra, stop, err := signingKey(ctx, work)
+		if err != nil {
+			t.Fatalf("giteatest: %v", err)
+		}
+		t.Cleanup(stop)
+		signing, env = ini, append(env, extra...)
+	}
+	conf, err := writeConfig(work, port, s.URL, signing)
 	if err != nil {
 		t.Fatalf("giteatest: %v", err)
 	}
 
-	env := giteaEnv(work)
 	if err := s.runCLI(ctx, bin, env, "migrate", "--config", conf); err != nil {
 		t.Fatalf("giteatest: %v", err)
 	}
@@ -394,7 +407,7 @@ func cleanEnv() []string {
 
 // writeConfig writes custom/conf/app.ini and returns its path. Secrets are
 // set here so Gitea never rewrites the file to add its own.
-func writeConfig(work string, port int, rootURL string) (string, error) {
+func writeConfig(work string, port int, rootURL, extra string) (string, error) {
 	jwt := make([]byte, 32)
 	if _, err := rand.Read(jwt); err != nil {
 		return "", fmt.Errorf("generating jwt secret: %w", err)
@@ -480,7 +493,7 @@ ENABLED = false
 MODE = console
 LEVEL = Warn
 ROOT_PATH = %[1]s/log
-`, work, port, rootURL, randomHex(32), randomHex(32), base64.RawURLEncoding.EncodeToString(jwt))
+`, work, port, rootURL, randomHex(32), randomHex(32), base64.RawURLEncoding.EncodeToString(jwt)) + extra
 
 	dir := filepath.Join(work, "custom", "conf")
 	if err := os.MkdirAll(dir, 0o700); err != nil {

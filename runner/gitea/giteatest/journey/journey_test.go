@@ -177,7 +177,7 @@ type job struct {
 	exits  string
 }
 
-func newJourney(t *testing.T) *journey {
+func newJourney(t *testing.T, opts ...giteatest.Option) *journey {
 	j := &journey{t: t, root: repoRoot(t)}
 	j.nova = buildNova(t, j.root)
 	bin, err := os.ReadFile(j.nova)
@@ -196,7 +196,7 @@ func newJourney(t *testing.T) *journey {
 	t.Cleanup(release.Close)
 	j.release = release.URL + "/nova-linux-amd64"
 
-	j.srv = giteatest.Start(t)
+	j.srv = giteatest.Start(t, opts...)
 	j.runner = actrunner.Start(t, j.srv, actrunner.WithAwait(awaitRun))
 	s := j.srv
 	j.ops = s.Admin()
@@ -235,11 +235,12 @@ func (j *journey) newKeys() {
 // scaffold filled in as its comments ask (examples/hello's contract under
 // the scaffold's id, its test reports, approvers), pushed to main; then
 // the variable and secrets the workflow's header lists.
-func (j *journey) scaffold() {
+func (j *journey) scaffold(initArgs ...string) {
 	t, s := j.t, j.srv
 	clone := filepath.Join(t.TempDir(), app)
 	j.git("", "clone", "-q", s.URL+"/"+org+"/"+app+".git", clone)
-	if out, err := j.novaCmd(clone, nil, "init", "--forge", "gitea", "--nova-url", j.release, "--nova-sha256", j.sum); err != nil {
+	args := append([]string{"init", "--forge", "gitea", "--nova-url", j.release, "--nova-sha256", j.sum}, initArgs...)
+	if out, err := j.novaCmd(clone, nil, args...); err != nil {
 		t.Fatalf("nova init: %v\n%s", err, out)
 	}
 	files := map[string]string{}
@@ -294,24 +295,46 @@ func (j *journey) scaffold() {
 // openPullRequest is dev-author's change: examples/hello's audience
 // widened, on a branch, as a pull request.
 func (j *journey) openPullRequest() {
+	j.pullRequest("greeting", "Greet friends too", "audience: Nova", "audience: Nova and friends")
+}
+
+// pullRequest is dev-author's pull request from branch that replaces from
+// with to in the contract on main.
+func (j *journey) pullRequest(branch, title, from, to string) {
 	t, s := j.t, j.srv
-	var scaffolded struct {
+	main := j.contract("main")
+	changed := strings.Replace(main, from, to, 1)
+	if changed == main {
+		t.Fatalf("the contract on main has no %q to change", from)
+	}
+	j.head = j.signedCommit(j.dev, branch, "main", map[string]string{".nova/contract.yml": changed})
+	j.pull = s.CreatePullRequest(t, org, app, branch, "main", title, j.dev)
+	j.wantVerified(j.head)
+}
+
+// contract is .nova/contract.yml on ref.
+func (j *journey) contract(ref string) string { return j.file(ref, ".nova/contract.yml") }
+
+// file is the file at path on ref.
+func (j *journey) file(ref, path string) string {
+	t, s := j.t, j.srv
+	var file struct {
 		Content string `json:"content"`
 	}
-	s.API(t, s.AdminToken, http.MethodGet, "/repos/"+org+"/"+app+"/contents/.nova/contract.yml?ref=main", nil, &scaffolded)
-	raw, err := base64.StdEncoding.DecodeString(scaffolded.Content)
+	s.API(t, s.AdminToken, http.MethodGet, "/repos/"+org+"/"+app+"/contents/"+path+"?ref="+ref, nil, &file)
+	raw, err := base64.StdEncoding.DecodeString(file.Content)
 	if err != nil {
-		t.Fatalf("decoding the contract on main: %v", err)
+		t.Fatalf("decoding %s on %s: %v", path, ref, err)
 	}
-	main := string(raw)
-	changed := strings.Replace(main, "audience: Nova", "audience: Nova and friends", 1)
-	if changed == main {
-		t.Fatal("the contract on main has no `audience: Nova` to change")
-	}
-	j.head = j.signedCommit(j.dev, "greeting", "main", map[string]string{".nova/contract.yml": changed})
-	j.pull = s.CreatePullRequest(t, org, app, "greeting", "main", "Greet friends too", j.dev)
+	return string(raw)
+}
+
+// wantVerified fails the journey when Gitea does not show the commit's
+// signature verified: the scaffold's provenance check would refuse it.
+func (j *journey) wantVerified(sha string) {
+	t, s := j.t, j.srv
 	var commit apiCommit
-	s.API(t, s.AdminToken, http.MethodGet, "/repos/"+org+"/"+app+"/git/commits/"+j.head, nil, &commit)
+	s.API(t, s.AdminToken, http.MethodGet, "/repos/"+org+"/"+app+"/git/commits/"+sha, nil, &commit)
 	if v := commit.Commit.Verification; !v.Verified {
 		t.Fatalf("Gitea does not show the pull request's signed commit as verified (%s)", v.Reason)
 	}
@@ -329,7 +352,8 @@ type apiCommit struct {
 	} `json:"commit"`
 }
 
-// signedCommit commits files on branch (from base) as the user, signed
+// signedCommit commits files on branch (from base, or on top of branch
+// when they are the same) as the user, signed
 // with a key of theirs that Gitea knows, and pushes it: the developer
 // signs their commits, as the scaffold's provenance check expects.
 func (j *journey) signedCommit(u giteatest.User, branch, base string, files map[string]string) string {
@@ -349,7 +373,7 @@ func (j *journey) signedCommit(u giteatest.User, branch, base string, files map[
 		t.Fatalf("cloning %s/%s: %v", org, app, err)
 	}
 	wt, err := repo.Worktree()
-	if err == nil {
+	if err == nil && branch != base {
 		err = wt.Checkout(&git.CheckoutOptions{Branch: plumbing.NewBranchReferenceName(branch), Create: true})
 	}
 	if err != nil {
