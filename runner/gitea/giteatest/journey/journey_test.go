@@ -94,8 +94,7 @@ func TestJourney(t *testing.T) {
 	qaDigest := j.approveCommand("qa")
 
 	j.step("qa-lead's approving review", "pull_request_review", func() {
-		j.srv.API(t, j.qa.Token, http.MethodPost, fmt.Sprintf("/repos/%s/%s/pulls/%d/reviews", org, app, j.pull),
-			map[string]string{"event": "APPROVED", "body": "qa checked it"}, nil)
+		j.review(j.qa, "qa checked it")
 	})
 	j.wantStatuses("after qa-lead's review", map[string]string{"dev": "success", "qa": "success", "prod": "pending"})
 	prodDigest := j.approveCommand("prod")
@@ -133,8 +132,7 @@ func TestJourney(t *testing.T) {
 	// so the scaffold's `types: [submitted]` starts nothing for it
 	// (actrunner's TestGiteaEventFacts).
 	rerun := j.step("a re-run after everything applied (sre-oncall's approving review)", "pull_request_review", func() {
-		j.srv.API(t, j.sre.Token, http.MethodPost, fmt.Sprintf("/repos/%s/%s/pulls/%d/reviews", org, app, j.pull),
-			map[string]string{"event": "APPROVED", "body": "all environments look right"}, nil)
+		j.review(j.sre, "all environments look right")
 	})
 	j.wantStatuses("after the re-run", all)
 	if rerun.events > maxEventsPerRerun {
@@ -147,11 +145,14 @@ func TestJourney(t *testing.T) {
 
 // journey is the forge, the people and what happened so far.
 type journey struct {
-	t      *testing.T
-	srv    *giteatest.Server
-	runner *actrunner.Runner
-	root   string // this repository
-	nova   string // the nova binary under test
+	t *testing.T
+	// lastDone is when the last step's runs had all finished: after every
+	// event they recorded.
+	lastDone time.Time
+	srv      *giteatest.Server
+	runner   *actrunner.Runner
+	root     string // this repository
+	nova     string // the nova binary under test
 	// release serves nova for the workflow's "fetch nova" step.
 	release, sum string
 	// the operator (site admin), the pull request's author, qa's and sre's
@@ -426,6 +427,33 @@ func (j *journey) comment(as giteatest.User, body string) {
 
 // step does what a person does, waits for the workflow run of event that
 // Gitea starts for it to finish (with every other run), and records it.
+// review submits who's approving review of the pull request's head. A
+// review names no plan, so Nova counts it only when Gitea stamped it (to
+// the second) in a second after the one its plan was recorded in; a
+// person never reviews that fast, a test does. It first waits until
+// Gitea's own clock, as its responses' Date says, has left the second in
+// which the last run finished.
+func (j *journey) review(who giteatest.User, body string) {
+	t := j.t
+	t.Helper()
+	for {
+		resp, err := http.Get(j.srv.URL + "/api/v1/version")
+		if err != nil {
+			t.Fatalf("asking Gitea the time: %v", err)
+		}
+		resp.Body.Close()
+		now, err := http.ParseTime(resp.Header.Get("Date"))
+		if err != nil {
+			t.Fatalf("Gitea's Date header %q: %v", resp.Header.Get("Date"), err)
+		}
+		if now.After(j.lastDone) {
+			break
+		}
+	}
+	j.srv.API(t, who.Token, http.MethodPost, fmt.Sprintf("/repos/%s/%s/pulls/%d/reviews", org, app, j.pull),
+		map[string]string{"event": "APPROVED", "body": body}, nil)
+}
+
 func (j *journey) step(what, event string, do func()) job {
 	t := j.t
 	t.Helper()
@@ -441,6 +469,7 @@ func (j *journey) step(what, event string, do func()) job {
 		}
 		return got.ID != 0 && actrunner.AllDone(tasks)
 	})
+	j.lastDone = time.Now()
 	// Only the person's event starts a run: nova's own comments must not.
 	var started []string
 	for _, task := range tasks {
