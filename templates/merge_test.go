@@ -20,21 +20,9 @@ import (
 // environment, and hands Nova's keys to no run a branch pusher shapes.
 // Without ApplyOn nothing of it is rendered.
 func TestApplyOnMergeWorkflows(t *testing.T) {
-	type step struct {
-		Uses string            `yaml:"uses"`
-		Run  string            `yaml:"run"`
-		With map[string]string `yaml:"with"`
-		Env  map[string]string `yaml:"env"`
-	}
-	type job struct {
-		If          string   `yaml:"if"`
-		Needs       []string `yaml:"needs"`
-		Environment string   `yaml:"environment"`
-		Steps       []step   `yaml:"steps"`
-	}
 	type workflow struct {
 		On   map[string]struct{ Types []string } `yaml:"on"`
-		Jobs map[string]job                      `yaml:"jobs"`
+		Jobs map[string]workflowJob              `yaml:"jobs"`
 	}
 	render := func(t *testing.T, kind string, w Workflow) ([]byte, workflow) {
 		t.Helper()
@@ -144,7 +132,7 @@ func TestApplyOnMergeWorkflows(t *testing.T) {
 				if i > 0 && (len(j.Needs) != 1 || j.Needs[0] != "apply-"+merge.Environments[i-1] || !strings.Contains(j.If, "needs.apply-"+merge.Environments[i-1]+".outputs.verdict == 'pass'")) {
 					t.Errorf("apply-%s needs %v if %q, want the environment before it applied", env, j.Needs, j.If)
 				}
-				var nova, checkout *step
+				var nova, checkout *workflowStep
 				for k := range j.Steps {
 					switch s := &j.Steps[k]; {
 					case strings.HasPrefix(s.Uses, "actions/checkout@"):

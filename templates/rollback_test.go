@@ -18,25 +18,13 @@ import (
 // and on GitHub plans in environment nova and applies only in the rolled
 // back environment, after its plan waited for approval.
 func TestRollbackWorkflows(t *testing.T) {
-	type step struct {
-		Uses string            `yaml:"uses"`
-		Run  string            `yaml:"run"`
-		With map[string]string `yaml:"with"`
-		Env  map[string]string `yaml:"env"`
-	}
-	type job struct {
-		If          string   `yaml:"if"`
-		Needs       []string `yaml:"needs"`
-		Environment string   `yaml:"environment"`
-		Steps       []step   `yaml:"steps"`
-	}
 	type inputs map[string]struct {
 		Type    string   `yaml:"type"`
 		Options []string `yaml:"options"`
 	}
 	type workflow struct {
 		On   map[string]struct{ Inputs inputs } `yaml:"on"`
-		Jobs map[string]job                     `yaml:"jobs"`
+		Jobs map[string]workflowJob             `yaml:"jobs"`
 	}
 	for _, tt := range []struct {
 		kind, dir, event string

@@ -256,21 +256,10 @@ func TestNovasCommentsStartNoRun(t *testing.T) {
 // pull-request job looks at the event; the relay of reviews holds
 // nothing; and `nova validate`'s exposure check finds nothing.
 func TestGitHubWorkflowsKeepKeysFromPullRequests(t *testing.T) {
-	type step struct {
-		Uses string            `yaml:"uses"`
-		Run  string            `yaml:"run"`
-		With map[string]string `yaml:"with"`
-	}
-	type job struct {
-		If          string   `yaml:"if"`
-		Needs       []string `yaml:"needs"`
-		Environment string   `yaml:"environment"`
-		Steps       []step   `yaml:"steps"`
-	}
 	type workflow struct {
-		On          map[string]any `yaml:"on"`
-		Permissions map[string]any `yaml:"permissions"`
-		Jobs        map[string]job `yaml:"jobs"`
+		On          map[string]any         `yaml:"on"`
+		Permissions map[string]any         `yaml:"permissions"`
+		Jobs        map[string]workflowJob `yaml:"jobs"`
 	}
 	trusted := []string{"pull_request_target", "issue_comment", "workflow_run", "workflow_call"}
 	for _, tt := range []struct {
