@@ -13,12 +13,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
-	"github.com/ProtonMail/go-crypto/openpgp"
-	"github.com/ProtonMail/go-crypto/openpgp/armor"
 	"github.com/go-git/go-git/v5"
-	"github.com/go-git/go-git/v5/plumbing/object"
 	tfjson "github.com/hashicorp/terraform-json"
 
 	"github.com/nova-platform/nova/runner"
@@ -495,39 +491,9 @@ func fakeInfracost(t *testing.T, breakdown string) {
 // OpenPGP key and returns a file holding that key, for --trusted-keys.
 func signedCheckout(t *testing.T, dir string) string {
 	t.Helper()
-	repo, err := git.PlainInit(dir, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	wt, err := repo.Worktree()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := wt.AddGlob("."); err != nil {
-		t.Fatal(err)
-	}
-	key, err := openpgp.NewEntity("consumer", "", "consumer@example.com", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := wt.Commit("contract", &git.CommitOptions{
-		Author:  &object.Signature{Name: "consumer", Email: "consumer@example.com", When: time.Now()},
-		SignKey: key,
-	}); err != nil {
-		t.Fatal(err)
-	}
-	var buf bytes.Buffer
-	w, err := armor.Encode(&buf, openpgp.PublicKeyType, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := key.Serialize(w); err != nil {
-		t.Fatal(err)
-	}
-	w.Close()
-	keys := filepath.Join(t.TempDir(), "trusted.asc")
-	writeFile(t, keys, buf.String())
-	return keys
+	r := newSignedRepo(t, dir)
+	r.commit("contract", ".")
+	return r.Keys
 }
 
 func TestApplyRefusesBundlesItWasNotMadeFor(t *testing.T) {
