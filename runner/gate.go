@@ -76,15 +76,14 @@ func (g Gate) Run(ctx context.Context, st *State) (Result, error) {
 		}
 		return res, nil
 	}
-	now := time.Now
-	if g.Now != nil {
-		now = g.Now
-	}
+	// One instant for the whole decision: the approval rules and the
+	// break-glass rules judge the same moment.
+	now := g.clock().UTC()
 	members, err := stillMembers(ctx, g.Membership, sum.Env(env).Approvals[st.Plan.Digest], approvers)
 	if err != nil {
 		return Result{}, err
 	}
-	in := gateInput{Env: env, Digest: st.Plan.Digest, Supersedes: st.Contract.Supersedes, Now: now().UTC(), Approvers: approvers, Members: members, ApprovedAfter: approvedAfter(sum, env)}
+	in := gateInput{Env: env, Digest: st.Plan.Digest, Supersedes: st.Contract.Supersedes, Now: now, Approvers: approvers, Members: members, ApprovedAfter: approvedAfter(sum, env)}
 	if r := st.Rollback; r != nil {
 		// Its requester never approves a rollback.
 		in.NotBy = LoginOf(r.RequestedBy)
@@ -93,7 +92,7 @@ func (g Gate) Run(ctx context.Context, st *State) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	if res, decided, err := g.breakGlass(ctx, st, sum, d, approvers, now().UTC()); err != nil || decided {
+	if res, decided, err := g.breakGlass(ctx, st, sum, d, approvers, now); err != nil || decided {
 		if err == nil && st.UntilMerge && res.Verdict == Pass {
 			// Nothing guarded applies on the pull request, a grant's plan
 			// neither: the merged commit's run uses the grant, if it
