@@ -48,6 +48,18 @@ func recordInto(cfg Config, store *evidence.Store) evidenceStore {
 // behind and decides as the real command would on no evidence.
 func checkedEvidence(cfg Config) (EvidenceConfig, func(), error) {
 	s := cfg.Evidence
+	if cfg.MergeQueue && !s.Local && s.Keys.SigningKeyPEM == "" && s.Keys.SigningKeyFile == "" {
+		// A merge queue's job holds no key (its workflow is the queue
+		// branch's): it reads the evidence with the public keys
+		// (NOVA_EVIDENCE_PUBLIC_KEY, NOVA_COMMIT_PUBLIC_KEY) and signs
+		// nothing, so keys of its own, made for the run, stand in.
+		tmp, err := os.MkdirTemp("", "nova-queue-keys-")
+		if err != nil {
+			return s, func() {}, runner.Errorf(runner.EvidenceKeyInvalid, "making the merge queue check's stand-in keys: %w", err)
+		}
+		s.Keys.LocalDir = tmp
+		return s, func() { _ = os.RemoveAll(tmp) }, nil
+	}
 	if !cfg.Check || !s.Local {
 		return s, func() {}, nil
 	}

@@ -78,7 +78,11 @@ type Config struct {
 	// on the merged commit and applies the plan approved on the pull
 	// request only when it is that very plan (runner.MergeCheck).
 	UntilMerge, Merged bool
-	Verbose            bool
+	// MergeQueue (--merge-queue, run only) checks a merge queue's commit
+	// against the change approved on the pull request (runner.QueueCheck):
+	// secretless, it plans nothing and records nothing.
+	MergeQueue bool
+	Verbose    bool
 	// LockTimeout is how long a run waits for the run lock and terraform's
 	// state lock; TerraformTimeout bounds each terraform command.
 	LockTimeout, TerraformTimeout time.Duration
@@ -388,6 +392,9 @@ func (cfg *Config) flags(fs *flag.FlagSet, getenv func(string) string) *rawFlags
 		fs.BoolVar(&cfg.UntilMerge, "until-merge", false, "apply after merge, on the pull request: guarded environments plan and wait for approval, and nothing is applied there (dev still applies)")
 		fs.BoolVar(&cfg.Merged, "merged", false, "apply after merge, on the merged commit: apply the plan approved on the pull request only if the merge is that very plan; otherwise plan again and wait (MERGE_PLAN_STALE)")
 	}
+	if cmd == "run" {
+		fs.BoolVar(&cfg.MergeQueue, "merge-queue", false, "apply after merge, on a merge queue's commit (merge_group): fail with MERGE_PLAN_STALE when it is not the change approved on the pull request; reads the evidence, plans, applies and records nothing")
+	}
 	if cmd == "rollback" {
 		fs.StringVar(&cfg.Rollback.To, "to", "", "the change to return to: its id, or its first hex digits (required; one --env applied)")
 	}
@@ -504,6 +511,14 @@ func (cfg *Config) complete(f *rawFlags, env Env) error {
 	}
 	if cfg.UntilMerge && cfg.Merged {
 		return runner.Errorf(runner.ConfigInvalid, "--until-merge is the pull request's run and --merged the merged commit's: give one")
+	}
+	if cfg.MergeQueue && (cfg.UntilMerge || cfg.Merged || cfg.Destroy || cfg.Select.Many()) {
+		return runner.Errorf(runner.ConfigInvalid, "--merge-queue checks one contract's queued commit: not with --until-merge, --merged, --destroy, --all or --changed")
+	}
+	if cfg.MergeQueue {
+		// It records nothing and holds no key: check mode's overlay
+		// keeps its events in memory.
+		cfg.Check = true
 	}
 	if (cfg.UntilMerge || cfg.Merged) && cfg.Destroy {
 		// A destroy is planned and applied through the gate as it is;

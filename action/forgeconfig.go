@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -144,7 +145,17 @@ type forgeEvent struct {
 			} `json:"base"`
 		} `json:"pull_requests"`
 	} `json:"workflow_run"`
+	// MergeGroup is a merge queue's entry (GitHub): the commit the queue
+	// would merge, on a branch named after the pull request.
+	MergeGroup *struct {
+		HeadSHA string `json:"head_sha"`
+		HeadRef string `json:"head_ref"`
+	} `json:"merge_group"`
 }
+
+// queueBranch is the branch GitHub's merge queue makes for an entry:
+// gh-readonly-queue/<base branch>/pr-<number>-<base sha>.
+var queueBranch = regexp.MustCompile(`^(?:refs/heads/)?gh-readonly-queue/.+/pr-([0-9]+)-[0-9a-f]{7,64}$`)
 
 // maxEventBytes bounds the event payload nova reads.
 const maxEventBytes = 25 << 20
@@ -176,6 +187,18 @@ func (fc *ForgeConfig) readEvent(path string) error {
 			fc.Comment = &EventComment{Action: ev.Action, ID: c.ID, Poster: c.User.Login, Body: c.Body, Previous: ev.Changes.Body.From,
 				Created: c.CreatedAt, Updated: c.UpdatedAt}
 		}
+	case ev.MergeGroup != nil:
+		// The queue's commit is the run's (GITHUB_SHA); the pull request
+		// is named only by the queue's branch.
+		m := queueBranch.FindStringSubmatch(ev.MergeGroup.HeadRef)
+		if m == nil {
+			return runner.Errorf(runner.ConfigInvalid, "the merge_group event's head_ref %q is not a merge queue branch (gh-readonly-queue/<branch>/pr-<number>-<sha>), so which pull request it merges is unknown", ev.MergeGroup.HeadRef)
+		}
+		n, err := strconv.ParseInt(m[1], 10, 64)
+		if err != nil || n <= 0 {
+			return runner.Errorf(runner.ConfigInvalid, "the merge_group event's head_ref %q names no pull request number", ev.MergeGroup.HeadRef)
+		}
+		fc.PullRequest, fc.HeadSHA = n, ev.MergeGroup.HeadSHA
 	case ev.WorkflowRun != nil:
 		// A run that relays a pull request event (a review) to a workflow
 		// of the default branch: the pull request is its run's, at the

@@ -32,6 +32,10 @@ func TestReadEventPullRequest(t *testing.T) {
 			want: ForgeConfig{PullRequest: 7, HeadSHA: head, BaseSHA: base}},
 		// A fork's pull requests are not listed.
 		{name: "workflow_run of a fork", payload: `{"action": "completed", "workflow_run": {"head_sha": "` + head + `", "pull_requests": []}}`},
+		// A merge queue's entry names its pull request by its branch alone.
+		{name: "merge_group", payload: `{"action": "checks_requested", "merge_group": {"head_sha": "` + head + `", "head_ref": "refs/heads/gh-readonly-queue/main/pr-42-` + base + `", "base_sha": "` + base + `", "base_ref": "refs/heads/main"}}`,
+			want: ForgeConfig{PullRequest: 42, HeadSHA: head}},
+		{name: "merge_group of another branch", payload: `{"action": "checks_requested", "merge_group": {"head_sha": "` + head + `", "head_ref": "refs/heads/feature/pr-42-` + base + `"}}`, wantErr: true},
 		{name: "workflow_run of two pull requests", payload: `{"action": "completed", "workflow_run": {"head_sha": "` + head + `", "pull_requests": [{"number": 7}, {"number": 8}]}}`, wantErr: true},
 	}
 	for _, tt := range tests {

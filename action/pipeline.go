@@ -50,7 +50,10 @@ func execute(ctx context.Context, cfg Config, env Env) error {
 	}
 	w := wiring{cfg: cfg, env: env, evidence: recordInto(cfg, store), keys: keys}
 	w.forge, w.setupErr = connectForge(ctx, cfg)
-	if w.setupErr == nil {
+	if w.setupErr == nil && !cfg.MergeQueue {
+		// A merge queue's check authorizes nothing, and its token may
+		// not read the evidence branch's protection: the merged run,
+		// which decides, guards it.
 		w.setupErr = guardEvidence(ctx, cfg, env.Stderr)
 	}
 	if w.setupErr == nil && cfg.Command == "rollback" {
@@ -268,6 +271,16 @@ func (w wiring) stages(ctx context.Context) ([]runner.Stage, error) {
 		}
 		return []runner.Stage{validate, drift.New(engine, w.evidence)}, nil
 	}
+	if cfg.MergeQueue {
+		// The queue's commit against the approved change: nothing is
+		// evaluated or planned (that needs the state and its secrets),
+		// the merged run does it all again.
+		engine, err := w.terraformEngine(reg)
+		if err != nil {
+			return nil, err
+		}
+		return []runner.Stage{validate, w.change(reg, engine), &runner.QueueCheck{Evidence: w.evidence}}, nil
+	}
 	if cfg.Destroy {
 		return w.destroyStages(ctx, reg)
 	}
@@ -329,7 +342,7 @@ func (w wiring) mergeStage() []runner.Stage {
 	if !w.cfg.Merged {
 		return nil
 	}
-	return []runner.Stage{&runner.MergeCheck{Evidence: w.evidence}}
+	return []runner.Stage{&runner.MergeCheck{Evidence: w.evidence, History: local.History{Dir: w.cfg.Dir}}}
 }
 
 // approversCheck checks the approver config of the trusted base and the

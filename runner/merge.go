@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -36,6 +37,20 @@ type MergeRecord struct {
 	// merged one: "contract", a "stack:…"/"module:…" of the registry, or
 	// "engine (a → b)". Empty when they are the same change.
 	Changed []string `json:"changed,omitempty"`
+	// SupersededBy is the merged commit the environment applied last,
+	// when Commit is one of its ancestors: the run would go back.
+	SupersededBy string `json:"supersededBy,omitempty"`
+}
+
+// ErrCommitUnknown is a commit the checkout does not hold, or whose
+// history it holds only in part.
+var ErrCommitUnknown = errors.New("commit not in the checkout")
+
+// CommitHistory orders commits of the checkout's history.
+type CommitHistory interface {
+	// Precedes reports whether a is an ancestor of b other than b itself;
+	// ErrCommitUnknown when the checkout cannot tell.
+	Precedes(a, b string) (bool, error)
 }
 
 // Same is true when the merged commit is the change that was approved:
@@ -76,10 +91,15 @@ func (st *State) DigestCommit() string {
 // MergeCheck is the stage after the change is identified in a run on the
 // merged commit (`nova run --merged`): it finds the plan approved for the
 // environment before the merge and compares its change with the merged
-// one. It refuses nothing itself: the gate applies only the approved
-// digest, and says MERGE_PLAN_STALE with what changed when the plan is another.
+// one. It refuses nothing for being another plan: the gate applies only
+// the approved digest, and says MERGE_PLAN_STALE with what changed when
+// the plan is another. It refuses a merged commit that comes before the
+// one the environment applied after its last merge (MERGE_SUPERSEDED):
+// runs of two merges may start, or be re-run, in any order, and the later
+// of them must not take the environment back.
 type MergeCheck struct {
 	Evidence EvidenceReader
+	History  CommitHistory
 }
 
 var _ Stage = (*MergeCheck)(nil)
@@ -93,22 +113,31 @@ func (s *MergeCheck) Run(ctx context.Context, st *State) (Result, error) {
 		return Result{}, Errorf(InternalError, "merge check reached without an identified change")
 	}
 	env := st.Contract.Environment
-	if env.Autonomous() {
-		return Result{Verdict: Pass, Summary: fmt.Sprintf("%s is autonomous: nothing was approved to compare with", env)}, nil
-	}
-	if s.Evidence == nil {
-		return Result{}, Errorf(InternalError, "the merge check of %s has no evidence to read the approved plan from", env)
+	if s.Evidence == nil || s.History == nil {
+		return Result{}, Errorf(InternalError, "the merge check of %s has no evidence or history to read", env)
 	}
 	events, err := s.Evidence.Chain(ctx, st.Contract.ID)
 	if err != nil {
 		return Result{}, err
 	}
-	rec := FindApprovedPlan(events, env, st.Change.ID, st.PullRequest)
+	rec := MergeRecord{Environment: env}
+	if !env.Autonomous() {
+		rec = FindApprovedPlan(events, env, st.Change.ID, st.PullRequest)
+	}
 	rec.Commit, rec.Change = st.Commit, st.Change.ID
 	if rec.ApprovedPlan != "" && rec.ApprovedChange != rec.Change {
 		rec.Changed = changedParts(approvedChangeRecord(events, rec.ApprovedChange), st.Change)
 	}
 	st.Merge = &rec
+	if res, err := s.superseded(events, &rec); err != nil || res != nil {
+		if res != nil {
+			return *res, nil
+		}
+		return Result{}, err
+	}
+	if env.Autonomous() {
+		return Result{Verdict: Pass, Summary: fmt.Sprintf("%s is autonomous: nothing was approved to compare with; the merged commit %s is applied", env, ShortDigest(rec.Commit)), Event: EventMergeChecked, Data: rec}, nil
+	}
 	if st.Plan != nil && st.Plan.Commit != st.DigestCommit() {
 		// A bundle planned elsewhere (`nova apply --merged`): it must be
 		// bound to what this merge binds, or it is not the plan approved
@@ -128,6 +157,107 @@ func (s *MergeCheck) Run(ctx context.Context, st *State) (Result, error) {
 	return Result{Verdict: Pass, Summary: summary, Event: EventMergeChecked, Data: rec}, nil
 }
 
+// superseded refuses the merged commit when it comes before the one the
+// environment applied after its last merge; nil when it does not.
+func (s *MergeCheck) superseded(events []Event, rec *MergeRecord) (*Result, error) {
+	applied := LastMergedApplied(events, rec.Environment)
+	if applied == "" || strings.EqualFold(applied, rec.Commit) {
+		return nil, nil
+	}
+	older, err := s.History.Precedes(rec.Commit, applied)
+	if errors.Is(err, ErrCommitUnknown) {
+		return nil, Errorf(MergeOrderUnknown, "%s applied the merged commit %s last, and the checkout cannot tell whether %s comes before it (%w): fetch the default branch's history (actions/checkout fetch-depth: 0); nothing was planned or applied", rec.Environment, ShortDigest(applied), ShortDigest(rec.Commit), err)
+	}
+	if err != nil {
+		return nil, Errorf(InternalError, "reading the order of commits %s and %s: %w", ShortDigest(rec.Commit), ShortDigest(applied), err)
+	}
+	if !older {
+		return nil, nil
+	}
+	rec.SupersededBy = applied
+	msg := fmt.Sprintf("the merged commit %s comes before %s, which %s applied after a later merge: applying it would take %s back, so nothing is planned or applied (to return %s to an earlier change, use nova rollback)", ShortDigest(rec.Commit), ShortDigest(applied), rec.Environment, rec.Environment, rec.Environment)
+	return &Result{Verdict: Fail, Summary: msg, Findings: []Finding{{Reason: MergeSuperseded, Message: msg}}, Event: EventMergeChecked, Data: *rec}, nil
+}
+
+// LastMergedApplied is the merged commit of env's latest apply made by a
+// run on a merged commit (one that recorded nova.merge.checked before
+// completing its apply); empty when there is none.
+func LastMergedApplied(events []Event, env Environment) string {
+	merged := map[string]string{}
+	var last string
+	for _, e := range events {
+		if Environment(e.Environment) != env {
+			continue
+		}
+		switch e.Type {
+		case EventMergeChecked:
+			var m MergeRecord
+			if DecodeEventData(e, &m) == nil && m.Commit != "" {
+				merged[e.RunID] = m.Commit
+			}
+		case EventApplyCompleted:
+			if c, ok := merged[e.RunID]; ok {
+				last = c
+			}
+		}
+	}
+	return last
+}
+
+// QueueCheck is the stage of `nova run --merge-queue`, on a merge queue's
+// commit (GitHub's merge_group): the commit the queue would merge is
+// compared with the change approved in the environment on the pull
+// request, as the merged run will compare it. When the queue's commit is
+// another change (a pull request ahead in the queue changed the contract,
+// the stack, a module or the engine), the merged run would only wait for a
+// new approval, so the check fails with MERGE_PLAN_STALE, naming what
+// moved, and the queue drops the entry before it merges. It reads the
+// evidence and decides nothing: the run that applies after the merge
+// checks everything again, from the default branch's workflow.
+type QueueCheck struct {
+	Evidence EvidenceReader
+}
+
+var _ Stage = (*QueueCheck)(nil)
+
+// Name implements Stage.
+func (*QueueCheck) Name() string { return "merge-queue" }
+
+// Run implements Stage.
+func (s *QueueCheck) Run(ctx context.Context, st *State) (Result, error) {
+	if st.Contract == nil || st.Change == nil {
+		return Result{}, Errorf(InternalError, "merge queue check reached without an identified change")
+	}
+	env := st.Contract.Environment
+	if env.Autonomous() {
+		return Result{Verdict: Pass, Summary: fmt.Sprintf("%s is autonomous: it applies what merges, nothing was approved to compare with", env)}, nil
+	}
+	if s.Evidence == nil {
+		return Result{}, Errorf(InternalError, "the merge queue check of %s has no evidence to read the approved plan from", env)
+	}
+	events, err := s.Evidence.Chain(ctx, st.Contract.ID)
+	if err != nil {
+		return Result{}, err
+	}
+	rec, pr := findApprovedPlan(events, env, st.Change.ID, st.PullRequest)
+	rec.Commit, rec.Change = st.Commit, st.Change.ID
+	ofThis := "since it last applied"
+	if st.PullRequest != 0 {
+		ofThis = fmt.Sprintf("for pull request #%d since it last applied", st.PullRequest)
+	}
+	switch {
+	case rec.Same():
+		return Result{Verdict: Pass, Summary: fmt.Sprintf("the queue's commit %s is change %s, approved in %s as plan %s: once merged, that plan is applied if it plans the same", ShortDigest(rec.Commit), ShortDigest(rec.Change), env, ShortDigest(rec.ApprovedPlan)), Event: EventMergeChecked, Data: rec}, nil
+	case rec.ApprovedPlan == "" || (st.PullRequest != 0 && pr != st.PullRequest):
+		return Result{Verdict: Pass, Summary: fmt.Sprintf("nothing was approved in %s %s: once merged, the commit is planned there and waits for approval", env, ofThis)}, nil
+	}
+	rec.Changed = changedParts(approvedChangeRecord(events, rec.ApprovedChange), st.Change)
+	what := strings.Join(rec.Changed, ", ")
+	msg := fmt.Sprintf("the merge queue's commit %s is not what was approved in %s: %s changed after plan %s (change %s, now %s) was approved; merged, it would wait for a new approval: bring the pull request up to date with what merges before it and have it approved again",
+		ShortDigest(rec.Commit), env, what, ShortDigest(rec.ApprovedPlan), ShortDigest(rec.ApprovedChange), ShortDigest(rec.Change))
+	return Result{Verdict: Fail, Summary: msg, Findings: []Finding{{Reason: MergePlanStale, Message: msg}}, Event: EventMergeChecked, Data: rec}, nil
+}
+
 // FindApprovedPlan is the plan of env approved since env last applied (a
 // destroy's plans aside) that the merge is compared with: the one of
 // change whose approval was recorded last, else, when no plan of change
@@ -136,6 +266,13 @@ func (s *MergeCheck) Run(ctx context.Context, st *State) (Result, error) {
 // never stands in for this one's. Its Commit and Change are the caller's
 // to fill in.
 func FindApprovedPlan(events []Event, env Environment, change string, pr int64) MergeRecord {
+	rec, _ := findApprovedPlan(events, env, change, pr)
+	return rec
+}
+
+// findApprovedPlan is FindApprovedPlan, with the pull request the plan was
+// planned for.
+func findApprovedPlan(events []Event, env Environment, change string, pr int64) (MergeRecord, int64) {
 	after := approvedAfter(SummarizeGate(events), env)
 	plans := map[string]PlanRecord{}
 	var approved, ofPR, ofChange string
@@ -171,10 +308,10 @@ func FindApprovedPlan(events []Event, env Environment, change string, pr int64) 
 		approved = ofPR
 	}
 	if approved == "" {
-		return MergeRecord{Environment: env}
+		return MergeRecord{Environment: env}, 0
 	}
 	p := plans[approved]
-	return MergeRecord{Environment: env, ApprovedPlan: p.Digest, ApprovedCommit: p.Commit, ApprovedChange: p.Change}
+	return MergeRecord{Environment: env, ApprovedPlan: p.Digest, ApprovedCommit: p.Commit, ApprovedChange: p.Change}, p.PullRequest
 }
 
 // approvedChangeRecord is what identified change id, from the chain.

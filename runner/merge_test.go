@@ -2,6 +2,8 @@ package runner
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -30,7 +32,7 @@ func TestMergeCheckNamesWhatChanged(t *testing.T) {
 	check := func(change ChangeRecord) *State {
 		t.Helper()
 		st := &State{Contract: &Contract{ID: "app", Environment: QA}, Commit: "merged", Change: &change, PullRequest: pr}
-		res, err := (&MergeCheck{Evidence: chainFunc(func(context.Context, string) ([]Event, error) { return chain, nil })}).Run(t.Context(), st)
+		res, err := (&MergeCheck{Evidence: chainFunc(func(context.Context, string) ([]Event, error) { return chain, nil }), History: linearHistory{}}).Run(t.Context(), st)
 		if err != nil || res.Verdict != Pass || res.Event != EventMergeChecked {
 			t.Fatalf("merge check: %+v %v", res, err)
 		}
@@ -116,5 +118,118 @@ func TestGateHoldsUntilMerge(t *testing.T) {
 	}
 	if res, err := gate.Run(t.Context(), state(Prod, false)); err != nil || res.Verdict != Fail || res.Findings[0].Reason != PromotionOrderViolation {
 		t.Errorf("prod applying on the pull request before qa: %+v %v", res, err)
+	}
+}
+
+// linearHistory is a history of commits named m1, m2, …, each the parent
+// of the next; any other name is not in the checkout.
+type linearHistory struct{}
+
+func (linearHistory) Precedes(a, b string) (bool, error) {
+	var na, nb int
+	if _, err := fmt.Sscanf(a, "m%d", &na); err != nil {
+		return false, fmt.Errorf("%w: %s", ErrCommitUnknown, a)
+	}
+	if _, err := fmt.Sscanf(b, "m%d", &nb); err != nil {
+		return false, fmt.Errorf("%w: %s", ErrCommitUnknown, b)
+	}
+	return na < nb, nil
+}
+
+// TestMergeCheckRefusesToGoBack: once an environment applied merged
+// commit m2, a merged run of m1 (its ancestor) is refused with
+// MERGE_SUPERSEDED, in dev as in qa, before anything is planned; m2 again
+// and its descendant m3 go on; an applied commit the checkout does not
+// hold is MERGE_ORDER_UNKNOWN, never taken for "after". Applies of runs
+// that were not on a merged commit, and merge checks whose run applied
+// nothing, do not count.
+func TestMergeCheckRefusesToGoBack(t *testing.T) {
+	var chain []Event
+	add := func(e Event) {
+		e.Seq = int64(len(chain) + 1)
+		chain = append(chain, e)
+	}
+	for _, env := range []string{"dev", "qa"} {
+		add(event(t, "m-"+env+"-1", EventMergeChecked, env, "run-m2-"+env, "merge", MergeRecord{Environment: Environment(env), Commit: "m2", Change: "c2"}))
+		add(event(t, "a-"+env+"-1", EventApplyCompleted, env, "run-m2-"+env, "apply", map[string]string{}))
+		// m4 was checked and waits: nothing applied it.
+		add(event(t, "m-"+env+"-2", EventMergeChecked, env, "run-m4-"+env, "merge", MergeRecord{Environment: Environment(env), Commit: "m4", Change: "c4"}))
+		// A pull request's run applied its head: not a merged commit.
+		add(event(t, "a-"+env+"-2", EventApplyCompleted, env, "run-pr-"+env, "apply", map[string]string{}))
+	}
+	check := func(env Environment, commit string) (*State, Result, error) {
+		st := &State{Contract: &Contract{ID: "app", Environment: env}, Commit: commit, Change: &ChangeRecord{ID: "c-" + commit}}
+		res, err := (&MergeCheck{Evidence: chainFunc(func(context.Context, string) ([]Event, error) { return chain, nil }), History: linearHistory{}}).Run(t.Context(), st)
+		return st, res, err
+	}
+	for _, env := range []Environment{Dev, QA} {
+		if got := LastMergedApplied(chain, env); got != "m2" {
+			t.Errorf("%s applied merged commit %q last, want m2", env, got)
+		}
+		st, res, err := check(env, "m1")
+		if err != nil || res.Verdict != Fail || len(res.Findings) != 1 || res.Findings[0].Reason != MergeSuperseded || st.Merge.SupersededBy != "m2" || res.Event != EventMergeChecked {
+			t.Errorf("%s, merged m1 after m2: %+v %v", env, res, err)
+		} else if !strings.Contains(res.Findings[0].Message, "comes before m2") {
+			t.Errorf("%s: the refusal says %q", env, res.Findings[0].Message)
+		}
+		for _, commit := range []string{"m2", "m3"} {
+			if _, res, err := check(env, commit); err != nil || res.Verdict != Pass {
+				t.Errorf("%s, merged %s after m2: %+v %v", env, commit, res, err)
+			}
+		}
+		if _, res, err := check(env, "elsewhere"); ReasonOf(err) != MergeOrderUnknown || !errors.Is(err, ErrCommitUnknown) {
+			t.Errorf("%s, a commit the checkout does not order: %+v %v", env, res, err)
+		}
+	}
+	if _, res, err := check(Prod, "m1"); err != nil || res.Verdict != Pass {
+		t.Errorf("prod applied no merged commit, merged m1: %+v %v", res, err)
+	}
+}
+
+// TestQueueCheck: a merge queue's commit that is the change approved in
+// qa passes; one whose change moved (a pull request ahead in the queue
+// edited the contract) fails with MERGE_PLAN_STALE naming the contract;
+// on a forge, another pull request's approval is not this one's to
+// compare with; dev and an environment nothing was approved in pass.
+func TestQueueCheck(t *testing.T) {
+	approved := ChangeRecord{ID: "c1", Contract: "k1", Content: map[string]string{"stack:hello@1.0.0": "s1"}, Engine: "terraform 1.11.4"}
+	chain := []Event{
+		event(t, "1", EventChangeIdentified, "qa", "r1", "change", approved),
+		event(t, "2", EventPlanCreated, "qa", "r1", "plan", PlanRecord{Digest: "d1", Commit: "pr-head", Change: "c1", PullRequest: 7}),
+		event(t, "3", EventApprovalRecorded, "qa", "r1", "", ApprovalRecord{Environment: QA, PlanDigest: "d1", Approver: "qa-lead"}),
+	}
+	for i := range chain {
+		chain[i].Seq = int64(i + 1)
+	}
+	check := func(env Environment, change ChangeRecord, pr int64) Result {
+		t.Helper()
+		st := &State{Contract: &Contract{ID: "app", Environment: env}, Commit: "queued", Change: &change, PullRequest: pr}
+		res, err := (&QueueCheck{Evidence: chainFunc(func(context.Context, string) ([]Event, error) { return chain, nil })}).Run(t.Context(), st)
+		if err != nil {
+			t.Fatalf("queue check: %v", err)
+		}
+		return res
+	}
+	if res := check(QA, approved, 7); res.Verdict != Pass || !strings.Contains(res.Summary, "approved in qa as plan d1") {
+		t.Errorf("the approved change queued: %+v", res)
+	}
+	moved := approved
+	moved.ID, moved.Contract = "c2", "k2"
+	for _, pr := range []int64{7, 0} {
+		res := check(QA, moved, pr)
+		if res.Verdict != Fail || len(res.Findings) != 1 || res.Findings[0].Reason != MergePlanStale || !strings.Contains(res.Findings[0].Message, "contract changed after plan d1") {
+			t.Errorf("pull request %d's queue commit moved: %+v", pr, res)
+		}
+		if m, ok := res.Data.(MergeRecord); !ok || !slices.Equal(m.Changed, []string{"contract"}) || m.Commit != "queued" {
+			t.Errorf("its record: %+v", res.Data)
+		}
+	}
+	if res := check(QA, moved, 8); res.Verdict != Pass || !strings.Contains(res.Summary, "nothing was approved in qa for pull request #8") {
+		t.Errorf("pull request 8, nothing of its own approved: %+v", res)
+	}
+	for _, env := range []Environment{Dev, Prod} {
+		if res := check(env, moved, 7); res.Verdict != Pass {
+			t.Errorf("%s: %+v", env, res)
+		}
 	}
 }

@@ -249,7 +249,9 @@ const (
 	RollbackSourceMissing    Reason = "ROLLBACK_SOURCE_MISSING"
 
 	// Apply after merge (merge.go).
-	MergePlanStale Reason = "MERGE_PLAN_STALE"
+	MergePlanStale    Reason = "MERGE_PLAN_STALE"
+	MergeSuperseded   Reason = "MERGE_SUPERSEDED"
+	MergeOrderUnknown Reason = "MERGE_ORDER_UNKNOWN"
 )
 
 var reasonTable = []ReasonInfo{
@@ -415,7 +417,9 @@ var reasonTable = []ReasonInfo{
 	{RollbackTargetChanged, "rollback", KindVerdict, "The contract read back from the target's commit is not that change any more: the registry's stack or modules, or the engine version, changed since, so it would deploy something the environment never ran."},
 	{RollbackSourceMissing, "rollback", KindError, "The target's contract cannot be read back: no plan of the change names its commit, or the commit is not in the checkout (a shallow clone: fetch the full history, `fetch-depth: 0`)."},
 
-	{MergePlanStale, "merge", KindVerdict, "On the merged commit (`nova run --merged`), the plan is not the one approved on the pull request: the merge changed the contract, the stack, a module or the engine version (the finding names which), or the same change now plans differently (what runs moved). The new plan waits for a new approval; only the exact approved plan is applied."},
+	{MergePlanStale, "merge", KindVerdict, "On the merged commit (`nova run --merged`), the plan is not the one approved on the pull request: the merge changed the contract, the stack, a module or the engine version (the finding names which), or the same change now plans differently (what runs moved). The new plan waits for a new approval; only the exact approved plan is applied. In a merge queue (`nova run --merge-queue`, on `merge_group`), the queue's commit is not the change approved on the pull request, so it would wait after merging: the check fails and the queue drops the entry before it merges."},
+	{MergeSuperseded, "merge", KindVerdict, "`nova run --merged` on a merged commit that is an ancestor of one the environment already applied after a merge (a run of an older merge, started or re-run late): applying it would go back. Nothing is planned or applied; to return the environment to an earlier change, use `nova rollback`."},
+	{MergeOrderUnknown, "merge", KindError, "`nova run --merged` cannot tell whether the merged commit comes before or after the one the environment applied after its last merge: that commit is not in the checkout (a shallow clone: fetch the default branch's history, `fetch-depth: 0`). Nothing is planned or applied."},
 
 	{DriftDetected, "drift", KindVerdict, "`nova drift` found resources that no longer match what was applied: changed outside Terraform, or no longer what the applied configuration describes (the event names addresses and attribute names, never values)."},
 

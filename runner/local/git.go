@@ -3,10 +3,12 @@ package local
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/nova-platform/nova/runner"
 )
@@ -113,4 +115,46 @@ func (v CommitVerifier) VerifyCommit(_ context.Context, dir, commit string) (run
 		return runner.CommitInvalid, nil
 	}
 	return runner.CommitVerified, nil
+}
+
+// History answers runner.CommitHistory from the git repository containing
+// Dir: what a merged run checked out, and the history fetched with it.
+type History struct{ Dir string }
+
+var _ runner.CommitHistory = History{}
+
+// Precedes implements runner.CommitHistory. A commit the repository does
+// not hold, or a history cut short before the answer (a shallow clone), is
+// runner.ErrCommitUnknown: an unknown order is never taken for "after".
+func (h History) Precedes(a, b string) (bool, error) {
+	repo, err := git.PlainOpenWithOptions(h.Dir, &git.PlainOpenOptions{DetectDotGit: true, EnableDotGitCommonDir: true})
+	if err != nil {
+		return false, err
+	}
+	commit := func(id string) (*object.Commit, error) {
+		if !plumbing.IsHash(id) {
+			return nil, fmt.Errorf("%w: %q is not a commit id", runner.ErrCommitUnknown, id)
+		}
+		c, err := repo.CommitObject(plumbing.NewHash(id))
+		if errors.Is(err, plumbing.ErrObjectNotFound) {
+			return nil, fmt.Errorf("%w: %s", runner.ErrCommitUnknown, id)
+		}
+		return c, err
+	}
+	ca, err := commit(a)
+	if err != nil {
+		return false, err
+	}
+	cb, err := commit(b)
+	if err != nil {
+		return false, err
+	}
+	if ca.Hash == cb.Hash {
+		return false, nil
+	}
+	ok, err := ca.IsAncestor(cb)
+	if errors.Is(err, plumbing.ErrObjectNotFound) {
+		return false, fmt.Errorf("%w: the history of %s is not all in the checkout", runner.ErrCommitUnknown, b)
+	}
+	return ok, err
 }
