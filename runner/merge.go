@@ -149,6 +149,9 @@ func (s *MergeCheck) Run(ctx context.Context, st *State) (Result, error) {
 	switch {
 	case rec.ApprovedPlan == "":
 		summary = fmt.Sprintf("no plan of %s was approved since it last applied: the merged commit is planned for approval", env)
+		if before := approvedBeforeLastApply(events, env, rec.Change); before != "" {
+			summary = fmt.Sprintf("plan %s of this change was approved in %s before it last applied another (a merge ahead of this one), and counts no more: the merged commit is planned against what runs now, for approval", ShortDigest(before), env)
+		}
 	case rec.Same():
 		summary = fmt.Sprintf("the merged commit %s is change %s, approved as plan %s (commit %s)", ShortDigest(rec.Commit), ShortDigest(rec.Change), ShortDigest(rec.ApprovedPlan), ShortDigest(rec.ApprovedCommit))
 	default:
@@ -312,6 +315,32 @@ func findApprovedPlan(events []Event, env Environment, change string, pr int64) 
 	}
 	p := plans[approved]
 	return MergeRecord{Environment: env, ApprovedPlan: p.Digest, ApprovedCommit: p.Commit, ApprovedChange: p.Change}, p.PullRequest
+}
+
+// approvedBeforeLastApply is the plan of change approved last in env up
+// to its latest apply; empty when none was.
+func approvedBeforeLastApply(events []Event, env Environment, change string) string {
+	after := approvedAfter(SummarizeGate(events), env)
+	plans := map[string]bool{}
+	var found string
+	for _, e := range events {
+		if e.Seq > after {
+			break
+		}
+		switch e.Type {
+		case EventPlanCreated:
+			var p PlanRecord
+			if Environment(e.Environment) == env && DecodeEventData(e, &p) == nil && p.Change == change && !p.Operation.IsDestroy() {
+				plans[p.Digest] = true
+			}
+		case EventApprovalRecorded:
+			var a ApprovalRecord
+			if DecodeEventData(e, &a) == nil && a.Environment == env && plans[a.PlanDigest] {
+				found = a.PlanDigest
+			}
+		}
+	}
+	return found
 }
 
 // approvedChangeRecord is what identified change id, from the chain.
