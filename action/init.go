@@ -264,6 +264,9 @@ func renderConsumerWorkflows(ctx context.Context, cfg Config, name, dir, id stri
 	if w.ApplyOn == templates.ApplyOnMerge {
 		dir := filepath.Dir(slices.Sorted(maps.Keys(kinds))[0])
 		kinds[filepath.Join(dir, "nova-"+name+"-merge.yml")] = merge
+		if cfg.Init.Forge != Gitea {
+			kinds[filepath.Join(dir, "nova-"+name+"-queue.yml")] = templates.GitHubQueueWorkflow
+		}
 	}
 	var out []scaffoldFile
 	for _, path := range slices.Sorted(maps.Keys(kinds)) {

@@ -343,6 +343,14 @@ func TestInitApplyOnMerge(t *testing.T) {
 			if !strings.Contains(string(wf), tt.hold) || !strings.Contains(string(merge), "merge_commit_sha") {
 				t.Errorf("the %s scaffold does not apply after merge:\n%s\n---\n%s", tt.forge, wf, merge)
 			}
+			// GitHub's merge queue has its check; Gitea has no merge queue.
+			queue, err := os.ReadFile(filepath.Join(repo, tt.dir, "workflows", "nova-svc-queue.yml"))
+			if tt.forge == "github" && (err != nil || !strings.Contains(string(queue), "merge: merge-queue")) {
+				t.Errorf("init --apply-on merge wrote no merge queue check for GitHub (%v):\n%s", err, queue)
+			}
+			if tt.forge == "gitea" && !os.IsNotExist(err) {
+				t.Errorf("init --apply-on merge wrote a merge queue check for Gitea (%v)", err)
+			}
 		})
 	}
 	repo := t.TempDir()

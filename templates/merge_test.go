@@ -147,7 +147,94 @@ func TestApplyOnMergeWorkflows(t *testing.T) {
 				if nova == nil || nova.With["command"] != "run" || nova.With["merge"] != "merged" || nova.With["environment"] != env {
 					t.Errorf("apply-%s runs nova %+v, want run --merged in %s", env, nova, env)
 				}
+				if checkout != nil && checkout.With["fetch-depth"] != "0" {
+					t.Errorf("apply-%s checks out without the history that orders merges: %+v", env, checkout)
+				}
+			}
+			// Merged runs one at a time, none cancelled halfway.
+			var top struct {
+				Concurrency struct {
+					Group            string `yaml:"group"`
+					CancelInProgress *bool  `yaml:"cancel-in-progress"`
+				} `yaml:"concurrency"`
+			}
+			if err := yaml.Unmarshal(out, &top); err != nil {
+				t.Fatal(err)
+			}
+			if c := top.Concurrency; c.Group != "nova-"+merge.Key+"-merge" || c.CancelInProgress == nil || *c.CancelInProgress {
+				t.Errorf("the merge workflow's concurrency %+v, want group nova-%s-merge, cancel-in-progress false", c, merge.Key)
 			}
 		})
+	}
+}
+
+// TestMergeQueueWorkflow: with ApplyOn merge, GitHub's scaffold has a
+// merge queue check that runs on merge_group (and passes on the pull
+// request, where a required check must report too), holds no secret at
+// all (GitHub runs the queue's own copy of it), checks out the queue's
+// commit without credentials and runs `nova run --merge-queue` for every
+// guarded environment, reading the evidence with the job's token and the
+// public keys; actionlint and the exposure rules find nothing.
+func TestMergeQueueWorkflow(t *testing.T) {
+	merge := sample()
+	merge.ApplyOn = ApplyOnMerge
+	out, err := RenderWorkflow(GitHubQueueWorkflow, merge)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wf struct {
+		On          map[string]struct{ Types []string } `yaml:"on"`
+		Permissions map[string]string                   `yaml:"permissions"`
+		Jobs        map[string]struct {
+			workflowJob `yaml:",inline"`
+			Permissions map[string]string `yaml:"permissions"`
+		} `yaml:"jobs"`
+	}
+	if err := yaml.Unmarshal(out, &wf); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := wf.On["pull_request"]; len(wf.On) != 2 || !ok || strings.Join(wf.On["merge_group"].Types, ",") != "checks_requested" {
+		t.Errorf("runs on %v, want pull_request and merge_group checks_requested alone", wf.On)
+	}
+	if strings.Contains(string(out), "secrets.") || strings.Contains(string(out), "secrets:") {
+		t.Errorf("the queue's workflow, which a pull request can rewrite, reads a secret:\n%s", out)
+	}
+	j, ok := wf.Jobs["queue"]
+	if len(wf.Jobs) != 1 || !ok || j.Environment != "" || len(j.Permissions) != 1 || j.Permissions["contents"] != "read" || len(wf.Permissions) != 0 {
+		t.Fatalf("jobs %+v permissions %v, want queue alone, in no environment, reading contents only", wf.Jobs, wf.Permissions)
+	}
+	var envs []string
+	for _, s := range j.Steps {
+		switch {
+		case strings.HasPrefix(s.Uses, "actions/checkout@"):
+			if s.With["ref"] != "${{ github.event.merge_group.head_sha }}" || s.With["persist-credentials"] != "false" {
+				t.Errorf("checks out %+v, want the queue's commit without credentials", s)
+			}
+		case strings.HasPrefix(s.Uses, "nova-platform/nova@"):
+			if s.With["command"] != "run" || s.With["merge"] != "merge-queue" || s.With["evidence-token"] != "${{ github.token }}" {
+				t.Errorf("runs nova %+v, want run --merge-queue reading the evidence with the job's token", s.With)
+			}
+			envs = append(envs, s.With["environment"])
+		}
+	}
+	if strings.Join(envs, " ") != "qa prod dr" {
+		t.Errorf("checks the queue's commit in %v, want every guarded environment", envs)
+	}
+	if errs := append(lint(t, "queue.yml", out), lintNovaSteps(t, out, novaInputs(t))...); len(errs) > 0 {
+		t.Errorf("%s\n--- rendered:\n%s", strings.Join(errs, "\n"), out)
+	}
+	root := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, ".github", "workflows"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, ".github", "workflows", "nova-app-queue.yml"), out, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	found, err := novaworkflows.Exposures(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range found {
+		t.Errorf("exposure: %+v", e)
 	}
 }

@@ -205,6 +205,9 @@ const (
 	// (ApplyOn merge).
 	GitHubMergeWorkflow = "github-merge"
 	GiteaMergeWorkflow  = "gitea-merge"
+	// GitHubQueueWorkflow checks a merge queue's commit against the
+	// approved change (merge_group, secretless); Gitea has no merge queue.
+	GitHubQueueWorkflow = "github-queue"
 	// DeployWorkflow is Nova's reusable workflow (workflow_call), and
 	// RollbackWorkflow its reusable rollback.
 	DeployWorkflow   = "deploy"

@@ -94,6 +94,7 @@ func TestWorkflowsPassActionlint(t *testing.T) {
 		"deploy.yml":                {DeployWorkflow, Deploy},
 		"github-apply-on-merge.yml": {GitHubWorkflow, merge}, "github-merge.yml": {GitHubMergeWorkflow, merge}, "github-merge-oidc.yml": {GitHubMergeWorkflow, oidc},
 		"gitea-apply-on-merge.yml": {GiteaWorkflow, merge}, "gitea-merge.yml": {GiteaMergeWorkflow, merge}, "gitea-merge-build.yml": {GiteaMergeWorkflow, built},
+		"github-queue.yml": {GitHubQueueWorkflow, merge},
 	} {
 		out, err := RenderWorkflow(r.kind, r.w)
 		if err != nil {
