@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +11,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 
 	"github.com/nova-platform/nova/runner"
+	"github.com/nova-platform/nova/runner/evidence"
+	"github.com/nova-platform/nova/runner/local"
 )
 
 // TestMergeQueue drives three pull requests of examples/hello through a
@@ -84,12 +87,34 @@ func TestMergeQueue(t *testing.T) {
 		return commit, qa
 	}
 	queue("the queue's commit for A", "Alpha", "2", ExitPass, "")
+	// The plans above were made outside a forge, for no pull request: in
+	// the queue's job, pull request #12 (the queue's branch names it) has
+	// none of its own approved, and the queue's commit is none approved.
+	edit("the queue's commit for #12", "Nova", "7")
+	if code, out := c.queueJob(t, "qa", true); code != ExitPass || !strings.Contains(out, "nothing was approved in qa for pull request #12 since it last applied") {
+		t.Errorf("the merge queue's job on #12's entry: exit %d:\n%s", code, out)
+	}
+	// Without the public keys it trusts no event of the chain: an error,
+	// never a pass.
+	if code, out := c.queueJob(t, "qa", false); code != ExitError {
+		t.Errorf("the merge queue's job without the public keys: exit %d:\n%s", code, out)
+	}
 	_, stale := queue("the queue's commit for B, after A", "Alpha", "4", ExitFail, runner.MergePlanStale)
 	if f := stage(stale, "merge-queue").Findings; len(f) != 1 || !strings.Contains(f[0].Message, "contract changed after plan "+runner.ShortDigest(planC.PlanDigest)) {
 		t.Errorf("B's queue commit: %+v", f)
 	}
 	// The queue dropped B and builds C on A.
 	queue("the queue's commit for C, after A", "Alpha", "3", ExitPass, "")
+	// The same, as the merge queue's job runs it: no key, no secret, the
+	// pull request named by the queue's branch, the chain read with the
+	// public keys alone.
+	before := c.world()
+	if code, out := c.queueJob(t, "qa", true); code != ExitPass || !strings.Contains(out, "approved in qa as plan "+runner.ShortDigest(planC.PlanDigest)) {
+		t.Errorf("the merge queue's job on C's entry: exit %d:\n%s", code, out)
+	}
+	if after := c.world(); after != before {
+		t.Errorf("the merge queue's job changed the world:\nbefore:\n%s\nafter:\n%s", before, after)
+	}
 
 	// The queue merges A, then C; their merged runs run in that order.
 	mergedA := edit("merge A", "Alpha", "2")
@@ -133,4 +158,53 @@ func TestMergeQueue(t *testing.T) {
 	if out := c.decide(ExitPass, "evidence", "verify"); !strings.Contains(out, "result           OK") {
 		t.Errorf("evidence verify:\n%s", out)
 	}
+}
+
+// queueJob runs `nova run --merge-queue` in env as the merge queue's job
+// of nova init's GitHub scaffold does, on the commit checked out: the
+// container action's inputs, GitHub's merge_group event for pull request
+// 12, no signing key and no secret, the evidence repository read with
+// the public keys alone (none without publicKeys). It returns the exit code and what the action
+// wrote.
+func (c *consumer) queueJob(t *testing.T, env string, publicKeys bool) (int, string) {
+	t.Helper()
+	paths, err := evidence.DefaultLocalPaths(func(k string) string { return c.env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventKey, err := os.ReadFile(paths.SigningPublicKeyFile())
+	if err != nil {
+		t.Fatal(err)
+	}
+	commitKey, err := os.ReadFile(paths.CommitPublicKeyFile())
+	if err != nil {
+		t.Fatal(err)
+	}
+	head, err := local.HeadCommit(c.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmp := t.TempDir()
+	event := filepath.Join(tmp, "event.json")
+	writeFile(t, event, `{"action": "checks_requested", "merge_group": {"head_sha": "`+head+`", "head_ref": "refs/heads/gh-readonly-queue/main/pr-12-`+head+`", "base_ref": "refs/heads/main"}}`)
+	output := filepath.Join(tmp, "output")
+	writeFile(t, output, "")
+	vars := map[string]string{
+		"GITHUB_ACTIONS": "true", "GITHUB_EVENT_NAME": "merge_group", "GITHUB_EVENT_PATH": event, "GITHUB_SHA": head,
+		"GITHUB_REPOSITORY": "consumer/hello", "GITHUB_WORKSPACE": c.dir, "GITHUB_OUTPUT": output, "HOME": filepath.Join(tmp, "home"),
+		"INPUT_COMMAND": "run", "INPUT_MERGE": "merge-queue", "INPUT_DIR": c.dir, "INPUT_ENVIRONMENT": env,
+		"INPUT_EVIDENCE-REPO": paths.Repo, "INPUT_EVIDENCE-PUBLIC-KEY": string(eventKey), "INPUT_COMMIT-PUBLIC-KEY": string(commitKey),
+		"INPUT_CONTRACT": ".nova/contract.yml", "INPUT_OUTPUT": "text", "INPUT_TRUSTED-KEYS": "",
+	}
+	if !publicKeys {
+		delete(vars, "INPUT_EVIDENCE-PUBLIC-KEY")
+		delete(vars, "INPUT_COMMIT-PUBLIC-KEY")
+	}
+	var stdout, stderr bytes.Buffer
+	code := exitCode(run(t.Context(), Env{Getenv: func(k string) string { return vars[k] }, Environ: os.Environ(), Stdout: &stdout, Stderr: &stderr}))
+	out, err := os.ReadFile(output)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return code, stdout.String() + stderr.String() + string(out)
 }
