@@ -74,15 +74,18 @@ func approveCommand(ctx context.Context, cfg Config, env Env) error {
 	if cfg.Command == "reject" {
 		decision = runner.Reject
 	}
+	// The claim's time is the command's clock, as its events' are: the
+	// gate compares it with when the plan was on show.
+	now := env.now()
 	claim := runner.LocalClaim{
 		ID: uuid.NewString(), ContractID: contract.ID, Environment: contract.Environment, PlanDigest: digest,
-		Approver: cfg.Actor, Decision: decision, Reason: cfg.Approve.Reason, At: time.Now().UTC().Truncate(time.Second),
+		Approver: cfg.Actor, Decision: decision, Reason: cfg.Approve.Reason, At: now.UTC().Truncate(time.Second),
 	}
 	signed, err := local.SignClaim(approverKeyDir(cfg), claim)
 	if err != nil {
 		return failed(env, cfg, err)
 	}
-	st := &runner.State{RunID: local.NewRunID(time.Now()), Dir: cfg.Dir, Commit: cfg.Commit, Contract: contract, Plan: &runner.Plan{Digest: digest}}
+	st := &runner.State{RunID: local.NewRunID(now), Dir: cfg.Dir, Commit: cfg.Commit, Contract: contract, Plan: &runner.Plan{Digest: digest}}
 	var change runner.ChangeReader = localChange{dir: cfg.Dir}
 	if who := runner.RollbackRequester(events, contract.Environment, digest); who != "" {
 		// A rollback's requester stands where an author does.
@@ -94,7 +97,7 @@ func approveCommand(ctx context.Context, cfg Config, env Env) error {
 		Approvers: approvers, Claims: claimKeys(cfg, approvers),
 		Change: change, Evidence: rec,
 	}
-	p := runner.Pipeline{Stages: []runner.Stage{importer}, Events: runner.NewEmitter(rec, cfg.Source, st.RunID, nil)}
+	p := runner.Pipeline{Stages: []runner.Stage{importer}, Events: runner.NewEmitter(rec, cfg.Source, st.RunID, env.Now)}
 	out := p.Run(ctx, st)
 	drain := func() {
 		if !cfg.Check {
