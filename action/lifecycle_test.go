@@ -31,7 +31,7 @@ import (
 func TestLifecycleThroughTheGate(t *testing.T) {
 	c := newHelloConsumer(t, runner.EngineTerraform)
 	repo := newSignedRepo(t, c.dir)
-	commitA := repo.commit("hello", ".")
+	repo.commit("hello", ".")
 	c.extra = []string{"--trusted-keys", repo.Keys}
 
 	verify := func(after string) {
@@ -82,7 +82,7 @@ func TestLifecycleThroughTheGate(t *testing.T) {
 		t.Fatal(err)
 	}
 	writeFile(t, contract, strings.Replace(string(data), "audience: Nova", "audience: Lifecycle", 1))
-	commitB := repo.commit("greet the lifecycle", ".nova/contract.yml")
+	repo.commit("greet the lifecycle", ".nova/contract.yml")
 	changeB, prodPlanB := promote()
 	if changeB == changeA {
 		t.Fatal("the new audience is the same change")
@@ -193,15 +193,16 @@ func TestLifecycleThroughTheGate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The timeline names each apply's commit: a rollback's is the one it
-	// went back to, a destroy's the checkout's it was planned from.
-	a, b := commitA[:12], commitB[:12]
+	// The timeline names each apply's change, never the commit it was
+	// planned from: a rollback's is the change it went back to, a
+	// destroy's the change it took away.
+	a, b := changeA[:12], changeB[:12]
 	rolledBack := "applied, rollback to change " + changeA[:12] + " superseding " + changeB[:12]
 	sre, two := " by sre-oncall", " by sre-oncall, sre-lead"
 	want := map[string][]string{
 		"dev":  {a + " applied by autonomous", b + " applied by autonomous", b + " destroy applied by autonomous"},
 		"qa":   {a + " applied by qa-lead", b + " applied by qa-lead", b + " destroy applied by qa-lead"},
-		"prod": {a + " applied" + sre, b + " applied" + sre, a + " " + rolledBack + sre, b + " destroy applied" + two},
+		"prod": {a + " applied" + sre, b + " applied" + sre, a + " " + rolledBack + sre, a + " destroy applied" + two},
 		"dr":   {a + " applied" + sre, b + " applied" + sre, b + " destroy applied" + two},
 	}
 	got := map[string][]string{}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 
 	"github.com/nova-platform/nova/runner"
+	"github.com/nova-platform/nova/runner/audit/report/reporttest"
 	"github.com/nova-platform/nova/runner/evidence"
 	"github.com/nova-platform/nova/runner/local"
 )
@@ -60,6 +62,7 @@ func TestMergeQueue(t *testing.T) {
 	planA := approveOnPR("A", "Alpha", "2")
 	approveOnPR("B", "Nova", "4")
 	planC := approveOnPR("C, on A", "Alpha", "3")
+	changeA, changeC := changeOf(t, planA), changeOf(t, planC)
 
 	// queue checks the queue's commit for an entry in every environment;
 	// it changes nothing, whatever it finds.
@@ -153,6 +156,29 @@ func TestMergeQueue(t *testing.T) {
 		if got := outputValue(t, c.helloState(env), "echo__echoed"); strings.Count(got, "Alpha") != 3 {
 			t.Errorf("%s's greeting after A's late run: %q, want C's (three times Alpha)", env, got)
 		}
+	}
+
+	// The report's timeline names each apply's change: qa applied A's
+	// plan, planned from A's pull request head, and C's, planned from its
+	// merged commit; dev applied both on the pull requests and merged.
+	page := filepath.Join(t.TempDir(), "report.html")
+	c.decide(ExitPass, "report", "--out", page)
+	html, err := os.ReadFile(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := reporttest.Table(html, "Applies in the timeline")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var qa []string
+	for _, row := range rows {
+		if row[2] == "qa" {
+			qa = append(qa, row[1])
+		}
+	}
+	if want := []string{changeA[:12], changeC[:12]}; !slices.Equal(qa, want) {
+		t.Errorf("the report's timeline names %v for qa's applies, want the changes %v", qa, want)
 	}
 
 	if out := c.decide(ExitPass, "evidence", "verify"); !strings.Contains(out, "result           OK") {

@@ -60,11 +60,17 @@ type Promotion struct {
 }
 
 // Version names the change a run or an apply is about, so one change can
-// be followed from dev to dr: its commit, or outside a git checkout its
-// contract digest (which, binding the environment too, then only follows
-// it within one environment).
-func Version(commit, contractDigest string) string {
-	if commit != "" {
+// be followed from dev to dr: the change Nova identified (contract, stack
+// and modules, engine), which is one across environments even where each
+// planned another commit (a pull request's head, the commit that merged
+// it); for runs recorded before changes were identified, its commit, or
+// outside a git checkout its contract digest (which, binding the
+// environment too, then only follows it within one environment).
+func Version(change, commit, contractDigest string) string {
+	switch {
+	case change != "":
+		return change
+	case commit != "":
 		return commit
 	}
 	return contractDigest
@@ -213,7 +219,7 @@ func promotions(attempts []ApplyRow) []Promotion {
 	var out []Promotion
 	index := map[string]int{}
 	for _, a := range attempts {
-		v := Version(a.Commit, a.ContractDigest)
+		v := Version(a.Change, a.Commit, a.ContractDigest)
 		if !succeeded(a) || v == "" {
 			continue
 		}
@@ -296,7 +302,7 @@ func periodStart(t time.Time, period string) time.Time {
 func (m *Measures) leadTimes(t *Tables, applies []ApplyRow, in func(string) bool) {
 	first := map[string]time.Time{}
 	for _, r := range t.Runs {
-		v := Version(r.Commit, r.ContractDigest)
+		v := Version(r.Change, r.Commit, r.ContractDigest)
 		if !in(r.ContractID) || r.PlannedAt == nil || v == "" {
 			continue
 		}
@@ -309,7 +315,7 @@ func (m *Measures) leadTimes(t *Tables, applies []ApplyRow, in func(string) bool
 		if a.Environment != string(runner.Prod) || !succeeded(a) || a.EndedAt == nil {
 			continue
 		}
-		v := Version(a.Commit, a.ContractDigest)
+		v := Version(a.Change, a.Commit, a.ContractDigest)
 		planned, ok := first[a.ContractID+" "+v]
 		if !ok {
 			continue

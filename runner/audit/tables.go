@@ -53,6 +53,7 @@ type RunRow struct {
 	ContractDigest string     `json:"contract_digest" desc:"sha256 of the contract the run validated: one version of the contract across environments."`
 	PlanDigest     string     `json:"plan_digest" desc:"The digest of the plan the run made or loaded, if any."`
 	Commit         string     `json:"commit" desc:"The consumer commit that plan is bound to, empty when unknown (outside a git checkout)."`
+	Change         string     `json:"change" desc:"The change that plan deploys (nova.change.identified: contract, stack and modules, engine), empty before changes were identified."`
 	PlannedAt      *time.Time `json:"planned_at" desc:"When the run recorded nova.plan.created, null if it made no plan."`
 	EventCount     int64      `json:"event_count" desc:"How many events the run recorded for this contract."`
 	EventID        string     `json:"event_id" desc:"Id of the run's last event."`
@@ -167,6 +168,7 @@ type ApplyRow struct {
 	PlanDigest        string     `json:"plan_digest" desc:"The plan authorized."`
 	ContractDigest    string     `json:"contract_digest" desc:"The contract version the run validated."`
 	Commit            string     `json:"commit" desc:"The consumer commit the plan is bound to, empty when unknown."`
+	Change            string     `json:"change" desc:"The change the plan deploys (nova.change.identified: contract, stack and modules, engine), empty before changes were identified."`
 	Approver          string     `json:"approver" desc:"Who authorized it (autonomous in dev)."`
 	AuthorizedAt      time.Time  `json:"authorized_at" desc:"When the gate authorized it."`
 	Outcome           string     `json:"outcome" desc:"applied, no-changes, failed or indeterminate (an interrupted apply, or one whose run recorded no outcome)."`
@@ -450,7 +452,7 @@ func (t *Tables) addEvent(s *chainState, r Record) {
 			}
 			t.Applies = append(t.Applies, ApplyRow{
 				EventID: e.ID, EvidenceCommit: r.Commit, RunID: e.RunID, ContractID: e.ContractID, Environment: e.Environment,
-				PlanDigest: a.Digest, ContractDigest: t.Runs[s.runs[e.RunID]].ContractDigest, Commit: t.Runs[s.runs[e.RunID]].Commit, Approver: a.Approver, AuthorizedAt: e.Time,
+				PlanDigest: a.Digest, ContractDigest: t.Runs[s.runs[e.RunID]].ContractDigest, Commit: t.Runs[s.runs[e.RunID]].Commit, Change: a.Change, Approver: a.Approver, AuthorizedAt: e.Time,
 				Operation: op,
 			})
 			if len(a.Approvers) > 0 {
@@ -552,7 +554,7 @@ func (t *Tables) run(s *chainState, r Record) {
 	case runner.EventPlanCreated:
 		var p runner.PlanRecord
 		if runner.DecodeEventData(e, &p) == nil {
-			run.PlanDigest, run.Commit, run.PlannedAt = p.Digest, p.Commit, timePtr(e.Time)
+			run.PlanDigest, run.Commit, run.Change, run.PlannedAt = p.Digest, p.Commit, p.Change, timePtr(e.Time)
 		}
 	case runner.EventPlanLoaded:
 		// The bundle's manifest, as the bundle stage records it.

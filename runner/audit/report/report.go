@@ -228,7 +228,7 @@ func applyAt(a audit.ApplyRow) time.Time {
 
 func timeline(m *audit.Measures, id string) figure {
 	f := figure{ID: id + "-timeline", Title: "Promotion timeline",
-		Lead: "Every authorized apply, by environment; a line joins one change's first successful apply in each environment it reached (a change is its commit, or its contract digest outside git)."}
+		Lead: "Every authorized apply, by environment; a line joins one change's first successful apply in each environment it reached (a change is what Nova identified: the contract, its stack and modules, the engine; before changes were identified, its commit)."}
 	if len(m.Attempts) == 0 {
 		f.Empty = "No apply was authorized yet."
 		return f
@@ -263,7 +263,7 @@ func timeline(m *audit.Measures, id string) figure {
 	f.Legend = []legendItem{{"ok", "applied"}, {"same", "no changes"}, {"fail", "failed"}, {"unsure", "indeterminate"}}
 	f.Table = table{Caption: "Applies in the timeline", Head: []string{"Contract", "Change", "Environment", "At (UTC)", "Outcome", "Approver", "Plan"}}
 	for _, a := range lanes {
-		f.Table.Rows = append(f.Table.Rows, []string{a.ContractID, short(audit.Version(a.Commit, a.ContractDigest)), a.Environment, fmtTime(applyAt(a)), applyOutcome(a), a.Approver, short(a.PlanDigest)})
+		f.Table.Rows = append(f.Table.Rows, []string{a.ContractID, short(audit.Version(a.Change, a.Commit, a.ContractDigest)), a.Environment, fmtTime(applyAt(a)), applyOutcome(a), a.Approver, short(a.PlanDigest)})
 	}
 	f.Note = truncated(m, "attempts", len(m.Attempts))
 	return f
