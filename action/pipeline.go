@@ -247,6 +247,10 @@ func (w wiring) stages(ctx context.Context) ([]runner.Stage, error) {
 		}
 	}
 	validate := schema.New(reg)
+	merged, err := w.mergedAlready(ctx)
+	if err != nil {
+		return nil, err
+	}
 	if cfg.Command == "validate" {
 		return []runner.Stage{validate, w.approversCheck()}, nil
 	}
@@ -260,7 +264,7 @@ func (w wiring) stages(ctx context.Context) ([]runner.Stage, error) {
 		}
 		bundle := &apply.Bundle{Dir: cfg.Bundle, ExpectDigest: cfg.ExpectDigest, RunsDir: local.RunsDir(cfg.Dir), Evidence: w.evidence, Engine: engine, Merged: cfg.Merged}
 		// A bundle applied before answers first, running nothing.
-		return slices.Concat([]runner.Stage{validate, bundle, w.change(reg, engine)}, w.mergeStage(), w.lock(), w.gate(), []runner.Stage{w.applyStage(engine)}), nil
+		return slices.Concat([]runner.Stage{validate}, merged, []runner.Stage{bundle, w.change(reg, engine)}, w.mergeStage(), w.lock(), w.gate(), []runner.Stage{w.applyStage(engine)}), nil
 	}
 	if cfg.Command == "drift" {
 		// Drift looks at what runs, not at the change: no evaluation, no
@@ -324,7 +328,7 @@ func (w wiring) stages(ctx context.Context) ([]runner.Stage, error) {
 	}
 	// The change is named before anything is evaluated: an environment
 	// that applied it answers with its receipt and runs nothing else.
-	evaluate = slices.Insert(evaluate, 1, slices.Concat([]runner.Stage{w.change(reg, engine)}, w.rollbackStage(), w.mergeStage(), w.lock())...)
+	evaluate = slices.Insert(evaluate, 1, slices.Concat(merged, []runner.Stage{w.change(reg, engine)}, w.rollbackStage(), w.mergeStage(), w.lock())...)
 	planned := slices.Concat(evaluate, []runner.Stage{
 		plan.New(engine),
 		policy.New(engines, runner.PostPlan),
@@ -334,6 +338,21 @@ func (w wiring) stages(ctx context.Context) ([]runner.Stage, error) {
 		return planned, nil
 	}
 	return slices.Concat(planned, w.gate(), []runner.Stage{w.applyStage(engine)}), nil
+}
+
+// mergedAlready is the stage that ends a pull request's run
+// (--until-merge) when the forge says the pull request is merged; none
+// while it is open.
+func (w wiring) mergedAlready(ctx context.Context) ([]runner.Stage, error) {
+	pr := w.cfg.ForgeAPI.PullRequest
+	if !w.cfg.UntilMerge || pr <= 0 || w.forge == nil || w.forge.pullStates == nil {
+		return nil, nil
+	}
+	state, err := w.forge.pullStates.PullRequestState(ctx, pr)
+	if err != nil || state != runner.PullRequestMerged {
+		return nil, err
+	}
+	return []runner.Stage{runner.MergedPullRequest{PullRequest: pr}}, nil
 }
 
 // mergeStage compares the merged commit's change with the plan approved

@@ -386,3 +386,26 @@ func changedParts(was, now *ChangeRecord) []string {
 	}
 	return out
 }
+
+// MergedPullRequest ends a pull request's run (`--until-merge`) once the
+// forge says the pull request is merged: what it merged is the merge
+// workflow's (`nova run --merged`), and its head is history. A run on a
+// merged pull request, started by a `/nova approve` comment on it, would
+// otherwise plan the head again, in dev apply it over the merge, and put
+// its plan on show for the pull request in its turn: re-run, the merged
+// run's plan would be new again, and the comment approving it, made
+// before, would not count. The caller asks the forge, and adds the stage
+// only for a merged pull request.
+type MergedPullRequest struct {
+	PullRequest int64
+}
+
+var _ Stage = MergedPullRequest{}
+
+// Name implements Stage.
+func (MergedPullRequest) Name() string { return "merged" }
+
+// Run implements Stage.
+func (s MergedPullRequest) Run(context.Context, *State) (Result, error) {
+	return Result{Verdict: Pass, Done: true, Summary: fmt.Sprintf("pull request #%d is merged: the merge workflow plans and applies its merged commit (nova run --merged), and imports the approvals commented here when it runs again; nothing is planned for its head", s.PullRequest)}, nil
+}
