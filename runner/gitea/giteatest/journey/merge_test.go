@@ -5,12 +5,10 @@ import (
 	"fmt"
 	"net/http"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/nova-platform/nova/runner"
-	"github.com/nova-platform/nova/runner/evidence/signing"
 	"github.com/nova-platform/nova/runner/gitea/giteatest"
 	"github.com/nova-platform/nova/stages/apply"
 )
@@ -34,8 +32,10 @@ import (
 //  5. a second pull request is approved in qa, then its author pushes a
 //     contract change: merged, its qa run is held with MERGE_PLAN_STALE and
 //     nothing is applied in qa;
-//  6. qa-lead approves the merged commit's plan and the operator re-runs
-//     the merge workflow: qa applies that plan;
+//  6. qa-lead approves the merged commit's plan with the `/nova approve`
+//     comment nova suggests on the merged pull request (the pull
+//     request's workflow it starts plans nothing there), and the operator
+//     re-runs the merge workflow: qa applies that plan;
 //
 // and the evidence verifies at the end.
 func TestJourneyApplyOnMerge(t *testing.T) {
@@ -56,7 +56,6 @@ func TestJourneyApplyOnMerge(t *testing.T) {
 	}()
 
 	j.scaffold("--apply-on", "merge")
-	qaHome := j.registerApproverKey(j.qa)
 
 	j.step("the pull request opened", "pull_request_target", j.openPullRequest)
 	j.wantStatuses("after the pull request opened", map[string]string{"dev": "success", "qa": "pending"})
@@ -108,14 +107,24 @@ func TestJourneyApplyOnMerge(t *testing.T) {
 	}
 
 	// qa-lead approves the merged commit's plan, which nova's comment on
-	// the merged pull request names, with `nova approve` signed with their
-	// registered key, and the operator re-runs the merge workflow: it
-	// applies exactly that plan.
+	// the merged pull request names, by commenting what it suggests on
+	// the merged pull request. The comment starts the pull request's
+	// workflow, which plans nothing on a merged pull request: planning its
+	// head again put that plan on show, and the merged run's plan was then
+	// new again when re-run, newer than the comment, which did not count.
+	// The operator re-runs the merge workflow: it applies exactly that
+	// plan.
 	staleDigest := j.approveCommand("qa")
 	if staleDigest == secondDigest {
 		t.Errorf("the stale merge asks for the approval of the plan already approved on the pull request, %s", secondDigest)
 	}
-	j.approveLocally(qaHome, j.qa, "qa", staleDigest)
+	commented := j.step("qa-lead's /nova approve qa on the merged pull request", "issue_comment", func() { j.comment(j.qa, "/nova approve qa "+staleDigest) })
+	if want := "dev:0 qa:0 prod:0 dr:0"; commented.exits != want {
+		t.Errorf("the pull request's workflow on the merged pull request: nova exits %q, want %q", commented.exits, want)
+	}
+	if log := j.runner.Log(t, org, app, commented.task); !strings.Contains(log, "is merged: the merge workflow plans and applies its merged commit") {
+		t.Errorf("the pull request's workflow on the merged pull request does not say it plans nothing:\n%s", tail(log, 60))
+	}
 	rerun := j.step("the merge workflow re-run", "pull_request_target", func() { j.srv.Rerun(t, org, app, stale.task.RunNumber, j.ops) })
 	if want := "dev:0 qa:0 prod:3"; rerun.exits != want {
 		t.Errorf("the merge workflow's re-run: nova exits %q, want %q (qa applies the newly approved plan, prod waits)", rerun.exits, want)
@@ -125,44 +134,6 @@ func TestJourneyApplyOnMerge(t *testing.T) {
 	}
 
 	j.verifyEvidence()
-}
-
-// registerApproverKey makes u's `nova approve` key in a config home of
-// theirs and registers its public half under keys: in the approvers.yml
-// on main, as the scaffold's comment says; it returns the home.
-func (j *journey) registerApproverKey(u giteatest.User) string {
-	t := j.t
-	home := t.TempDir()
-	dir := filepath.Join(home, "nova", "approvers", u.Name)
-	if _, err := signing.LocalSigner(dir); err != nil {
-		t.Fatal(err)
-	}
-	pub := strings.TrimSpace(readFile(t, signing.LocalSigningPublicKey(dir)))
-	approvers := j.file("main", ".nova/approvers.yml")
-	keys := "keys:\n  " + u.Name + ": |\n    " + strings.ReplaceAll(pub, "\n", "\n    ") + "\n"
-	registered := strings.Replace(approvers, "keys: {}\n", keys, 1)
-	if registered == approvers {
-		t.Fatalf("the approvers.yml on main has no `keys: {}` to fill:\n%s", approvers)
-	}
-	j.srv.CommitFiles(t, org, app, "main", "main", map[string]string{".nova/approvers.yml": registered}, j.ops)
-	return home
-}
-
-// approveLocally is u's `nova approve --env env --digest digest`, run from a
-// clone of main with the key in home.
-func (j *journey) approveLocally(home string, u giteatest.User, env, digest string) {
-	t := j.t
-	clone := filepath.Join(t.TempDir(), app)
-	j.git("", "clone", "-q", j.srv.URL+"/"+org+"/"+app+".git", clone)
-	out, err := j.novaCmd(clone, map[string]string{
-		"XDG_CONFIG_HOME":    home,
-		"NOVA_EVIDENCE_REPO": j.srv.URL + "/" + org + "/evidence.git", "NOVA_EVIDENCE_TOKEN": j.bot.Token,
-		"NOVA_SIGNING_KEY": j.eventKey, "NOVA_COMMIT_KEY": j.commitKey,
-	}, "approve", "--env", env, "--as", u.Name, "--digest", digest)
-	if err != nil {
-		t.Fatalf("%s's nova approve --env %s: %v\n%s", u.Name, env, err, out)
-	}
-	t.Logf("%s's nova approve --env %s: %s", u.Name, env, strings.TrimSpace(out))
 }
 
 // merge merges the pull request through Gitea's merge endpoint, as the
