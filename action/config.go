@@ -571,6 +571,11 @@ func (cfg *Config) complete(f *rawFlags, env Env) error {
 		if cfg.Evidence, err = readEvidenceConfig(f.evidenceRepo, f.branch, getenv); err != nil {
 			return err
 		}
+		if cfg.MergeQueue && cfg.Forge != NoForge && cfg.Evidence.Local {
+			// A job's own empty repository holds no approval: every
+			// queue entry would pass, having compared nothing.
+			return runner.Errorf(runner.ConfigInvalid, "--merge-queue compares the queue's commit with the approvals in the evidence repository, and no evidence-repo is set (NOVA_EVIDENCE_REPO)")
+		}
 	}
 	if cfg.Command == "init" {
 		switch cfg.Init.Forge = Forge(f.forge); cfg.Init.Forge {

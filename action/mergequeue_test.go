@@ -97,10 +97,14 @@ func TestMergeQueue(t *testing.T) {
 	if code, out := c.queueJob(t, "qa", true); code != ExitPass || !strings.Contains(out, "nothing was approved in qa for pull request #12 since it last applied") {
 		t.Errorf("the merge queue's job on #12's entry: exit %d:\n%s", code, out)
 	}
-	// Without the public keys it trusts no event of the chain: an error,
-	// never a pass.
+	// Without the public keys it trusts no event of the chain, and
+	// without the evidence repository it has none to compare with: an
+	// error, never a pass.
 	if code, out := c.queueJob(t, "qa", false); code != ExitError {
 		t.Errorf("the merge queue's job without the public keys: exit %d:\n%s", code, out)
+	}
+	if code, out := c.queueJob(t, "qa", true, "INPUT_EVIDENCE-REPO"); code != ExitError || !strings.Contains(out, "no evidence-repo is set") {
+		t.Errorf("the merge queue's job without the evidence repository: exit %d:\n%s", code, out)
 	}
 	_, stale := queue("the queue's commit for B, after A", "Alpha", "4", ExitFail, runner.MergePlanStale)
 	if f := stage(stale, "merge-queue").Findings; len(f) != 1 || !strings.Contains(f[0].Message, "contract changed after plan "+runner.ShortDigest(planC.PlanDigest)) {
@@ -190,9 +194,10 @@ func TestMergeQueue(t *testing.T) {
 // of nova init's GitHub scaffold does, on the commit checked out: the
 // container action's inputs, GitHub's merge_group event for pull request
 // 12, no signing key and no secret, the evidence repository read with
-// the public keys alone (none without publicKeys). It returns the exit code and what the action
+// the public keys alone (none without publicKeys), less the variables
+// unset names. It returns the exit code and what the action
 // wrote.
-func (c *consumer) queueJob(t *testing.T, env string, publicKeys bool) (int, string) {
+func (c *consumer) queueJob(t *testing.T, env string, publicKeys bool, unset ...string) (int, string) {
 	t.Helper()
 	paths, err := evidence.DefaultLocalPaths(func(k string) string { return c.env[k] })
 	if err != nil {
@@ -223,8 +228,10 @@ func (c *consumer) queueJob(t *testing.T, env string, publicKeys bool) (int, str
 		"INPUT_CONTRACT": ".nova/contract.yml", "INPUT_OUTPUT": "text", "INPUT_TRUSTED-KEYS": "",
 	}
 	if !publicKeys {
-		delete(vars, "INPUT_EVIDENCE-PUBLIC-KEY")
-		delete(vars, "INPUT_COMMIT-PUBLIC-KEY")
+		unset = append(unset, "INPUT_EVIDENCE-PUBLIC-KEY", "INPUT_COMMIT-PUBLIC-KEY")
+	}
+	for _, k := range unset {
+		delete(vars, k)
 	}
 	var stdout, stderr bytes.Buffer
 	code := exitCode(run(t.Context(), Env{Getenv: func(k string) string { return vars[k] }, Environ: os.Environ(), Stdout: &stdout, Stderr: &stderr}))
