@@ -360,6 +360,8 @@ func nextSteps(cfg Config, dir string) string {
 	forgeSteps := "create the Environments nova, qa, prod and dr, each deploying from the default branch alone and holding the secrets the workflow's header lists, and the variable NOVA_EVIDENCE_REPO; merge the workflows to the default branch, then open a pull request"
 	if cfg.Init.Forge == Gitea {
 		forgeSteps = "set the variable NOVA_EVIDENCE_REPO and the secrets the workflow's header lists, then open a pull request; approvers review it or comment /nova approve <env> <digest>"
+	} else if cfg.Init.ApplyOn == templates.ApplyOnMerge {
+		forgeSteps += "; with a merge queue, also set the variables NOVA_EVIDENCE_PUBLIC_KEY and NOVA_COMMIT_PUBLIC_KEY and require the check of nova-<name>-queue.yml (docs/apply-after-merge.md)"
 	}
 	return fmt.Sprintf(`
 Next:
