@@ -170,3 +170,26 @@ func checkDuplicates(cs []Contract) error {
 	}
 	return runner.Errorf(runner.ContractIDDuplicate, "%s; give each contract its own id", strings.Join(dups, "; "))
 }
+
+// Pick reads the contracts at the given root-relative, slash-separated
+// paths, as Discover would have found them: a job of a sharded fan-out
+// runs the contracts its shard lists rather than discovering them again,
+// so the contracts it runs are exactly those the selection put in its
+// shard. A path that is not a contract file's, or leaves the root, is an
+// error; a file that cannot be read is listed with its Err, for its run
+// to report. Two paths declaring one id are an error, as in Discover.
+func Pick(root string, paths []string) ([]Contract, error) {
+	picked := make([]Contract, 0, len(paths))
+	for _, p := range paths {
+		if !IsContractFile(p) || !fs.ValidPath(p) {
+			return nil, runner.Errorf(runner.ShardInvalid, "%q is not a contract file relative to %s (.nova/contract.yml or .nova/<name>.contract.yml)", p, root)
+		}
+		data, err := checkout.ReadFile(root, p, maxContractBytes)
+		picked = append(picked, identify(p, data, err))
+	}
+	sort.Slice(picked, func(i, j int) bool { return picked[i].Path() < picked[j].Path() })
+	if err := checkDuplicates(picked); err != nil {
+		return nil, err
+	}
+	return picked, nil
+}
