@@ -16,8 +16,10 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"runtime"
 	"sort"
 	"strings"
+	"sync"
 
 	"go.yaml.in/yaml/v3"
 
@@ -93,7 +95,7 @@ func Discover(root string) ([]Contract, error) {
 		return nil, runner.Errorf(runner.ContractDiscoveryFailed, "opening %s to look for contracts: %w", root, err)
 	}
 	defer r.Close()
-	var found []Contract
+	var paths []string
 	err = fs.WalkDir(r.FS(), ".", func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -104,21 +106,45 @@ func Discover(root string) ([]Contract, error) {
 			}
 			return nil
 		}
-		if !IsContractFile(p) {
-			return nil
+		if IsContractFile(p) {
+			paths = append(paths, p)
 		}
-		data, err := checkout.ReadFile(root, p, maxContractBytes)
-		found = append(found, identify(p, data, err))
 		return nil
 	})
 	if err != nil {
 		return nil, runner.Errorf(runner.ContractDiscoveryFailed, "looking for contracts under %s: %w", root, err)
 	}
+	found := identifyAll(len(paths), func(i int) Contract {
+		data, err := checkout.ReadFile(root, paths[i], maxContractBytes)
+		return identify(paths[i], data, err)
+	})
 	sort.Slice(found, func(i, j int) bool { return found[i].Path() < found[j].Path() })
 	if err := checkDuplicates(found); err != nil {
 		return nil, err
 	}
 	return found, nil
+}
+
+// identifyAll returns identify(i) for 0..n-1, on every CPU: reading and
+// parsing each contract is most of a selection's time in a repository of
+// thousands, and each is independent of the others.
+func identifyAll(n int, identify func(i int) Contract) []Contract {
+	out := make([]Contract, n)
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(n, runtime.GOMAXPROCS(0)) {
+		wg.Go(func() {
+			for i := range next {
+				out[i] = identify(i)
+			}
+		})
+	}
+	for i := range n {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	return out
 }
 
 // identity is the part of a contract discovery reads; anything else,
