@@ -61,6 +61,7 @@ bench appendtransport ./runner/evidence 'BenchmarkEvidenceAppend/batch-10-file-t
 bench verify ./runner/evidence BenchmarkEvidenceVerify 5x
 bench policy ./stages/policy/rego BenchmarkPolicyVsConftest500 10x
 bench query ./action 'BenchmarkEvidenceQuery100k/filtered' 5x
+bench monorepo ./action BenchmarkMonorepo10000 1x
 
 # Every figure is read before the table is printed, so a missing one stops
 # the script instead of leaving a blank cell.
@@ -85,6 +86,11 @@ policy_conf_cpu=$(metric policy BenchmarkPolicyVsConftest500 conftest-cpu-ms)
 policy_conf_wall=$(metric policy BenchmarkPolicyVsConftest500 conftest-ms)
 policy_x=$(metric policy BenchmarkPolicyVsConftest500 x-cpu)
 query=$(per "$(metric query BenchmarkEvidenceQuery100k/filtered ns/op)" 1e9)
+for side in matrix-changed validate-all; do
+  for m in s cpu-s; do
+    declare "mono_${side//-/_}_${m//-/_}=$(metric monorepo "BenchmarkMonorepo10000/$side" "$m")"
+  done
+done
 image_bytes=$(docker image inspect -f '{{.Size}}' "$image")
 nova_bytes=$(stat -c %s "$context/nova")
 tf_bytes=$(stat -c %s "$context/terraform")
@@ -122,6 +128,10 @@ row "policy: the platform rules compiled and evaluated on a 500-change plan" \
   "$(printf '`conftest test` on the same rules and document (%.0f ms CPU, %.0f ms wall); guard ≥ 1×' "$policy_conf_cpu" "$policy_conf_wall")" "${cmd[policy]}"
 row '`nova evidence query` over 100 000 events, repo local and indexed' \
   "$(printf '%.2f s' "$query")" "who approved what in prod, as JSON Lines" "${cmd[query]}"
+row '`nova matrix --changed`, a change to every one of 10 000 contracts' \
+  "$(printf '%.1f s (%.1f s CPU), 256 jobs' "$mono_matrix_changed_s" "$mono_matrix_changed_cpu_s")" "goal ≤ 2 s on 2 cores" "${cmd[monorepo]}"
+row '`nova validate --all`, 10 000 contracts' \
+  "$(printf '%.1f s (%.1f s CPU)' "$mono_validate_all_s" "$mono_validate_all_cpu_s")" "goal ≤ 30 s on 2 cores" "${cmd[monorepo]}"
 row "the shipped image" "$(mb "$image_bytes")" \
   "nova $(mb "$nova_bytes") + terraform $(mb "$tf_bytes") + tofu $(mb "$tofu_bytes") + CA bundle" "make image && docker image inspect -f '{{.Size}}' ${image%:*}:<version>"
 row "the nova binary, static and stripped" "$(mb "$bin_bytes")" "no mark" "make build && stat -c %s $bin"

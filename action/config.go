@@ -110,6 +110,9 @@ type Config struct {
 	Pin  PinFlags
 	// Select runs many contracts under Dir instead of one (many.go).
 	Select SelectFlags
+	// MaxJobs is how many jobs nova matrix fans out to at most
+	// (--max-jobs).
+	MaxJobs int
 	// Audit holds the flags of `nova evidence query|export` and `nova
 	// report`; they verify as Verify says.
 	Audit AuditFlags
@@ -383,7 +386,13 @@ func (cfg *Config) flags(fs *flag.FlagSet, getenv func(string) string) *rawFlags
 		fs.BoolVar(&cfg.Select.All, "all", false, "run every contract under --dir (.nova/contract.yml, .nova/*.contract.yml)")
 		fs.BoolVar(&cfg.Select.Changed, "changed", false, "run the contracts under --dir that the change from --base to --head touches")
 		fs.StringVar(&cfg.Select.Head, "head", getenv("NOVA_HEAD"), "head commit or ref of the change --changed looks at (default: the pull request's head, else HEAD)")
-		fs.IntVar(&cfg.Select.Parallel, "parallel", runtime.NumCPU(), "with --all or --changed, how many contracts run at once")
+		fs.IntVar(&cfg.Select.Parallel, "parallel", runtime.NumCPU(), "with --all, --changed or --shard, how many contracts run at once")
+		if cmd != "matrix" {
+			fs.StringVar(&cfg.Select.ShardList, "shard", "", "run the contracts of one job of a sharded fan-out: the shard of its nova matrix entry (a JSON list of contracts relative to --dir)")
+		}
+	}
+	if cmd == "matrix" {
+		fs.IntVar(&cfg.MaxJobs, "max-jobs", DefaultMaxJobs, "at most this many jobs: past it, the contracts are packed into this many shards, balanced by the modules they resolve to")
 	}
 	if cmd == "plan" || cmd == "run" {
 		fs.BoolVar(&cfg.Destroy, "destroy", false, "plan the destroy of everything the contract deployed in the environment (through the gate: dr, then prod, qa, dev)")
@@ -503,6 +512,9 @@ func (cfg *Config) complete(f *rawFlags, env Env) error {
 	}
 	if err := cfg.Select.check(cfg.Command); err != nil {
 		return err
+	}
+	if cfg.Command == "matrix" && cfg.MaxJobs < 1 {
+		return runner.Errorf(runner.ConfigInvalid, "--max-jobs %d: want at least 1", cfg.MaxJobs)
 	}
 	if cfg.Destroy && cfg.Select.Many() {
 		// One command must not take every contract away: --changed

@@ -57,6 +57,8 @@ var actionInputs = []actionInput{
 	{Name: "merge", Choices: []string{"until-merge", "merged", "merge-queue"}, Description: "For plan, apply and run, when environments apply after merge (docs/apply-after-merge.md): until-merge on the pull request (guarded environments plan and wait for approval, nothing is applied there), merged on the push to the default branch (only the plan approved on the pull request is applied), merge-queue (run only) on a merge_group run: fails with MERGE_PLAN_STALE when the queue's commit is not the change approved on the pull request, with no secrets, planning and recording nothing. Empty applies before merge."},
 	{Name: "select", Choices: []string{"all", "changed"}, Description: "Run many contracts under dir instead of one: all, or changed (those the pull request's change touches). Empty runs the one contract."},
 	{Name: "parallel", Flag: "--parallel", Description: "With select, how many contracts run at once (default: the runner's CPUs)."},
+	{Name: "shard", Flag: "--shard", Description: "Run the contracts of one job of a sharded fan-out, as many as select runs: the shard of the job's nova matrix entry (`${{ matrix.shard }}`), a JSON list of contracts relative to dir (docs/monorepo.md)."},
+	{Name: "max-jobs", Default: fmt.Sprint(DefaultMaxJobs), Flag: "--max-jobs", Description: "For matrix: at most this many jobs (GitHub refuses a matrix of more than 256). Past it, the contracts are packed into this many shards, balanced by the modules they resolve to, each job running its shard."},
 	{Name: "head", Flag: "--head", Description: "With select changed, the head of the change (default: the pull request's head)."},
 	{Name: "approvers", Default: runner.ApproversFile, Flag: "--approvers", Description: "The approver config, relative to dir, read from the trusted base."},
 	{Name: "output", Default: "text", Flag: "--output", Description: "Report format on stdout: text or json (policy also sarif and junit)."},
@@ -88,7 +90,7 @@ var actionOutputDocs = []struct{ Name, Description string }{
 	{"bundle-dir", "The plan bundle to hand to the apply job, relative to the workspace."},
 	{"receipt", "When the environment applied this change before and nothing since, the id of that apply's event: nothing was planned, and nothing needs approving or applying."},
 	{"contracts", "With select, how many contracts ran (verdict and exit-code are then the worst of them)."},
-	{"matrix", `For command matrix, the JSON matrix ({"include":[{"dir","contract","id","environment"}]}) for strategy.matrix.`},
+	{"matrix", `For command matrix, the JSON matrix ({"include":[{"name","shard","dir","contract","id","environment","operation"}]}) for strategy.matrix: one entry per contract, or per shard past max-jobs (docs/monorepo.md).`},
 }
 
 // inputVariable is the variable the runner passes an input in.

@@ -24,35 +24,55 @@ type SelectFlags struct {
 	Head string
 	// Parallel is how many contracts run at once (default: the CPUs).
 	Parallel int
+	// ShardList is --shard: the JSON list of contracts one job of a
+	// sharded fan-out runs (a matrix entry's shard), read into Shard.
+	ShardList string
+	Shard     []shardMember
 }
 
 // Many reports whether the command runs the contracts a selection finds.
-func (s SelectFlags) Many() bool { return s.All || s.Changed }
+func (s SelectFlags) Many() bool { return s.All || s.Changed || s.ShardList != "" }
 
-// check refuses selections that cannot mean anything.
-func (s SelectFlags) check(command string) error {
+// check refuses selections that cannot mean anything, and reads --shard.
+func (s *SelectFlags) check(command string) error {
 	switch {
 	case s.All && s.Changed:
 		return runner.Errorf(runner.ConfigInvalid, "--all and --changed exclude each other")
-	case command == "matrix" && !s.Many():
+	case s.ShardList != "" && (s.All || s.Changed):
+		return runner.Errorf(runner.ConfigInvalid, "--shard runs the contracts it lists: not with --all or --changed, which select again")
+	case command == "matrix" && !(s.All || s.Changed):
 		return runner.Errorf(runner.ConfigInvalid, "nova matrix needs --all or --changed")
 	case s.Many() && s.Parallel < 1:
 		return runner.Errorf(runner.ConfigInvalid, "--parallel %d: want at least 1", s.Parallel)
+	}
+	if s.ShardList != "" {
+		members, err := parseShard(s.ShardList)
+		if err != nil {
+			return err
+		}
+		s.Shard = members
 	}
 	return nil
 }
 
 // name is how the selection is shown.
 func (s SelectFlags) name() string {
-	if s.Changed {
+	switch {
+	case s.Changed:
 		return "changed"
+	case s.ShardList != "":
+		return "shard"
 	}
 	return "all"
 }
 
 // selectContracts finds the contracts under --dir and keeps those the
-// selection asks for.
+// selection asks for; a job of a sharded fan-out takes those its shard
+// lists.
 func selectContracts(ctx context.Context, cfg Config, reg *registry.Registry) (monorepo.Selection, error) {
+	if cfg.Select.ShardList != "" {
+		return shardSelection(cfg.Dir, cfg.Select.Shard)
+	}
 	found, err := monorepo.Discover(cfg.Dir)
 	if err != nil {
 		return monorepo.Selection{}, err

@@ -189,14 +189,18 @@ func TestMatrix(t *testing.T) {
 	}
 	code, mx, stderr := matrixOf("--all")
 	want := matrix{Include: []matrixEntry{
-		{Dir: "svc/a", Contract: ".nova/contract.yml", ID: idA, Environment: "dev"},
-		{Dir: "svc/m", Contract: ".nova/web.contract.yml", ID: idC, Environment: "dev"},
+		{Name: "svc/a/.nova/contract.yml", Dir: "svc/a", Contract: ".nova/contract.yml", ID: idA, Environment: "dev",
+			Shard: `[{"path":"svc/a/.nova/contract.yml","id":"` + idA + `"}]`},
+		{Name: "svc/m/.nova/web.contract.yml", Dir: "svc/m", Contract: ".nova/web.contract.yml", ID: idC, Environment: "dev",
+			Shard: `[{"path":"svc/m/.nova/web.contract.yml","id":"` + idC + `"}]`},
 	}}
 	if diff := cmp.Diff(want, mx); code != ExitPass || diff != "" {
 		t.Errorf("matrix --all: exit %d (-want +got):\n%s\n%s", code, diff, stderr)
 	}
 	code, mx, stderr = matrixOf("--changed", "--base", base, "--head", head)
-	want.Include = want.Include[1:]
+	// The deleted contract is its destroy's entry.
+	want.Include = append(want.Include[1:], matrixEntry{Name: "destroy svc/b/.nova/contract.yml", Dir: "svc/b", Contract: ".nova/contract.yml", ID: idB, Environment: "dev", Operation: "destroy",
+		Shard: `[{"path":"svc/b/.nova/contract.yml","id":"` + idB + `","operation":"destroy"}]`})
 	if diff := cmp.Diff(want, mx); code != ExitPass || diff != "" {
 		t.Errorf("matrix --changed: exit %d (-want +got):\n%s\n%s", code, diff, stderr)
 	}

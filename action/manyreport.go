@@ -146,6 +146,9 @@ func manyAbort(cfg Config, env Env, err error) error {
 
 // selectionLine says what was selected from.
 func selectionLine(cfg Config, sel monorepo.Selection) string {
+	if cfg.Select.ShardList != "" {
+		return fmt.Sprintf("a shard of %d", len(cfg.Select.Shard))
+	}
 	if !cfg.Select.Changed {
 		return "all"
 	}

@@ -5,24 +5,45 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 
 	"github.com/sethvargo/go-githubactions"
 
+	"github.com/nova-platform/nova/registry"
 	"github.com/nova-platform/nova/runner"
+	"github.com/nova-platform/nova/runner/monorepo"
 	"github.com/nova-platform/nova/templates"
 )
 
-// matrixEntry is one contract in a workflow's strategy.matrix: a job runs
-// `nova <command> --dir <dir> --contract <contract>`.
+// matrixEntry is one job of a workflow's strategy.matrix. Every entry
+// carries Shard, the contracts the job runs: `nova <command> --dir .
+// --shard <shard>`. When the selection fits in --max-jobs each entry is one
+// contract, described as well by Dir, Contract, ID, Environment and
+// Operation for workflows that run `nova <command> --dir <dir> --contract
+// <contract>`; past it an entry is a shard of several contracts, and only
+// Name, Shard, Contracts and Weight are set.
 type matrixEntry struct {
+	// Name is the job's name: the contract, or which shard.
+	Name string `json:"name"`
 	// Dir is the contract's directory relative to where nova matrix ran
 	// (the checkout's top, in a workflow), so the fanned-out job can pass
 	// it as --dir unchanged.
-	Dir         string `json:"dir"`
-	Contract    string `json:"contract"`
-	ID          string `json:"id"`
-	Environment string `json:"environment"`
+	Dir         string `json:"dir,omitempty"`
+	Contract    string `json:"contract,omitempty"`
+	ID          string `json:"id,omitempty"`
+	Environment string `json:"environment,omitempty"`
+	// Operation is "destroy" for a contract the change deleted: the job
+	// plans (or runs) its destroy through the gate, from the trusted
+	// base's copy of the contract (the action's input operation).
+	Operation string `json:"operation,omitempty"`
+	// Shard is the JSON list of the contracts the job runs, for --shard
+	// (the action's input shard), paths relative to where nova matrix ran.
+	Shard string `json:"shard"`
+	// Contracts and Weight are how many contracts a shard holds and the
+	// modules they resolve to, when entries are shards.
+	Contracts int `json:"contracts,omitempty"`
+	Weight    int `json:"weight,omitempty"`
 }
 
 // matrix is a strategy.matrix: GitHub and Gitea expand each element of
@@ -32,10 +53,12 @@ type matrix struct {
 	Include []matrixEntry `json:"include"`
 }
 
-// matrixCommand prints the selected contracts as a JSON matrix, so a
-// workflow fans them out across the forge's runners: the runners are the
-// distributed engine, nova schedules nothing. Deleted contracts are
-// reported on stderr and in the job summary, never put in the matrix.
+// matrixCommand prints the selected contracts as a JSON matrix of at most
+// --max-jobs jobs, so a workflow fans them out across the forge's runners:
+// the runners are the distributed engine, nova schedules nothing. The
+// contracts a change deleted are entries too, whose operation is their
+// destroy (action/destroy.go); they are also reported on stderr and in the
+// job summary.
 func matrixCommand(ctx context.Context, cfg Config, env Env) error {
 	reg, err := loadRegistry(cfg.RegistryDir)
 	if err != nil {
@@ -51,25 +74,60 @@ func matrixCommand(ctx context.Context, cfg Config, env Env) error {
 			return failed(env, cfg, runner.Errorf(runner.ConfigInvalid, "locating the working directory: %w", err))
 		}
 	}
-	m := matrix{Include: []matrixEntry{}}
+	items := make([]weighted, 0, len(sel.Contracts)+len(sel.Deleted))
 	for _, c := range sel.Contracts {
-		dir := filepath.Join(cfg.Dir, filepath.FromSlash(c.Dir))
-		if rel, err := filepath.Rel(from, dir); err == nil {
-			dir = rel
-		}
-		m.Include = append(m.Include, matrixEntry{Dir: filepath.ToSlash(dir), Contract: c.File, ID: c.ID, Environment: c.Environment})
+		items = append(items, matrixItem(cfg, from, reg, c.Contract, ""))
 	}
+	destroys := 0
+	for _, d := range sel.Deleted {
+		// A contract unreadable at the base has no id to destroy by: it
+		// is reported, as `nova plan --changed` reports it.
+		if d.ID != "" {
+			items = append(items, matrixItem(cfg, from, reg, d, operationDestroy))
+			destroys++
+		}
+	}
+	entries, err := shardEntries(items, cfg.MaxJobs)
+	if err != nil {
+		return failed(env, cfg, err)
+	}
+	m := matrix{Include: entries}
 	doc, err := json.Marshal(m)
 	if err != nil {
 		return failed(env, cfg, runner.Errorf(runner.InternalError, "encoding the matrix: %w", err))
 	}
 	fmt.Fprintf(env.Stdout, "%s\n", doc)
-	fmt.Fprintf(env.Stderr, "nova matrix: %d contract(s) selected (%s)\n", len(m.Include), selectionLine(cfg, sel))
+	fmt.Fprintf(env.Stderr, "nova matrix: %d contract(s) selected, %d destroy(s) (%s), in %d job(s) of at most %d\n", len(sel.Contracts), destroys, selectionLine(cfg, sel), len(m.Include), cfg.MaxJobs)
 	for _, d := range deletedViews(sel.Deleted) {
 		fmt.Fprintf(env.Stderr, "nova matrix: %s %s\n", d.Reason, d.Message)
 	}
 	matrixOutputs(cfg, env, string(doc), deletedViews(sel.Deleted))
 	return nil
+}
+
+// matrixItem is contract c as the matrix lists it, with its weight: the
+// modules its stack resolves to, at least one (a stack the registry does
+// not know still costs its run).
+func matrixItem(cfg Config, from string, reg *registry.Registry, c monorepo.Contract, operation string) weighted {
+	dir := filepath.Join(cfg.Dir, filepath.FromSlash(c.Dir))
+	if rel, err := filepath.Rel(from, dir); err == nil {
+		dir = rel
+	}
+	dir = filepath.ToSlash(dir)
+	weight := 1
+	if mods, ok := reg.StackModules(c.Stack); ok && len(mods) > weight {
+		weight = len(mods)
+	}
+	p := path.Join(dir, c.File)
+	name := p
+	if operation != "" {
+		name = operation + " " + p
+	}
+	return weighted{
+		member: shardMember{Path: p, ID: c.ID, Operation: operation},
+		entry:  matrixEntry{Name: name, Dir: dir, Contract: c.File, ID: c.ID, Environment: c.Environment, Operation: operation},
+		weight: weight,
+	}
 }
 
 // matrixOutputs writes the matrix as the step output `matrix` (for
@@ -94,7 +152,7 @@ func matrixOutputs(cfg Config, env Env, doc string, deleted []deletedView) {
 
 // matrixSummary is the job summary of the contracts a change deleted.
 func matrixSummary(deleted []deletedView) string {
-	s := "### nova matrix: deleted contracts (reported only; nothing is destroyed)\n\n"
+	s := "### nova matrix: deleted contracts (the matrix destroys each that has an id: operation destroy)\n\n"
 	for _, d := range deleted {
 		s += fmt.Sprintf("- `%s` %s\n", d.Reason, templates.EscapeMarkdown(d.Message))
 	}

@@ -212,6 +212,9 @@ const (
 	// RollbackWorkflow its reusable rollback.
 	DeployWorkflow   = "deploy"
 	RollbackWorkflow = "rollback"
+	// FanoutWorkflow is Nova's reusable fan-out over many contracts
+	// (workflow_call): nova matrix, then a job per contract or per shard.
+	FanoutWorkflow = "fanout"
 )
 
 // Deploy is what Nova's reusable workflow (workflows-src/deploy.yml) is
@@ -224,6 +227,17 @@ var Deploy = Workflow{
 	EvidenceRepo: "${{ inputs.evidence-repo }}",
 	Action:       ActionRef{Repo: "nova-platform/nova", Tag: "v1"},
 	PromoteTo:    "inputs.promote-to",
+}
+
+// Fanout is what Nova's reusable fan-out (workflows-src/fanout.yml) is
+// rendered from. It names no contract: its jobs run the contracts nova
+// matrix selects under Dir, and Contract's absence tells the shared
+// pull-request job so.
+var Fanout = Workflow{
+	Dir:          "${{ inputs.dir }}",
+	Environments: []string{"dev", "qa", "prod", "dr"},
+	EvidenceRepo: "${{ inputs.evidence-repo }}",
+	Action:       ActionRef{Repo: "nova-platform/nova", Tag: "v1"},
 }
 
 // RenderWorkflow renders the workflow of kind for w.

@@ -37,12 +37,12 @@ func TestWorkflowsMatchTheirSource(t *testing.T) {
 	}
 }
 
-// TestDeployWorkflowIsRendered keeps workflows-src/deploy.yml and
-// rollback.yml what the job templates render; `make workflows`
+// TestDeployWorkflowIsRendered keeps workflows-src/deploy.yml,
+// rollback.yml and fanout.yml what the job templates render; `make workflows`
 // regenerates them.
 func TestDeployWorkflowIsRendered(t *testing.T) {
-	for _, kind := range []string{DeployWorkflow, RollbackWorkflow} {
-		want, err := RenderWorkflow(kind, Deploy)
+	for kind, w := range map[string]Workflow{DeployWorkflow: Deploy, RollbackWorkflow: Deploy, FanoutWorkflow: Fanout} {
+		want, err := RenderWorkflow(kind, w)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -91,7 +91,7 @@ func TestWorkflowsPassActionlint(t *testing.T) {
 		"gitea.yml": {GiteaWorkflow, sample()}, "gitea-build.yml": {GiteaWorkflow, built},
 		"github-rollback.yml": {GitHubRollbackWorkflow, sample()}, "github-rollback-oidc.yml": {GitHubRollbackWorkflow, oidc},
 		"gitea-rollback.yml": {GiteaRollbackWorkflow, sample()}, "gitea-rollback-build.yml": {GiteaRollbackWorkflow, built},
-		"deploy.yml":                {DeployWorkflow, Deploy},
+		"deploy.yml": {DeployWorkflow, Deploy}, "fanout.yml": {FanoutWorkflow, Fanout},
 		"github-apply-on-merge.yml": {GitHubWorkflow, merge}, "github-merge.yml": {GitHubMergeWorkflow, merge}, "github-merge-oidc.yml": {GitHubMergeWorkflow, oidc},
 		"gitea-apply-on-merge.yml": {GiteaWorkflow, merge}, "gitea-merge.yml": {GiteaMergeWorkflow, merge}, "gitea-merge-build.yml": {GiteaMergeWorkflow, built},
 		"github-queue.yml": {GitHubQueueWorkflow, merge},

@@ -86,10 +86,11 @@ type Change struct {
 // by git's content similarity, so a moved contract keeps its state and
 // evidence chain whatever else changed with it.
 func Changed(ctx context.Context, ch Change) (Selection, error) {
-	repo, prefix, err := openRepo(ch.Root)
+	repo, prefix, closeRepo, err := openRepo(ch.Root)
 	if err != nil {
 		return Selection{}, err
 	}
+	defer closeRepo()
 	base, err := commitOf(repo, "base", ch.Base)
 	if err != nil {
 		return Selection{}, err
@@ -160,13 +161,21 @@ type selector struct {
 	// directory belongs to that contract, not to the directory above.
 	dirs            map[string]bool
 	modules, stacks map[string]bool
+	// byPath and byDir index the head's contracts: a change to every
+	// contract of a large repository must not compare each changed file
+	// with every contract.
+	byPath, byDir map[string][]int
 }
 
 func newSelector(head, before []Contract) *selector {
 	s := &selector{head: head, before: before, why: map[int][]string{}, dirs: map[string]bool{},
-		modules: map[string]bool{}, stacks: map[string]bool{}}
+		modules: map[string]bool{}, stacks: map[string]bool{}, byPath: map[string][]int{}, byDir: map[string][]int{}}
 	for _, c := range slices.Concat(head, before) {
 		s.dirs[c.Dir] = true
+	}
+	for i, c := range head {
+		s.byPath[c.Path()] = append(s.byPath[c.Path()], i)
+		s.byDir[c.Dir] = append(s.byDir[c.Dir], i)
 	}
 	return s
 }
@@ -185,10 +194,8 @@ func (s *selector) fileChanged(p string) {
 	if IsContractFile(p) {
 		// A contract file is its own contract's, not its neighbours':
 		// editing a.contract.yml says nothing about b.contract.yml.
-		for i, c := range s.head {
-			if c.Path() == p {
-				s.mark(i, "contract changed")
-			}
+		for _, i := range s.byPath[p] {
+			s.mark(i, "contract changed")
 		}
 		return
 	}
@@ -200,10 +207,8 @@ func (s *selector) fileChanged(p string) {
 	if isPolicy(strings.TrimPrefix(p, dir+"/")) {
 		why = "policy changed"
 	}
-	for i, c := range s.head {
-		if c.Dir == dir {
-			s.mark(i, why)
-		}
+	for _, i := range s.byDir[dir] {
+		s.mark(i, why)
 	}
 }
 

@@ -16,8 +16,10 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"runtime"
 	"sort"
 	"strings"
+	"sync"
 
 	"go.yaml.in/yaml/v3"
 
@@ -93,7 +95,7 @@ func Discover(root string) ([]Contract, error) {
 		return nil, runner.Errorf(runner.ContractDiscoveryFailed, "opening %s to look for contracts: %w", root, err)
 	}
 	defer r.Close()
-	var found []Contract
+	var paths []string
 	err = fs.WalkDir(r.FS(), ".", func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -104,21 +106,45 @@ func Discover(root string) ([]Contract, error) {
 			}
 			return nil
 		}
-		if !IsContractFile(p) {
-			return nil
+		if IsContractFile(p) {
+			paths = append(paths, p)
 		}
-		data, err := checkout.ReadFile(root, p, maxContractBytes)
-		found = append(found, identify(p, data, err))
 		return nil
 	})
 	if err != nil {
 		return nil, runner.Errorf(runner.ContractDiscoveryFailed, "looking for contracts under %s: %w", root, err)
 	}
+	found := identifyAll(len(paths), func(i int) Contract {
+		data, err := checkout.ReadFile(root, paths[i], maxContractBytes)
+		return identify(paths[i], data, err)
+	})
 	sort.Slice(found, func(i, j int) bool { return found[i].Path() < found[j].Path() })
 	if err := checkDuplicates(found); err != nil {
 		return nil, err
 	}
 	return found, nil
+}
+
+// identifyAll returns identify(i) for 0..n-1, on every CPU: reading and
+// parsing each contract is most of a selection's time in a repository of
+// thousands, and each is independent of the others.
+func identifyAll(n int, identify func(i int) Contract) []Contract {
+	out := make([]Contract, n)
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(n, runtime.GOMAXPROCS(0)) {
+		wg.Go(func() {
+			for i := range next {
+				out[i] = identify(i)
+			}
+		})
+	}
+	for i := range n {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	return out
 }
 
 // identity is the part of a contract discovery reads; anything else,
@@ -169,4 +195,27 @@ func checkDuplicates(cs []Contract) error {
 		return nil
 	}
 	return runner.Errorf(runner.ContractIDDuplicate, "%s; give each contract its own id", strings.Join(dups, "; "))
+}
+
+// Pick reads the contracts at the given root-relative, slash-separated
+// paths, as Discover would have found them: a job of a sharded fan-out
+// runs the contracts its shard lists rather than discovering them again,
+// so the contracts it runs are exactly those the selection put in its
+// shard. A path that is not a contract file's, or leaves the root, is an
+// error; a file that cannot be read is listed with its Err, for its run
+// to report. Two paths declaring one id are an error, as in Discover.
+func Pick(root string, paths []string) ([]Contract, error) {
+	picked := make([]Contract, 0, len(paths))
+	for _, p := range paths {
+		if !IsContractFile(p) || !fs.ValidPath(p) {
+			return nil, runner.Errorf(runner.ShardInvalid, "%q is not a contract file relative to %s (.nova/contract.yml or .nova/<name>.contract.yml)", p, root)
+		}
+		data, err := checkout.ReadFile(root, p, maxContractBytes)
+		picked = append(picked, identify(p, data, err))
+	}
+	sort.Slice(picked, func(i, j int) bool { return picked[i].Path() < picked[j].Path() })
+	if err := checkDuplicates(picked); err != nil {
+		return nil, err
+	}
+	return picked, nil
 }

@@ -1,30 +1,52 @@
 package monorepo
 
 import (
+	"errors"
 	"fmt"
+	"io"
 	"path/filepath"
 	"strings"
 
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/storage/filesystem"
 
 	"github.com/nova-platform/nova/runner"
 )
 
 // openRepo opens the repository holding root and returns root's path in
-// it ("" for the worktree's top).
-func openRepo(root string) (*git.Repository, string, error) {
+// it ("" for the worktree's top), and what closes it.
+//
+// The storage keeps its packfiles open: a diff and a listing of the base
+// read tens of thousands of objects from the same packs, and go-git
+// otherwise opens and parses the pack again for each one (most of the
+// selection's time in a repository of 10 000 contracts).
+func openRepo(root string) (*git.Repository, string, func(), error) {
 	repo, err := git.PlainOpenWithOptions(root, &git.PlainOpenOptions{DetectDotGit: true, EnableDotGitCommonDir: true})
 	if err != nil {
-		return nil, "", runner.Errorf(runner.ChangeRangeInvalid, "opening the git repository of %s: %w", root, err)
+		return nil, "", nil, runner.Errorf(runner.ChangeRangeInvalid, "opening the git repository of %s: %w", root, err)
+	}
+	closeRepo := func() {}
+	if st, ok := repo.Storer.(*filesystem.Storage); ok {
+		wt, err := repo.Worktree()
+		if err != nil {
+			return nil, "", nil, runner.Errorf(runner.ChangeRangeInvalid, "reading the worktree of %s: %w", root, err)
+		}
+		kept := filesystem.NewStorageWithOptions(st.Filesystem(), cache.NewObjectLRUDefault(), filesystem.Options{KeepDescriptors: true})
+		if repo, err = git.Open(kept, wt.Filesystem); err != nil {
+			return nil, "", nil, runner.Errorf(runner.ChangeRangeInvalid, "opening the git repository of %s: %w", root, err)
+		}
+		closeRepo = func() { _ = kept.Close() }
 	}
 	prefix, err := repoPath(repo, root)
 	if err != nil {
-		return nil, "", err
+		closeRepo()
+		return nil, "", nil, err
 	}
-	return repo, prefix, nil
+	return repo, prefix, closeRepo, nil
 }
 
 // repoPath is dir's slash-separated path inside repo's worktree, "" for
@@ -102,29 +124,47 @@ func under(prefix, p string) (string, bool) {
 
 // treeContracts lists the contracts of a commit's tree below prefix. A
 // contract that is a link in the tree is listed without an identity: it
-// cannot be followed without a checkout.
+// cannot be followed without a checkout. The tree is walked without
+// reading the blobs of other files, and the contracts read from it are
+// parsed on every CPU (identifyAll), as in Discover.
 func treeContracts(t *object.Tree, prefix string) ([]Contract, error) {
-	var out []Contract
-	err := t.Files().ForEach(func(f *object.File) error {
-		rel, ok := under(prefix, f.Name)
-		if !ok || !IsContractFile(rel) || inRuns(rel) {
-			return nil
+	type found struct {
+		rel  string
+		data []byte
+		err  error
+	}
+	var files []found
+	w := object.NewTreeWalker(t, true, nil)
+	defer w.Close()
+	for {
+		name, entry, err := w.Next()
+		if errors.Is(err, io.EOF) {
+			break
 		}
+		if err != nil {
+			return nil, runner.Errorf(runner.ChangeRangeInvalid, "listing the contracts of the base: %w", err)
+		}
+		if entry.Mode == filemode.Dir || entry.Mode == filemode.Submodule {
+			continue
+		}
+		rel, ok := under(prefix, name)
+		if !ok || !IsContractFile(rel) || inRuns(rel) {
+			continue
+		}
+		f, err := t.TreeEntryFile(&entry)
 		switch {
+		case err != nil:
+			return nil, runner.Errorf(runner.ChangeRangeInvalid, "reading %s in the base: %w", rel, err)
 		case f.Mode == filemode.Symlink:
-			out = append(out, identify(rel, nil, fmt.Errorf("%s is a symbolic link in the base tree", rel)))
+			files = append(files, found{rel: rel, err: fmt.Errorf("%s is a symbolic link in the base tree", rel)})
 		case f.Size > maxContractBytes:
-			out = append(out, identify(rel, nil, fmt.Errorf("%s is larger than %d bytes", rel, maxContractBytes)))
+			files = append(files, found{rel: rel, err: fmt.Errorf("%s is larger than %d bytes", rel, maxContractBytes)})
 		default:
 			data, err := f.Contents()
-			out = append(out, identify(rel, []byte(data), err))
+			files = append(files, found{rel: rel, data: []byte(data), err: err})
 		}
-		return nil
-	})
-	if err != nil {
-		return nil, runner.Errorf(runner.ChangeRangeInvalid, "listing the contracts of the base: %w", err)
 	}
-	return out, nil
+	return identifyAll(len(files), func(i int) Contract { return identify(files[i].rel, files[i].data, files[i].err) }), nil
 }
 
 func short(h plumbing.Hash) string { return h.String()[:12] }
