@@ -19,10 +19,12 @@ type thread struct {
 	calls         []string
 }
 
-func (f *thread) Comments(context.Context) (string, []ThreadComment, error) {
+func (f *thread) Comments(context.Context) ([]ThreadComment, error) {
 	f.calls = append(f.calls, "list")
-	return f.me, append([]ThreadComment(nil), f.comments...), nil
+	return append([]ThreadComment(nil), f.comments...), nil
 }
+
+func (f *thread) Me(context.Context) (string, error) { return f.me, nil }
 
 func (f *thread) EditComment(_ context.Context, id int64, body string) error {
 	f.calls = append(f.calls, fmt.Sprintf("edit %d", id))
