@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/nova-platform/nova/runner/forgehttp"
 	"io"
 	"os"
 	"os/exec"
@@ -27,6 +28,8 @@ type monorepoRun struct {
 	root     string
 	stateDir string
 	env      map[string]string
+	// retry is how the forge's client waits (Env.ForgeRetry).
+	retry forgehttp.Policy
 }
 
 func newMonorepoRun(t *testing.T) *monorepoRun {
@@ -63,11 +66,12 @@ func (m *monorepoRun) nova(args ...string) (int, string, string) {
 		full = append([]string{args[0], "--dir", m.root, "--state-dir", m.stateDir}, args[1:]...)
 	}
 	code := exitCode(run(m.t.Context(), Env{
-		Args:    full,
-		Getenv:  func(k string) string { return m.env[k] },
-		Environ: os.Environ(),
-		Stdout:  &stdout,
-		Stderr:  &stderr,
+		Args:       full,
+		Getenv:     func(k string) string { return m.env[k] },
+		Environ:    os.Environ(),
+		Stdout:     &stdout,
+		Stderr:     &stderr,
+		ForgeRetry: m.retry,
 	}))
 	return code, stdout.String(), stderr.String()
 }

@@ -1,0 +1,129 @@
+package main
+
+import (
+	"fmt"
+	"github.com/nova-platform/nova/runner/forgehttp"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nova-platform/nova/templates"
+)
+
+// budgetID is the id of the i-th generated contract.
+func budgetID(i int) string { return fmt.Sprintf("b0000000-1111-4222-8333-%012d", i) }
+
+// pullRequestOf commits n contracts, then a change to each, and points
+// m's environment at api as the pull request's forge; it returns the
+// head commit.
+func pullRequestOf(m *monorepoRun, api *githubAPI, n int) string {
+	m.t.Helper()
+	for i := range n {
+		m.contract(fmt.Sprintf("svc/%04d/.nova/contract.yml", i), budgetID(i), fmt.Sprintf("team %d", i))
+	}
+	base := m.commit("base")
+	for i := range n {
+		m.contract(fmt.Sprintf("svc/%04d/.nova/contract.yml", i), budgetID(i), fmt.Sprintf("team %d, changed", i))
+	}
+	head := m.commit("the change")
+	event := filepath.Join(m.t.TempDir(), "event.json")
+	writeFile(m.t, event, `{"pull_request":{"number":7,"base":{"sha":"`+base+`"},"head":{"sha":"`+head+`"}}}`)
+	for k, v := range map[string]string{
+		"GITHUB_ACTIONS": "true", "GITHUB_API_URL": api.srv.URL, "GITHUB_SERVER_URL": "https://github.example.com",
+		"GITHUB_REPOSITORY": "o/r", "GITHUB_EVENT_NAME": "pull_request", "GITHUB_EVENT_PATH": event, "GITHUB_TOKEN": "ghs_faketoken",
+		"GITHUB_RUN_ID": "99", "GITHUB_RUN_NUMBER": "9",
+	} {
+		m.env[k] = v
+	}
+	return head
+}
+
+// TestRateLimitedJobLosesNothing: a job reporting twelve contracts meets
+// GitHub's secondary rate limit on two writes and a 429 on a read; it
+// waits as each answer says (a minute, seven seconds: seen, not slept),
+// and ends with every status, every check run and the one summary
+// comment in place, within three requests per contract, and the evidence
+// whole. Run again on the same commit, it rewrites nothing it had set.
+func TestRateLimitedJobLosesNothing(t *testing.T) {
+	const n = 12
+	m := newMonorepoRun(t)
+	api := newGitHubAPI(t)
+	head := pullRequestOf(m, api, n)
+	w := &waits{}
+	m.retry = forgehttp.Policy{Sleep: w.Sleep, Now: w.Now}
+	api.limitWrites, api.limitReads = []int{3, 9}, []int{1}
+
+	code, stdout, stderr := m.nova("validate", "--changed")
+	if code != ExitPass {
+		t.Fatalf("exit %d, want %d\n%s\n%s", code, ExitPass, stdout, stderr)
+	}
+	if strings.Contains(stderr, "could not") {
+		t.Errorf("the job reported a failure to publish:\n%s", stderr)
+	}
+	got := api.budget()
+	if got.Limited != 3 {
+		t.Errorf("%d requests met a rate limit, want 3 (the test set them)", got.Limited)
+	}
+	if slept := w.slept(); !slices.Contains(slept, time.Minute) || !slices.Contains(slept, 7*time.Second) {
+		t.Errorf("waits %v: want the minute of the secondary limit's Retry-After and the 429's seven seconds", slept)
+	}
+
+	api.mu.Lock()
+	var contexts, checks []string
+	for _, s := range api.statuses {
+		if s.SHA == head {
+			contexts = append(contexts, s.Context)
+		}
+	}
+	for _, c := range api.checkRuns {
+		if c.HeadSHA == head {
+			checks = append(checks, c.Name)
+		}
+	}
+	comments := slices.Clone(api.comments)
+	api.mu.Unlock()
+	var want []string
+	for i := range n {
+		want = append(want, "nova/"+budgetID(i)+"/dev")
+	}
+	slices.Sort(contexts)
+	slices.Sort(checks)
+	if !slices.Equal(contexts, want) {
+		t.Errorf("statuses on the head: %v\nwant one each: %v", contexts, want)
+	}
+	if !slices.Equal(checks, want) {
+		t.Errorf("check runs on the head: %v\nwant one each: %v", checks, want)
+	}
+	if len(comments) != 1 || !strings.HasPrefix(comments[0].Body, summaryMarker("dev", budgetID(0), 1)) {
+		t.Fatalf("comments: want the one summary of dev, got %d: %v", len(comments), comments)
+	}
+	for i := range n {
+		if !strings.Contains(comments[0].Body, "<code>"+templates.EscapeMarkdown(budgetID(i))+"</code>") {
+			t.Errorf("the summary has no row for %s:\n%s", budgetID(i), comments[0].Body)
+		}
+	}
+	t.Logf("requests by route: %v", got.ByRoute)
+	if calls := got.Requests - got.Limited; calls > 3*n {
+		t.Errorf("%d requests (besides the %d refused) for %d contracts, more than 3 each: %v", calls, got.Limited, n, got.ByRoute)
+	}
+	code, stdout, stderr = m.nova("evidence", "verify")
+	if code != ExitPass || !strings.Contains(stdout, "result           OK") || !strings.Contains(stdout, fmt.Sprintf("contracts        %d\n", n)) {
+		t.Errorf("evidence verify: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+
+	// The workflow run again on the same commit: the statuses and the
+	// summary stand as they are.
+	api.limitWrites, api.limitReads = nil, nil
+	if code, stdout, stderr := m.nova("validate", "--changed"); code != ExitPass {
+		t.Fatalf("second run: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	again := api.budget()
+	if again.Statuses != got.Statuses {
+		t.Errorf("the second run set %d statuses the commit had already", again.Statuses-got.Statuses)
+	}
+	if edits := again.ByRoute["PATCH /repos/o/r/issues/comments/1"] - got.ByRoute["PATCH /repos/o/r/issues/comments/1"]; edits != 0 || again.Comments != 1 {
+		t.Errorf("the second run edited the unchanged summary %d time(s), %d comment(s) now", edits, again.Comments)
+	}
+}
