@@ -24,7 +24,7 @@ import (
 // A monorepo of consumers, run in-process as `nova <command> --all|--changed`
 // against real Terraform and a real local evidence repo.
 type monorepoRun struct {
-	t        *testing.T
+	t        testing.TB
 	root     string
 	stateDir string
 	env      map[string]string
@@ -32,7 +32,7 @@ type monorepoRun struct {
 	retry forgehttp.Policy
 }
 
-func newMonorepoRun(t *testing.T) *monorepoRun {
+func newMonorepoRun(t testing.TB) *monorepoRun {
 	t.Helper()
 	if _, err := exec.LookPath("terraform"); err != nil {
 		t.Fatal("terraform is not on PATH: run `make test`, which installs it")
