@@ -41,8 +41,10 @@ func pullRequestOf(m *monorepoRun, api *githubAPI, n int) string {
 }
 
 // TestRateLimitedJobLosesNothing: a job reporting twelve contracts meets
-// GitHub's secondary rate limit on two writes and a 429 on a read; it
-// waits as each answer says (a minute, seven seconds: seen, not slept),
+// GitHub's secondary rate limit on two writes, its primary limit on
+// another (reset in 40 minutes) and a 429 on a read; it waits as each
+// answer says (a minute, seven seconds, until the reset: seen, not
+// slept),
 // and ends with every status, every check run and the one summary
 // comment in place, within three requests per contract, and the evidence
 // whole. Run again on the same commit, it rewrites nothing it had set.
@@ -53,7 +55,8 @@ func TestRateLimitedJobLosesNothing(t *testing.T) {
 	head := pullRequestOf(m, api, n)
 	w := &waits{}
 	m.retry = forgehttp.Policy{Sleep: w.Sleep, Now: w.Now}
-	api.limitWrites, api.limitReads = []int{3, 9}, []int{1}
+	api.limitWrites, api.limitReads, api.limitPrimary = []int{3, 9}, []int{1}, []int{15}
+	api.resetAt = w.Now().Add(40 * time.Minute)
 
 	code, stdout, stderr := m.nova("validate", "--changed")
 	if code != ExitPass {
@@ -63,11 +66,12 @@ func TestRateLimitedJobLosesNothing(t *testing.T) {
 		t.Errorf("the job reported a failure to publish:\n%s", stderr)
 	}
 	got := api.budget()
-	if got.Limited != 3 {
-		t.Errorf("%d requests met a rate limit, want 3 (the test set them)", got.Limited)
+	if got.Limited != 4 {
+		t.Errorf("%d requests met a rate limit, want 4 (the test set them)", got.Limited)
 	}
-	if slept := w.slept(); !slices.Contains(slept, time.Minute) || !slices.Contains(slept, 7*time.Second) {
-		t.Errorf("waits %v: want the minute of the secondary limit's Retry-After and the 429's seven seconds", slept)
+	if slept := w.slept(); !slices.Contains(slept, time.Minute) || !slices.Contains(slept, 7*time.Second) || w.Now().Before(api.resetAt) {
+		t.Errorf("waits %v, ending at %s: want the minute of the secondary limit's Retry-After, the 429's seven seconds and a wait past the primary limit's reset at %s",
+			slept, w.Now(), api.resetAt)
 	}
 
 	api.mu.Lock()

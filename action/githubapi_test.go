@@ -46,6 +46,10 @@ type githubAPI struct {
 	// limit; limitReads which GETs meet a 429.
 	writes, reads           int
 	limitWrites, limitReads []int
+	// limitPrimary lists the writes that meet the primary limit: 403,
+	// X-RateLimit-Remaining 0, and the reset at resetAt.
+	limitPrimary []int
+	resetAt      time.Time
 }
 
 type fakeComment struct {
@@ -84,6 +88,14 @@ func (g *githubAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch r.Method {
 	case http.MethodPost, http.MethodPatch:
 		g.writes++
+		if slices.Contains(g.limitPrimary, g.writes) {
+			g.limited++
+			w.Header().Set("X-RateLimit-Remaining", "0")
+			w.Header().Set("X-RateLimit-Reset", strconv.FormatInt(g.resetAt.Unix(), 10))
+			w.WriteHeader(http.StatusForbidden)
+			_, _ = io.WriteString(w, `{"message":"API rate limit exceeded for installation ID 1.","documentation_url":"https://docs.github.com/rest/overview/rate-limits-for-the-rest-api"}`)
+			return
+		}
 		if slices.Contains(g.limitWrites, g.writes) {
 			g.limited++
 			w.Header().Set("Retry-After", "60")
