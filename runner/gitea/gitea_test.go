@@ -324,9 +324,12 @@ func TestUpsertCommentOnGitea(t *testing.T) {
 	}
 
 	// Two runs raced and each posted one: the next keeps the first and
-	// marks the other superseded, so one report stands.
+	// marks the other superseded, so one report stands. The next run is
+	// another process, which lists the comments anew (a PullRequest keeps
+	// the listing it read for the contracts of its own process).
 	dup := f.comment(t, f.bot, marker+"\nPlan: from a racing run")
 	third := marker + "\nPlan: 3 to add, 0 to change, 0 to destroy."
+	pr = f.c.PullRequest()
 	if err := pr.UpsertComment(ctx, marker, third); err != nil {
 		t.Fatal(err)
 	}
