@@ -2,6 +2,9 @@ package github
 
 import (
 	"context"
+	"errors"
+	"net/http"
+	"sync/atomic"
 	"unicode/utf8"
 
 	gh "github.com/google/go-github/v66/github"
@@ -17,7 +20,17 @@ const MaxCheckRunSummary = 65535
 const maxCheckRunTitle = 200
 
 // CheckRuns publishes check runs on commits.
-type CheckRuns struct{ c *Client }
+type CheckRuns struct {
+	c *Client
+	// refused is set once GitHub refused the token check runs (a workflow
+	// without checks: write): every later one would be refused too, and
+	// is not asked for.
+	refused atomic.Bool
+}
+
+// ErrCheckRunsRefused is what ReportCheckRun returns, without asking,
+// after GitHub refused this token a check run once.
+var ErrCheckRunsRefused = errors.New("github refused this token check runs before (the workflow's permissions lack checks: write)")
 
 var _ runner.CheckRunReporter = (*CheckRuns)(nil)
 
@@ -45,7 +58,13 @@ func (cr *CheckRuns) ReportCheckRun(ctx context.Context, commit string, r runner
 	if r.DetailsURL != "" {
 		opts.DetailsURL = gh.String(r.DetailsURL)
 	}
+	if cr.refused.Load() {
+		return ErrCheckRunsRefused
+	}
 	if _, _, err := cr.c.gh.Checks.CreateCheckRun(ctx, cr.c.owner, cr.c.repo, opts); err != nil {
+		if s := statusOfErr(err); s == http.StatusForbidden || s == http.StatusNotFound {
+			cr.refused.Store(true)
+		}
 		return cr.c.fail(ctx, err, permChecksW, "creating check run %q on commit %s", r.Name, commit)
 	}
 	return nil

@@ -2,6 +2,7 @@ package github
 
 import (
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"strings"
@@ -46,5 +47,24 @@ func TestCheckRunSummaryTooLongIsCut(t *testing.T) {
 	}
 	if got.Conclusion != "action_required" || got.DetailsURL != run || got.Name != "nova/c1/prod" {
 		t.Errorf("check run %+v", got)
+	}
+}
+
+// TestCheckRunsRefusedAreAskedOnce: a token without checks: write is
+// refused the first check run, and the job asks for no more.
+func TestCheckRunsRefusedAreAskedOnce(t *testing.T) {
+	f := newFakeGitHub(t)
+	f.handle("POST /repos/octo-org/infra/check-runs", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusForbidden, map[string]string{"message": "Resource not accessible by integration"})
+	})
+	cr := f.client().CheckRuns()
+	for i := range 3 {
+		err := cr.ReportCheckRun(t.Context(), headSHA, runner.CheckRun{Name: "nova/c1/prod", State: runner.StateSuccess, Summary: "ok"})
+		if err == nil || (i > 0 && !errors.Is(err, ErrCheckRunsRefused)) {
+			t.Errorf("check run %d: %v", i+1, err)
+		}
+	}
+	if n := len(writes(f)); n != 1 {
+		t.Errorf("%d requests for check runs, want the one refused", n)
 	}
 }
