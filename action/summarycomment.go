@@ -82,6 +82,13 @@ func summaryRows(views []runView, paths map[string]string, group string) ([]summ
 			row.WaitsOn = "`" + esc(v.Reason) + "`"
 		}
 		rows[i] = row
+		if waitsForApproval(v) && len(v.PlanDigest) >= runner.MinDigestPrefix && runner.Environment(v.Environment).Valid() {
+			// The whole digest, as a contract's own comment gives it: the
+			// summary's prefix is too short to approve by.
+			details[i] = &summaryDetail{Path: esc(p), Reason: "approve with",
+				Text: "`/nova approve " + v.Environment + " " + v.PlanDigest + "`"}
+			continue
+		}
 		if v.Verdict != string(runner.Pass) {
 			text := ""
 			for _, s := range v.Stages {

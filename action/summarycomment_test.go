@@ -22,6 +22,9 @@ func TestSummarySplitsAtTheCommentLimit(t *testing.T) {
 	for i := range n {
 		id := budgetID(i)
 		v := runView{Command: "plan", ContractID: id, Environment: "prod", Verdict: string(runner.Pass), PlanDigest: strings.Repeat("ab", 32)}
+		if i == 3 {
+			v.Verdict = string(runner.AwaitingApproval)
+		}
 		if i%100 == 7 {
 			v.Verdict, v.Reason = string(runner.Fail), string(runner.InputUnknown)
 			v.Stages = []stageView{{Stage: "schema", Verdict: runner.Fail, Findings: []runner.Finding{{Message: "input | volume <b>unknown</b>"}}}}
@@ -58,7 +61,10 @@ func TestSummarySplitsAtTheCommentLimit(t *testing.T) {
 			t.Errorf("the summary holds %q unescaped", raw)
 		}
 	}
-	if !strings.Contains(parts[0], "❌ 10 fail · ✅ 990 pass") {
+	if !strings.Contains(all, "`/nova approve prod "+strings.Repeat("ab", 32)+"`") {
+		t.Errorf("the summary does not say how to approve the plan that waits")
+	}
+	if !strings.Contains(parts[0], "❌ 10 fail · ⏳ 1 awaiting approval · ✅ 989 pass") {
 		t.Errorf("the first part does not tally the verdicts:\n%.400s", parts[0])
 	}
 }
