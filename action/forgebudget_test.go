@@ -131,3 +131,33 @@ func TestRateLimitedJobLosesNothing(t *testing.T) {
 		t.Errorf("the second run edited the unchanged summary %d time(s), %d comment(s) now", edits, again.Comments)
 	}
 }
+
+// TestJobListsTheCommentsOnce: a job of five contracts, below the summary
+// threshold, keeps a comment per contract and lists the pull request's
+// comments once for all five, asking nothing about the job token's user;
+// run again with nothing changed, it edits none.
+func TestJobListsTheCommentsOnce(t *testing.T) {
+	const n = 5
+	m := newMonorepoRun(t)
+	api := newGitHubAPI(t)
+	pullRequestOf(m, api, n)
+	if code, stdout, stderr := m.nova("validate", "--changed"); code != ExitPass {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	got := api.budget()
+	if l, u := got.ByRoute["GET /repos/o/r/issues/7/comments"], got.ByRoute["GET /user"]; l != 1 || u != 0 {
+		t.Errorf("the job listed the comments %d time(s) and asked GET /user %d time(s); want once and never: %v", l, u, got.ByRoute)
+	}
+	if got.Comments != n || got.Requests > 3*n {
+		t.Errorf("%d comments and %d requests for %d contracts: %v", got.Comments, got.Requests, n, got.ByRoute)
+	}
+	if code, stdout, stderr := m.nova("validate", "--changed"); code != ExitPass {
+		t.Fatalf("second run: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	again := api.budget()
+	for route, k := range again.ByRoute {
+		if strings.HasPrefix(route, "PATCH ") && k != got.ByRoute[route] {
+			t.Errorf("the second run edited an unchanged comment: %s", route)
+		}
+	}
+}
