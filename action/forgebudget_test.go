@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nova-platform/nova/runner"
+	"github.com/nova-platform/nova/runner/github"
 	"github.com/nova-platform/nova/templates"
 )
 
@@ -158,6 +160,41 @@ func TestJobListsTheCommentsOnce(t *testing.T) {
 	for route, k := range again.ByRoute {
 		if strings.HasPrefix(route, "PATCH ") && k != got.ByRoute[route] {
 			t.Errorf("the second run edited an unchanged comment: %s", route)
+		}
+	}
+}
+
+// TestRepeatedReadsAreConditional: the GitHub client repeats a read as a
+// conditional request, which the fake, as GitHub, answers 304 Not Modified
+// when nothing changed; the caller still gets the whole answer, and a
+// change is read in full.
+func TestRepeatedReadsAreConditional(t *testing.T) {
+	api := newGitHubAPI(t)
+	c, err := github.New(github.Config{APIURL: api.srv.URL + "/", Token: "ghs_faketoken", Owner: "o", Repo: "r", PullRequest: 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := c.Statuses()
+	set := runner.CommitStatus{Context: "nova/c1/dev", State: runner.StateSuccess, Description: "nova plan: pass"}
+	if err := st.SetStatus(t.Context(), "abc", set); err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []int{0, 1, 1} {
+		if i == 2 {
+			set.Context = "nova/c2/dev"
+			if err := st.SetStatus(t.Context(), "abc", set); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got, err := st.ListStatuses(t.Context(), "abc")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != 1+i/2 {
+			t.Errorf("read %d: %d statuses, want %d", i+1, len(got), 1+i/2)
+		}
+		if n := api.budget().NotModified; n != want {
+			t.Errorf("after read %d, %d answers were 304, want %d", i+1, n, want)
 		}
 	}
 }
