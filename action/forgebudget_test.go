@@ -198,3 +198,42 @@ func TestRepeatedReadsAreConditional(t *testing.T) {
 		}
 	}
 }
+
+// TestSummarySupersedesWhatItStandsFor: when a summary stands for a job's
+// contracts, their own comments from an earlier run, an earlier summary
+// under another key that lists one of them, and parts the summary no
+// longer needs are marked out of date; a summary of other contracts and
+// another environment's comment stay as they were.
+func TestSummarySupersedesWhatItStandsFor(t *testing.T) {
+	const n = 12
+	m := newMonorepoRun(t)
+	api := newGitHubAPI(t)
+	pullRequestOf(m, api, n)
+	esc := templates.EscapeMarkdown
+	seed := []string{
+		commentMarker(budgetID(0), "dev") + "\nthe old report of contract 0",
+		summaryMarker("dev", "another-shard", 1) + "\n| <code>x</code> | <code>" + esc(budgetID(5)) + "</code> | ✅ pass |",
+		summaryMarker("dev", budgetID(0), 3) + "\na third part, no longer needed",
+		summaryMarker("dev", "elsewhere", 1) + "\n| <code>y</code> | <code>" + esc(budgetID(99)) + "</code> | ✅ pass |",
+		commentMarker(budgetID(1), "prod") + "\nprod is another environment",
+	}
+	for i, body := range seed {
+		api.comments = append(api.comments, fakeComment{ID: int64(i + 1), Body: body})
+	}
+	if code, stdout, stderr := m.nova("validate", "--changed"); code != ExitPass {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	api.mu.Lock()
+	defer api.mu.Unlock()
+	superseded := func(i int) bool {
+		return strings.HasPrefix(api.comments[i].Body, runner.CommentPrefix+"superseded -->")
+	}
+	for i, want := range []bool{true, true, true, false, false} {
+		if superseded(i) != want {
+			t.Errorf("comment %d (%.60q): superseded %v, want %v", i+1, seed[i], superseded(i), want)
+		}
+	}
+	if len(api.comments) != len(seed)+1 || !strings.HasPrefix(api.comments[len(seed)].Body, summaryMarker("dev", budgetID(0), 1)) {
+		t.Errorf("want the seeded comments and one new summary, got %d comments", len(api.comments))
+	}
+}
