@@ -94,14 +94,25 @@ func (c *Conditional) RoundTrip(req *http.Request) (*http.Response, error) {
 		return resp, nil
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxKeptBody+1))
-	_ = resp.Body.Close()
 	if err != nil {
+		_ = resp.Body.Close()
 		return nil, err
 	}
-	resp.Body = io.NopCloser(bytes.NewReader(body))
-	if len(body) <= maxKeptBody {
-		c.keep(k, &kept{etag: etag, status: resp.StatusCode, header: resp.Header.Clone(), body: body})
+	if len(body) > maxKeptBody {
+		// Too long to keep (its length was not announced): the caller
+		// reads it whole, what was read first and then the rest.
+		if e != nil {
+			c.forget(k)
+		}
+		resp.Body = struct {
+			io.Reader
+			io.Closer
+		}{io.MultiReader(bytes.NewReader(body), resp.Body), resp.Body}
+		return resp, nil
 	}
+	_ = resp.Body.Close()
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	c.keep(k, &kept{etag: etag, status: resp.StatusCode, header: resp.Header.Clone(), body: body})
 	return resp, nil
 }
 

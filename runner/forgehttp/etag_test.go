@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 
@@ -97,5 +98,26 @@ func TestConditionalRepeatsAReadAsIfNoneMatch(t *testing.T) {
 	want := []int{200, 304, 200, 200, 200}
 	if diff := cmp.Diff(want, s.answered()); diff != "" {
 		t.Errorf("answers on the wire (-want +got):\n%s", diff)
+	}
+}
+
+// TestConditionalPassesALongAnswerWhole: an answer too long to keep, its
+// length not announced, still reaches the caller whole.
+func TestConditionalPassesALongAnswerWhole(t *testing.T) {
+	long := strings.Repeat("x", maxKeptBody+10)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("ETag", `"long"`)
+		w.(http.Flusher).Flush() // chunked: no Content-Length
+		_, _ = io.WriteString(w, long)
+	}))
+	defer srv.Close()
+	resp, err := (&http.Client{Transport: NewConditional(nil)}).Get(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || len(body) != len(long) {
+		t.Errorf("read %d bytes (%v), want %d", len(body), err, len(long))
 	}
 }
