@@ -135,3 +135,21 @@ row '`nova validate --all`, 10 000 contracts' \
 row "the shipped image" "$(mb "$image_bytes")" \
   "nova $(mb "$nova_bytes") + terraform $(mb "$tf_bytes") + tofu $(mb "$tofu_bytes") + CA bundle" "make image && docker image inspect -f '{{.Size}}' ${image%:*}:<version>"
 row "the nova binary, static and stripped" "$(mb "$bin_bytes")" "no mark" "make build && stat -c %s $bin"
+
+# The forge API budget (docs/forge-limits.md): a pull request changing N
+# contracts, reported by one job through the GitHub fake and a real Gitea.
+# Its own table, one row per forge and N, read whole before it is printed.
+bench forgebudget ./action BenchmarkForgeBudget 1x
+budget_rows=()
+for forge in github gitea; do
+  for n in 1 10 100 1000; do
+    b="BenchmarkForgeBudget/$forge-$n"
+    budget_rows+=("$(printf '| %s, %s contract(s) | %.2f | %.0f (%.0f bytes) | %.0f ms | %.0f ms | `%s` |' "$forge" "$n" \
+      "$(metric forgebudget "$b" calls/contract-env)" "$(metric forgebudget "$b" comments)" "$(metric forgebudget "$b" comment-bytes)" \
+      "$(metric forgebudget "$b" selection-ms)" "$(metric forgebudget "$b" fanout-ms)" "${cmd[forgebudget]}")")
+  done
+done
+echo
+echo '| forge, pull request | API calls per contract-environment (goal ≤ 3) | comments (bytes) | selection (`nova matrix --changed`) | fan-out (the job, every contract) | command |'
+echo '|---|---|---|---|---|---|'
+printf '%s\n' "${budget_rows[@]}"

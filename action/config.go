@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/nova-platform/nova/runner/forgehttp"
 	"io"
 	"os"
 	"os/exec"
@@ -33,6 +34,10 @@ type Env struct {
 	// timeouts and of break-glass grants; nil means time.Now. Tests set
 	// it to let time pass without waiting.
 	Now func() time.Time
+	// ForgeRetry bounds and performs the waits of the forge's API client
+	// (a rate limit's Retry-After); zero fields take forgehttp's defaults.
+	// Tests set its Sleep to see a wait without waiting.
+	ForgeRetry forgehttp.Policy
 }
 
 // Config is every input of one nova invocation, read once from the command
@@ -305,6 +310,7 @@ func readConfig(env Env) (Config, error) {
 	if err := cfg.complete(f, env); err != nil {
 		return cfg, err
 	}
+	cfg.ForgeAPI.Retry = env.ForgeRetry
 	return cfg, nil
 }
 

@@ -244,7 +244,7 @@ func (c *consumer) state(ctx context.Context, env string) *tfjson.State {
 	return st
 }
 
-func mustLookPath(t *testing.T) string {
+func mustLookPath(t testing.TB) string {
 	t.Helper()
 	p, err := exec.LookPath("terraform")
 	if err != nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"github.com/nova-platform/nova/runner/forgehttp"
 	"os"
 	"regexp"
 	"strconv"
@@ -39,6 +40,8 @@ type ForgeConfig struct {
 	// Comment is the comment an issue_comment event delivered, as it was
 	// when the event was sent.
 	Comment *EventComment
+	// Retry is how the API clients wait and retry (Env.ForgeRetry).
+	Retry forgehttp.Policy
 }
 
 // EventComment is the comment of an issue_comment event. The forge sends

@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/url"
+	"strings"
 
 	"github.com/nova-platform/nova/runner"
 	"github.com/nova-platform/nova/runner/gitea"
@@ -22,12 +24,21 @@ type forgeAdapters struct {
 	approvers runner.ApproversReader
 	trusted   runner.TrustedBase
 	// verifier is what the forge says of a commit's signature.
-	verifier    runner.CommitVerifier
-	sources     []runner.ApprovalSource
-	membership  runner.TeamMembership
-	change      runner.ChangeReader
-	commenter   runner.PullRequestCommenter
-	statuses    runner.StatusSetter
+	verifier   runner.CommitVerifier
+	sources    []runner.ApprovalSource
+	membership runner.TeamMembership
+	change     runner.ChangeReader
+	commenter  runner.PullRequestCommenter
+	// thread is the pull request's comments as the commenter keeps them,
+	// for a summary spread over several comments.
+	thread   *runner.KeptThread
+	statuses runner.StatusSetter
+	// statusLister reads a commit's statuses, so a job setting many skips
+	// those already set (runner.KeptStatuses).
+	statusLister runner.StatusLister
+	// checks holds each contract's detail when a summary comment stands
+	// for many (GitHub only: Gitea has no check runs).
+	checks      runner.CheckRunReporter
 	deployments runner.Deployments
 	issues      runner.IssueTracker
 	// pullStates tells whether the pull request holding a locked
@@ -47,11 +58,13 @@ func connectForge(ctx context.Context, cfg Config) (*forgeAdapters, error) {
 	var trusted runner.TrustedBase
 	switch cfg.Forge {
 	case GitHub:
-		c, err := github.New(github.Config{APIURL: fc.APIURL, Token: fc.Token, Owner: fc.Owner, Repo: fc.Repo, PullRequest: int(fc.PullRequest), RunID: fc.RunID})
+		c, err := github.New(github.Config{APIURL: fc.APIURL, Token: fc.Token, Owner: fc.Owner, Repo: fc.Repo, PullRequest: int(fc.PullRequest), RunID: fc.RunID, Retry: fc.Retry})
 		if err != nil {
 			return nil, err
 		}
-		a.membership, a.statuses, a.deployments, a.issues, trusted, a.verifier = c.Teams(), c.Statuses(), c.Deployments(), c.Issues(), c.TrustedBase(), c
+		statuses := c.Statuses()
+		a.membership, a.statuses, a.deployments, a.issues, trusted, a.verifier = c.Teams(), statuses, c.Deployments(), c.Issues(), c.TrustedBase(), c
+		a.statusLister, a.checks = statuses, c.CheckRuns()
 		a.pullStates = c.PullRequestStates()
 		if fc.RunID != 0 {
 			a.sources = append(a.sources, c.EnvironmentApprovals())
@@ -59,20 +72,23 @@ func connectForge(ctx context.Context, cfg Config) (*forgeAdapters, error) {
 		if fc.PullRequest != 0 {
 			a.sources = append(a.sources, eventSource(fc, runner.SourceGitHubComment)...)
 			a.sources = append(a.sources, c.Reviews(), c.Comments())
-			a.change, a.commenter = c.PullRequest(), c.Commenter()
+			commenter := c.Commenter()
+			a.change, a.commenter, a.thread = c.PullRequest(), commenter, commenter.Thread()
 		}
 	case Gitea:
-		c, err := gitea.New(ctx, gitea.Config{URL: fc.ServerURL, Token: fc.Token, Owner: fc.Owner, Repo: fc.Repo, PullRequest: fc.PullRequest})
+		c, err := gitea.New(ctx, gitea.Config{URL: fc.ServerURL, Token: fc.Token, Owner: fc.Owner, Repo: fc.Repo, PullRequest: fc.PullRequest, Retry: fc.Retry})
 		if err != nil {
 			return nil, err
 		}
-		a.membership, a.statuses, a.issues, trusted, a.verifier = c.Teams(), c.Statuses(), c.Issues(), c.TrustedBase(), c
+		statuses := c.Statuses()
+		a.membership, a.statuses, a.issues, trusted, a.verifier = c.Teams(), statuses, c.Issues(), c.TrustedBase(), c
+		a.statusLister = statuses
 		a.pullStates = c.PullRequestStates()
 		if fc.PullRequest != 0 {
 			pr := c.PullRequest()
 			a.sources = append(a.sources, eventSource(fc, runner.SourceGiteaComment)...)
 			a.sources = append(a.sources, c.Reviews(), c.Comments())
-			a.change, a.commenter = pr, pr
+			a.change, a.commenter, a.thread = pr, pr, pr.Thread()
 		}
 	}
 	path, err := local.RepoPath(cfg.Dir, firstNonEmpty(cfg.ApproversPath, runner.ApproversFile))
@@ -100,6 +116,9 @@ type forgeReport struct {
 	forge        *forgeAdapters
 	warn         io.Writer
 	deploymentID int64
+	// summarized says a summary comment of the job stands for this run:
+	// its own detail goes to a check run (GitHub) instead of a comment.
+	summarized bool
 }
 
 // authorized starts the deployment of an authorized apply.
@@ -147,6 +166,10 @@ func (r *forgeReport) finished(ctx context.Context, v runView) {
 			fmt.Fprintf(r.warn, "nova: could not set the commit status: %v\n", err)
 		}
 	}
+	if r.summarized {
+		r.checkRun(ctx, v)
+		return
+	}
 	if r.forge.commenter != nil {
 		group := ""
 		if waitsForApproval(v) && r.forge.approvers != nil {
@@ -161,6 +184,33 @@ func (r *forgeReport) finished(ctx context.Context, v runView) {
 		if err != nil {
 			fmt.Fprintf(r.warn, "nova: could not update the pull request comment: %v\n", err)
 		}
+	}
+}
+
+// checkRun publishes the run's report, as its comment would have shown
+// it, as a check run of the commit.
+func (r *forgeReport) checkRun(ctx context.Context, v runView) {
+	if r.forge.checks == nil || r.commit() == "" {
+		return
+	}
+	group := ""
+	if waitsForApproval(v) && r.forge.approvers != nil {
+		if cfg, err := r.forge.approvers.Approvers(ctx); err == nil {
+			group = cfg.GroupFor(runner.Environment(v.Environment))
+		}
+	}
+	body, err := renderComment(v, group, r.runURL())
+	if err == nil {
+		// The marker finds a comment; a check run is found by its name.
+		body = strings.TrimPrefix(strings.TrimPrefix(body, commentMarker(v.ContractID, v.Environment)), "\n")
+		err = r.forge.checks.ReportCheckRun(ctx, r.commit(), runner.CheckRun{
+			Name: fmt.Sprintf("nova/%s/%s", v.ContractID, v.Environment), State: commitState(v),
+			Title: statusLine(v), Summary: body, DetailsURL: r.runURL(),
+		})
+	}
+	if err != nil && !errors.Is(err, github.ErrCheckRunsRefused) {
+		// Said once: the adapter asks no more after a refusal.
+		fmt.Fprintf(r.warn, "nova: could not publish the check run of %s (its report stays in the job summary): %v\n", v.ContractID, err)
 	}
 }
 

@@ -170,8 +170,22 @@ func executeMany(ctx context.Context, cfg Config, env Env) error {
 	if !cfg.Check {
 		drainAfter(ctx, store, env, outs...)
 	}
+	summary := summarize(len(runs)) && forge != nil && forge.thread != nil && !cfg.Check
+	if summary {
+		// Many statuses to set: one listing of those the commit has
+		// already costs less than the writes it saves on a re-run.
+		if forge.statuses != nil && forge.statusLister != nil {
+			forge.statuses = &runner.KeptStatuses{Set: forge.statuses, List: forge.statusLister}
+		}
+		for _, r := range runs {
+			r.report.summarized = true
+		}
+	}
 	views := make([]runView, len(runs))
 	parallel(len(runs), cfg.Select.Parallel, func(i int) { views[i] = runs[i].finish(ctx) })
+	if summary && cfg.Command != "drift" {
+		publishSummaries(context.WithoutCancel(ctx), cfg, forge, views, contractPaths(sel, views), env.Stderr)
+	}
 	for _, r := range runs {
 		r.cleanup(cfg)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/nova-platform/nova/runner/forgehttp"
 	"io"
 	"os"
 	"os/exec"
@@ -23,13 +24,15 @@ import (
 // A monorepo of consumers, run in-process as `nova <command> --all|--changed`
 // against real Terraform and a real local evidence repo.
 type monorepoRun struct {
-	t        *testing.T
+	t        testing.TB
 	root     string
 	stateDir string
 	env      map[string]string
+	// retry is how the forge's client waits (Env.ForgeRetry).
+	retry forgehttp.Policy
 }
 
-func newMonorepoRun(t *testing.T) *monorepoRun {
+func newMonorepoRun(t testing.TB) *monorepoRun {
 	t.Helper()
 	if _, err := exec.LookPath("terraform"); err != nil {
 		t.Fatal("terraform is not on PATH: run `make test`, which installs it")
@@ -63,11 +66,12 @@ func (m *monorepoRun) nova(args ...string) (int, string, string) {
 		full = append([]string{args[0], "--dir", m.root, "--state-dir", m.stateDir}, args[1:]...)
 	}
 	code := exitCode(run(m.t.Context(), Env{
-		Args:    full,
-		Getenv:  func(k string) string { return m.env[k] },
-		Environ: os.Environ(),
-		Stdout:  &stdout,
-		Stderr:  &stderr,
+		Args:       full,
+		Getenv:     func(k string) string { return m.env[k] },
+		Environ:    os.Environ(),
+		Stdout:     &stdout,
+		Stderr:     &stderr,
+		ForgeRetry: m.retry,
 	}))
 	return code, stdout.String(), stderr.String()
 }

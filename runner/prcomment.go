@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
+	"sync"
 )
 
 // CommentPrefix starts every comment Nova posts on a pull request (its
@@ -39,9 +41,14 @@ type ThreadComment struct {
 // CommentThread is a pull request's comments, to keep Nova's own among
 // them.
 type CommentThread interface {
-	// Comments lists the comments oldest first, and names the token's own
-	// user ("" when the forge does not say, as for GitHub's job token).
-	Comments(ctx context.Context) (me string, comments []ThreadComment, err error)
+	// Comments lists the comments oldest first.
+	Comments(ctx context.Context) ([]ThreadComment, error)
+	// Me names the token's own user ("" when the forge does not say, as
+	// for GitHub's job token). KeepComment asks only when a comment with
+	// its marker was posted by someone the forge calls no bot: the job
+	// token's comments are a bot's, so a workflow that only ever used it
+	// never spends the request.
+	Me(ctx context.Context) (string, error)
 	// EditComment replaces a comment's text; ErrCommentNotEditable when
 	// the forge refuses this token.
 	EditComment(ctx context.Context, id int64, body string) error
@@ -71,9 +78,18 @@ func KeepComment(ctx context.Context, t CommentThread, marker, body string) erro
 	if !strings.HasPrefix(marker, CommentPrefix) || !strings.HasPrefix(body, marker) {
 		return Errorf(InternalError, "a pull request comment must start with its marker, and the marker with %q", CommentPrefix)
 	}
-	me, all, err := t.Comments(ctx)
+	all, err := t.Comments(ctx)
 	if err != nil {
 		return err
+	}
+	// Who the token is matters only for a marked comment no bot posted:
+	// it is either the token's own or a person's to leave alone. Bots'
+	// comments are Nova's either way, in the order they were posted.
+	me := ""
+	if slices.ContainsFunc(all, func(c ThreadComment) bool { return strings.HasPrefix(c.Body, marker) && !c.Bot }) {
+		if me, err = t.Me(ctx); err != nil {
+			return err
+		}
 	}
 	// The token's own first: those it may always edit.
 	var own, others []ThreadComment
@@ -133,4 +149,110 @@ func staleNote(stale []ThreadComment) string {
 		}
 	}
 	return fmt.Sprintf("\n\n*Out of date: Nova's earlier %s, which this run's token may not edit. This comment is the current report.*\n", strings.Join(links, ", "))
+}
+
+// KeptThread is a CommentThread read once and then kept: the comments are
+// listed on the first call only, and what this process posts and edits
+// through it is applied to that listing. A job reporting many contracts
+// shares one, so it lists the pull request's comments once rather than
+// once per contract, which on a pull request with a comment per contract
+// would cost requests growing with the square of the contracts.
+//
+// What others post meanwhile is not seen, and need not be: Nova's
+// comments are found by marker, and each marker belongs to one contract
+// and environment, reported by one job.
+type KeptThread struct {
+	inner CommentThread
+
+	mu       sync.Mutex
+	loaded   bool
+	comments []ThreadComment
+	meKnown  bool
+	me       string
+}
+
+var _ CommentThread = (*KeptThread)(nil)
+
+// KeepThread keeps inner's comments, read once.
+func KeepThread(inner CommentThread) *KeptThread { return &KeptThread{inner: inner} }
+
+// Comments lists the comments on the first call, and returns a copy of
+// the kept listing after. A failed listing is not kept: the next call
+// asks again.
+func (k *KeptThread) Comments(ctx context.Context) ([]ThreadComment, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if !k.loaded {
+		// Held across the request: the runs that ask meanwhile wait for
+		// this listing instead of making their own.
+		all, err := k.inner.Comments(ctx)
+		if err != nil {
+			return nil, err
+		}
+		k.comments, k.loaded = all, true
+	}
+	return slices.Clone(k.comments), nil
+}
+
+// Me asks once.
+func (k *KeptThread) Me(ctx context.Context) (string, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if !k.meKnown {
+		me, err := k.inner.Me(ctx)
+		if err != nil {
+			return "", err
+		}
+		k.me, k.meKnown = me, true
+	}
+	return k.me, nil
+}
+
+// EditComment edits, and keeps the new text.
+func (k *KeptThread) EditComment(ctx context.Context, id int64, body string) error {
+	if err := k.inner.EditComment(ctx, id, body); err != nil {
+		return err
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for i := range k.comments {
+		if k.comments[i].ID == id {
+			k.comments[i].Body = body
+		}
+	}
+	return nil
+}
+
+// PostComment posts, and keeps the new comment.
+func (k *KeptThread) PostComment(ctx context.Context, body string) (ThreadComment, error) {
+	c, err := k.inner.PostComment(ctx, body)
+	if err != nil {
+		return c, err
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.loaded {
+		// The forge's answer may leave the body out (a fake, an old
+		// server): what was sent is what stands.
+		kept := c
+		if kept.Body == "" {
+			kept.Body = body
+		}
+		k.comments = append(k.comments, kept)
+	}
+	return c, nil
+}
+
+// Supersede marks comment c of Nova's out of date, when this token may
+// edit it: a report that now stands elsewhere (the summary of many
+// contracts that replaced per-contract comments, a part no longer used).
+func Supersede(ctx context.Context, t CommentThread, c ThreadComment) error {
+	if c.Body == supersededNote {
+		return nil
+	}
+	err := t.EditComment(ctx, c.ID, supersededNote)
+	if errors.Is(err, ErrCommentNotEditable) {
+		return nil
+	}
+	return err
 }

@@ -17,11 +17,18 @@ type thread struct {
 	canEditOthers bool
 	comments      []ThreadComment
 	calls         []string
+	// asked counts the calls of Me.
+	asked int
 }
 
-func (f *thread) Comments(context.Context) (string, []ThreadComment, error) {
+func (f *thread) Comments(context.Context) ([]ThreadComment, error) {
 	f.calls = append(f.calls, "list")
-	return f.me, append([]ThreadComment(nil), f.comments...), nil
+	return append([]ThreadComment(nil), f.comments...), nil
+}
+
+func (f *thread) Me(context.Context) (string, error) {
+	f.asked++
+	return f.me, nil
 }
 
 func (f *thread) EditComment(_ context.Context, id int64, body string) error {
@@ -188,5 +195,30 @@ func TestKeepCommentRefusesABodyWithoutItsMarker(t *testing.T) {
 	}
 	if len(f.calls) != 0 {
 		t.Errorf("the forge was asked %v", f.calls)
+	}
+}
+
+// TestKeepCommentAsksWhoOnlyForAPersonsComment: who the token is matters
+// only when a comment with the marker was posted by no bot; a thread of
+// bots' comments is kept without asking, and a KeptThread lists once for
+// many markers.
+func TestKeepCommentAsksWhoOnlyForAPersonsComment(t *testing.T) {
+	other := CommentPrefix + "comment contract=c2 env=prod -->"
+	f := &thread{me: jobToken, comments: []ThreadComment{novaComment(1, jobToken, true, "old")}}
+	kept := KeepThread(f)
+	for _, m := range []string{testMarker, other, testMarker} {
+		if err := KeepComment(t.Context(), kept, m, m+"\nnew"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if diff := cmp.Diff([]string{"list", "edit 1", "post 101"}, f.calls); diff != "" || f.asked != 0 {
+		t.Errorf("asked who the token is %d time(s); calls (-want +got):\n%s", f.asked, diff)
+	}
+	f = &thread{me: "alice", comments: []ThreadComment{novaComment(1, "mallory", false, "a copy")}}
+	if err := KeepComment(t.Context(), f, testMarker, testMarker+"\nnew"); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"list", "post 101"}, f.calls); diff != "" || f.asked != 1 {
+		t.Errorf("with a person's marked comment, asked who the token is %d time(s), want 1; calls (-want +got):\n%s", f.asked, diff)
 	}
 }

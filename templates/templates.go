@@ -37,6 +37,12 @@ var PRComment = sync.OnceValue(func() *template.Template {
 	return mustParse("pr.md.tmpl", "{{", "}}", nil, "comment/pr.md.tmpl")
 })
 
+// PRSummary is the template of one part of the summary comment that
+// stands for many contracts of one environment on a pull request.
+var PRSummary = sync.OnceValue(func() *template.Template {
+	return mustParse("summary.md.tmpl", "{{", "}}", nil, "comment/summary.md.tmpl")
+})
+
 // Scaffold holds the files `nova init` writes besides the workflow:
 // contract.yml.tmpl and approvers.yml.tmpl. Values are placed YAML-quoted
 // by the caller.

@@ -18,8 +18,15 @@ import (
 const secondaryWait = time.Minute
 
 // classify decides whether an attempt's outcome is worth another attempt,
-// how long to wait first, and how to describe it if it is the last.
-func (t *Transport) classify(req *http.Request, resp *http.Response, err error, attempt int) (wait time.Duration, last string, retry bool) {
+// how long to wait first, how to describe it if it is the last, and
+// whether the wait is a rate limit's.
+func (t *Transport) classify(req *http.Request, resp *http.Response, err error, attempt int) (wait time.Duration, last string, retry, limited bool) {
+	wait, last, retry = t.classifyAnswer(req, resp, err, attempt)
+	limited = retry && resp != nil && (resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusForbidden)
+	return wait, last, retry, limited
+}
+
+func (t *Transport) classifyAnswer(req *http.Request, resp *http.Response, err error, attempt int) (wait time.Duration, last string, retry bool) {
 	if !replayable(req) {
 		return 0, "", false
 	}

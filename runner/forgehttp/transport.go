@@ -35,8 +35,16 @@ type Policy struct {
 	// MaxWait is the most one request may spend waiting between attempts
 	// (default 5m). A wait that would pass it, such as a rate limit that
 	// resets in an hour, fails the request at once: a job held an hour is
-	// worse than a clear failure that can be re-run.
+	// worse than a clear failure that can be re-run. A wait a rate limit
+	// names is bounded by MaxRateLimitWait instead.
 	MaxWait time.Duration
+	// MaxRateLimitWait is the most one request may wait on the forge's
+	// rate limits: its Retry-After, the reset of GitHub's primary limit
+	// (default 61m, since the primary window is an hour). A job reporting
+	// a thousand contracts meets the job token's 1 000 requests an hour;
+	// waiting for the reset keeps every status and comment, where failing
+	// would lose them.
+	MaxRateLimitWait time.Duration
 	// Timeout bounds each attempt, reading the answer included
 	// (default 30s).
 	Timeout time.Duration
@@ -61,6 +69,9 @@ func (p Policy) withDefaults() Policy {
 	}
 	if p.MaxWait <= 0 {
 		p.MaxWait = 5 * time.Minute
+	}
+	if p.MaxRateLimitWait <= 0 {
+		p.MaxRateLimitWait = 61 * time.Minute
 	}
 	if p.Timeout <= 0 {
 		p.Timeout = 30 * time.Second
@@ -138,17 +149,21 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			return nil, err
 		}
 		resp, err := t.send(out)
-		wait, last, retry := t.classify(req, resp, err, attempt)
+		wait, last, retry, limited := t.classify(req, resp, err, attempt)
 		if !retry {
 			return resp, err
 		}
 		drain(resp)
+		bound := t.policy.MaxWait
+		if limited {
+			bound = t.policy.MaxRateLimitWait
+		}
 		switch {
 		case attempt >= t.policy.MaxAttempts:
 			return nil, &GiveUpError{Attempts: attempt, Last: last, Err: err}
-		case waited+wait > t.policy.MaxWait:
+		case waited+wait > bound:
 			return nil, &GiveUpError{Attempts: attempt, Last: last, Err: err,
-				Why: fmt.Sprintf("the next retry is %s away, beyond the %s one request may wait", wait, t.policy.MaxWait)}
+				Why: fmt.Sprintf("the next retry is %s away, beyond the %s one request may wait", wait, bound)}
 		}
 		if err := t.policy.Sleep(ctx, wait); err != nil {
 			return nil, err

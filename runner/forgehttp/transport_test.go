@@ -157,9 +157,21 @@ func TestTransport(t *testing.T) {
 		},
 		{
 			name:      "a Retry-After past the wait limit fails at once",
-			policy:    Policy{MaxWait: time.Minute},
+			policy:    Policy{MaxWait: time.Minute, MaxRateLimitWait: time.Minute},
 			answers:   []answer{{status: 429, header: retryAfterHeader("3600")}},
 			wantErr:   "the next retry is 1h0m0s away, beyond the 1m0s one request may wait (after 1 attempt: 429 Too Many Requests: scripted)",
+			wantTries: 1,
+		},
+		{
+			name:       "a primary limit's reset within the hour is waited for, past MaxWait",
+			policy:     Policy{MaxWait: time.Minute},
+			answers:    []answer{{status: 429, header: retryAfterHeader("3000")}, {status: 200}},
+			wantStatus: 200, wantTries: 2, wantWaits: []time.Duration{50 * time.Minute},
+		},
+		{
+			name:      "a rate limit further than MaxRateLimitWait fails at once",
+			answers:   []answer{{status: 429, header: retryAfterHeader("7200")}},
+			wantErr:   "the next retry is 2h0m0s away, beyond the 1h1m0s one request may wait",
 			wantTries: 1,
 		},
 		{

@@ -64,7 +64,7 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 		copied := *cfg.HTTPClient
 		hc = &copied
 	}
-	hc.Transport = forgehttp.New(hc.Transport, cfg.Retry)
+	hc.Transport = forgehttp.New(forgehttp.NewConditional(hc.Transport), cfg.Retry)
 	c := &Client{
 		url:      base,
 		token:    cfg.Token,

@@ -324,9 +324,12 @@ func TestUpsertCommentOnGitea(t *testing.T) {
 	}
 
 	// Two runs raced and each posted one: the next keeps the first and
-	// marks the other superseded, so one report stands.
+	// marks the other superseded, so one report stands. The next run is
+	// another process, which lists the comments anew (a PullRequest keeps
+	// the listing it read for the contracts of its own process).
 	dup := f.comment(t, f.bot, marker+"\nPlan: from a racing run")
 	third := marker + "\nPlan: 3 to add, 0 to change, 0 to destroy."
+	pr = f.c.PullRequest()
 	if err := pr.UpsertComment(ctx, marker, third); err != nil {
 		t.Fatal(err)
 	}
@@ -518,16 +521,25 @@ func testTokenErrors(t *testing.T, f *forge) {
 
 	scoped := f.scopedToken(t, f.bot, "read:repository")
 	c := f.client(t, scoped)
-	errs := map[string]error{}
 	_, err = c.Teams().IsTeamMember(ctx, "platform/qa", f.qa.Name)
 	wantReason(t, err, runner.ApproverTeamUnreadable, "403", "lacks a scope", "read:organization")
-	_, errs["read:issue"] = c.Comments().Claims(ctx, runner.ApprovalRequest{Environment: runner.QA, PlanDigest: digest, Commit: f.head})
-	errs["read:user"] = c.PullRequest().UpsertComment(ctx, runner.CommentPrefix+" -->", runner.CommentPrefix+" -->\nbody")
-	errs["write:repository"] = c.Statuses().SetStatus(ctx, f.head, runner.CommitStatus{Context: "nova/qa", State: runner.StatePending})
-	for scope, err := range errs {
-		wantReason(t, err, runner.ForgeAPIFailed, "403", "lacks a scope", scope)
-		if err != nil && strings.Contains(err.Error(), scoped) {
-			t.Errorf("error holds the token: %v", err)
+	type refusal struct {
+		scope string
+		err   error
+	}
+	var errs []refusal
+	_, claimsErr := c.Comments().Claims(ctx, runner.ApprovalRequest{Environment: runner.QA, PlanDigest: digest, Commit: f.head})
+	// An upsert lists the comments first; it asks who the token is only
+	// when a person's comment carries the marker.
+	errs = append(errs, refusal{"read:issue", claimsErr},
+		refusal{"read:issue", c.PullRequest().UpsertComment(ctx, runner.CommentPrefix+" -->", runner.CommentPrefix+" -->\nbody")},
+		refusal{"write:repository", c.Statuses().SetStatus(ctx, f.head, runner.CommitStatus{Context: "nova/qa", State: runner.StatePending})})
+	_, meErr := c.PullRequest().Me(ctx)
+	errs = append(errs, refusal{"read:user", meErr})
+	for _, r := range errs {
+		wantReason(t, r.err, runner.ForgeAPIFailed, "403", "lacks a scope", r.scope)
+		if r.err != nil && strings.Contains(r.err.Error(), scoped) {
+			t.Errorf("error holds the token: %v", r.err)
 		}
 	}
 	// What the scope allows still works.

@@ -2,6 +2,7 @@ package gitea
 
 import (
 	"context"
+	"sync"
 
 	sdk "code.gitea.io/sdk/gitea"
 
@@ -9,7 +10,13 @@ import (
 )
 
 // PullRequest is the change under review, and Nova's comment on it.
-type PullRequest struct{ c *Client }
+type PullRequest struct {
+	c *Client
+	// kept is the pull request's comments, listed once for every
+	// contract the process reports through this PullRequest.
+	keptOnce sync.Once
+	kept     *runner.KeptThread
+}
 
 var (
 	_ runner.ChangeReader         = (*PullRequest)(nil)

@@ -11,7 +11,10 @@ import (
 // Statuses sets commit statuses in the repository.
 type Statuses struct{ c *Client }
 
-var _ runner.StatusSetter = (*Statuses)(nil)
+var (
+	_ runner.StatusSetter = (*Statuses)(nil)
+	_ runner.StatusLister = (*Statuses)(nil)
+)
 
 // SetStatus adds a status to commit; Gitea shows the newest per context.
 func (s *Statuses) SetStatus(ctx context.Context, commit string, st runner.CommitStatus) error {
@@ -40,4 +43,43 @@ func (s *Statuses) SetStatus(ctx context.Context, commit string, st runner.Commi
 		return c.fail(ctx, activity, resp, err)
 	}
 	return nil
+}
+
+// ListStatuses implements runner.StatusLister. Gitea lists every status
+// the commit was given; the newest of each context (the highest id) is
+// the one it shows.
+func (s *Statuses) ListStatuses(ctx context.Context, commit string) ([]runner.CommitStatus, error) {
+	c := s.c
+	all, err := paginate(ctx, c, "listing the statuses of "+c.owner+"/"+c.repo+"@"+commit,
+		func(st *sdk.Status) string {
+			if st == nil {
+				return ""
+			}
+			return idKey(st.ID)
+		},
+		func(o sdk.ListOptions) ([]*sdk.Status, *sdk.Response, error) {
+			return c.api(ctx).ListStatuses(c.owner, c.repo, commit, sdk.ListStatusesOption{ListOptions: o})
+		})
+	if err != nil {
+		return nil, err
+	}
+	newest := map[string]*sdk.Status{}
+	var order []string
+	for _, st := range all {
+		if st == nil {
+			continue
+		}
+		if old, ok := newest[st.Context]; !ok {
+			order = append(order, st.Context)
+			newest[st.Context] = st
+		} else if st.ID > old.ID {
+			newest[st.Context] = st
+		}
+	}
+	out := make([]runner.CommitStatus, 0, len(order))
+	for _, ctxName := range order {
+		st := newest[ctxName]
+		out = append(out, runner.CommitStatus{Context: st.Context, State: runner.CommitState(st.State), Description: st.Description, TargetURL: st.TargetURL})
+	}
+	return out, nil
 }

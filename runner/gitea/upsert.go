@@ -41,28 +41,41 @@ func (p *PullRequest) UpsertComment(ctx context.Context, marker, body string) er
 	if n := utf8.RuneCountInString(body); n > MaxCommentLength {
 		return runner.Errorf(runner.ForgeAPIFailed, "%s: the body is %d characters, more than the %d a comment may hold", activity, n, MaxCommentLength)
 	}
-	if err := runner.KeepComment(ctx, p, marker, body); err != nil {
+	if err := runner.KeepComment(ctx, p.thread(), marker, body); err != nil {
 		return runner.Errorf(runner.ReasonOf(err), "%s: %w", activity, err)
 	}
 	return nil
 }
 
 // Comments implements runner.CommentThread.
-func (p *PullRequest) Comments(ctx context.Context) (string, []runner.ThreadComment, error) {
-	c := p.c
-	me, resp, err := c.api(ctx).GetMyUserInfo()
+func (p *PullRequest) Comments(ctx context.Context) ([]runner.ThreadComment, error) {
+	comments, err := p.c.listComments(ctx, time.Time{})
 	if err != nil {
-		return "", nil, c.fail(ctx, "finding the token's user", resp, err)
-	}
-	comments, err := c.listComments(ctx, time.Time{})
-	if err != nil {
-		return "", nil, err
+		return nil, err
 	}
 	out := make([]runner.ThreadComment, 0, len(comments))
 	for _, cm := range comments {
 		out = append(out, threadComment(cm))
 	}
-	return me.UserName, out, nil
+	return out, nil
+}
+
+// Me implements runner.CommentThread.
+func (p *PullRequest) Me(ctx context.Context) (string, error) {
+	me, resp, err := p.c.api(ctx).GetMyUserInfo()
+	if err != nil {
+		return "", p.c.fail(ctx, "finding the token's user", resp, err)
+	}
+	return me.UserName, nil
+}
+
+// Thread is the pull request's comments as this PullRequest keeps them,
+// listed once for every contract the process reports.
+func (p *PullRequest) Thread() *runner.KeptThread { return p.thread() }
+
+func (p *PullRequest) thread() *runner.KeptThread {
+	p.keptOnce.Do(func() { p.kept = runner.KeepThread(p) })
+	return p.kept
 }
 
 func threadComment(cm *sdk.Comment) runner.ThreadComment {

@@ -93,7 +93,8 @@ func New(cfg Config) (*Client, error) {
 		hc = &c
 	}
 	hc.Transport = &transport{
-		next:   forgehttp.New(hc.Transport, cfg.Retry),
+		// Retries outside, so that a retried read is conditional too.
+		next:   forgehttp.New(forgehttp.NewConditional(hc.Transport), cfg.Retry),
 		token:  secret(cfg.Token),
 		scheme: base.Scheme,
 		host:   base.Host,

@@ -21,6 +21,9 @@ const MaxCommentLength = 65536
 // Commenter keeps one comment per marker on the pull request.
 type Commenter struct {
 	c *Client
+	// kept is this pull request's comments, listed once for every
+	// contract the process reports.
+	kept *runner.KeptThread
 	// me is the token's own login, asked once: "" for the workflow's
 	// GITHUB_TOKEN and app tokens, which GitHub does not let ask.
 	meOnce sync.Once
@@ -34,7 +37,17 @@ var (
 )
 
 // Commenter keeps Nova's comments on the pull request.
-func (c *Client) Commenter() *Commenter { return &Commenter{c: c} }
+// Everything reported through one Commenter shares one listing of the
+// comments.
+func (c *Client) Commenter() *Commenter {
+	m := &Commenter{c: c}
+	m.kept = runner.KeepThread(m)
+	return m
+}
+
+// Thread is the pull request's comments as this Commenter keeps them: a
+// report spread over several comments (a summary in parts) works on it.
+func (m *Commenter) Thread() *runner.KeptThread { return m.kept }
 
 // UpsertComment keeps one comment with marker, with body, on the pull
 // request (runner.KeepComment says which comments are Nova's). The body
@@ -53,36 +66,40 @@ func (m *Commenter) UpsertComment(ctx context.Context, marker, body string) erro
 	if err := m.c.needPullRequest(); err != nil {
 		return err
 	}
-	return runner.KeepComment(ctx, m, marker, body)
+	return runner.KeepComment(ctx, m.kept, marker, body)
 }
 
 // Comments implements runner.CommentThread. A comment's poster is a bot
 // when GitHub says its user's type is "Bot": an app, the workflow's
 // github-actions[bot] included.
-func (m *Commenter) Comments(ctx context.Context) (string, []runner.ThreadComment, error) {
-	me, err := m.login(ctx)
-	if err != nil {
-		return "", nil, err
+func (m *Commenter) Comments(ctx context.Context) ([]runner.ThreadComment, error) {
+	if err := m.c.needPullRequest(); err != nil {
+		return nil, err
 	}
 	comments, err := listAll(func(opts gh.ListOptions) ([]*gh.IssueComment, *gh.Response, error) {
 		return m.c.gh.Issues.ListComments(ctx, m.c.owner, m.c.repo, m.c.pr, &gh.IssueListCommentsOptions{ListOptions: opts})
 	})
 	if err != nil {
-		return "", nil, m.c.fail(ctx, err, permIssuesRead, "listing comments of pull request %d", m.c.pr)
+		return nil, m.c.fail(ctx, err, permIssuesRead, "listing comments of pull request %d", m.c.pr)
 	}
 	out := make([]runner.ThreadComment, 0, len(comments))
 	for _, cm := range comments {
 		out = append(out, runner.ThreadComment{ID: cm.GetID(), Poster: cm.GetUser().GetLogin(), Bot: cm.GetUser().GetType() == "Bot",
 			Body: cm.GetBody(), URL: cm.GetHTMLURL()})
 	}
-	return me, out, nil
+	return out, nil
 }
 
-// login is the token's own login. GitHub answers GET /user for a personal
-// token; the workflow's token and app tokens get 403 (or 401, 404), which
-// means only that they are no person.
-func (m *Commenter) login(ctx context.Context) (string, error) {
+// Me implements runner.CommentThread: the token's own login. GitHub
+// answers GET /user for a personal token; the workflow's token and app
+// tokens get 403 (or 401, 404), which means only that they are no person.
+// An installation token (ghs_, the workflow's token among them) is no
+// person by its format, and is not asked at all.
+func (m *Commenter) Me(ctx context.Context) (string, error) {
 	m.meOnce.Do(func() {
+		if strings.HasPrefix(string(m.c.token), "ghs_") {
+			return
+		}
 		u, _, err := m.c.gh.Users.Get(ctx, "")
 		switch status := statusOfErr(err); {
 		case err == nil:

@@ -261,6 +261,9 @@ func TestUpsertCommentAcrossTokens(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFakeGitHub(t)
+			if !strings.HasSuffix(tt.me, "[bot]") {
+				f.token = personalToken
+			}
 			thread := &commentThread{t: t, me: tt.me, canEditOthers: tt.canEditOthers, bodies: tt.bodies, authors: tt.authors}
 			thread.register(f)
 			if err := f.client().Commenter().UpsertComment(t.Context(), marker, body); err != nil {

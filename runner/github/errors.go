@@ -24,6 +24,8 @@ const (
 	permPullsWrite   = "pull-requests: write"
 	permMembersRead  = "members: read (an organization permission, which the workflow's GITHUB_TOKEN cannot have: use an app or a token with read:org)"
 	permStatusesW    = "statuses: write"
+	permStatusesR    = "statuses: read"
+	permChecksW      = "checks: write"
 	permDeploymentsW = "deployments: write"
 	permIssuesWrite  = "issues: write"
 )

@@ -54,7 +54,7 @@ func TestTokenNeverInErrors(t *testing.T) {
 			w.Header().Set("X-RateLimit-Remaining", "0")
 			w.Header().Set("X-RateLimit-Reset", fmt.Sprint(newClock().now.Add(2*time.Hour).Unix()))
 			writeJSON(w, 403, fixture(t, "rate_limited.json"))
-		}, wantErr: "beyond the 5m0s one request may wait"},
+		}, wantErr: "beyond the 1h1m0s one request may wait"},
 		{name: "an answer that is not JSON", handler: func(w http.ResponseWriter, r *http.Request) {
 			w.WriteHeader(200)
 			_, _ = w.Write([]byte("<html>" + r.Header.Get("Authorization")))

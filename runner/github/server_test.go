@@ -23,6 +23,10 @@ import (
 // one too.
 const testToken = "ghs_NovaTestToken0123456789abcdefABCD"
 
+// personalToken is a personal access token's shape: GitHub answers GET
+// /user for it, where an installation token (testToken) is not asked.
+const personalToken = "ghp_NovaTestToken0123456789abcdefABCD"
+
 // planned is when the test plan was recorded; fixtures put reviews and
 // comments on both sides of it.
 var planned = time.Date(2024, 5, 2, 9, 30, 0, 0, time.UTC)
@@ -77,6 +81,9 @@ type fakeGitHub struct {
 	srv   *httptest.Server
 	mux   *http.ServeMux
 	clock *fakeClock
+	// token is the one token the fake accepts (testToken unless a test
+	// changes it before its first request).
+	token string
 
 	mu  sync.Mutex
 	log []string
@@ -84,12 +91,12 @@ type fakeGitHub struct {
 
 func newFakeGitHub(t *testing.T) *fakeGitHub {
 	t.Helper()
-	f := &fakeGitHub{t: t, mux: http.NewServeMux(), clock: newClock()}
+	f := &fakeGitHub{t: t, mux: http.NewServeMux(), clock: newClock(), token: testToken}
 	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		f.mu.Lock()
 		f.log = append(f.log, r.Method+" "+r.URL.RequestURI())
 		f.mu.Unlock()
-		if r.Header.Get("Authorization") != "Bearer "+testToken {
+		if r.Header.Get("Authorization") != "Bearer "+f.token {
 			writeJSON(w, http.StatusUnauthorized, fixture(t, "bad_credentials.json"))
 			return
 		}
@@ -123,7 +130,7 @@ func (f *fakeGitHub) requests() []string {
 func (f *fakeGitHub) config() Config {
 	return Config{
 		APIURL:      f.srv.URL + "/",
-		Token:       testToken,
+		Token:       f.token,
 		Owner:       "octo-org",
 		Repo:        "infra",
 		PullRequest: 7,

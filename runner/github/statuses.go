@@ -15,7 +15,10 @@ const maxDescription = 140
 // Statuses sets commit statuses.
 type Statuses struct{ c *Client }
 
-var _ runner.StatusSetter = (*Statuses)(nil)
+var (
+	_ runner.StatusSetter = (*Statuses)(nil)
+	_ runner.StatusLister = (*Statuses)(nil)
+)
 
 // Statuses sets commit statuses.
 func (c *Client) Statuses() *Statuses { return &Statuses{c: c} }
@@ -53,4 +56,25 @@ func truncate(s string, n int) string {
 		return s
 	}
 	return string(r[:n-1]) + "…"
+}
+
+// ListStatuses implements runner.StatusLister: the combined status, which
+// holds the newest status of each context, a hundred a page.
+func (st *Statuses) ListStatuses(ctx context.Context, commit string) ([]runner.CommitStatus, error) {
+	all, err := listAll(func(opts gh.ListOptions) ([]*gh.RepoStatus, *gh.Response, error) {
+		combined, resp, err := st.c.gh.Repositories.GetCombinedStatus(ctx, st.c.owner, st.c.repo, commit, &opts)
+		if err != nil {
+			return nil, resp, err
+		}
+		return combined.Statuses, resp, nil
+	})
+	if err != nil {
+		return nil, st.c.fail(ctx, err, permStatusesR, "reading the statuses of commit %s", commit)
+	}
+	out := make([]runner.CommitStatus, 0, len(all))
+	for _, s := range all {
+		out = append(out, runner.CommitStatus{Context: s.GetContext(), State: runner.CommitState(s.GetState()),
+			Description: s.GetDescription(), TargetURL: s.GetTargetURL()})
+	}
+	return out, nil
 }

@@ -104,8 +104,8 @@ func TestRetries(t *testing.T) {
 		},
 		{
 			name:    "a rate limit longer than the maximum wait fails at once",
-			answers: []answer{{status: 429, header: map[string]string{"Retry-After": "3600"}}},
-			wantErr: "the next retry is 1h0m0s away, beyond the 5m0s one request may wait (after 1 attempt: 429 Too Many Requests",
+			answers: []answer{{status: 429, header: map[string]string{"Retry-After": "7200"}}},
+			wantErr: "the next retry is 2h0m0s away, beyond the 1h1m0s one request may wait (after 1 attempt: 429 Too Many Requests",
 		},
 		{
 			name:       "a permission 403 is not retried",
