@@ -306,6 +306,7 @@ func readConfig(env Env) (Config, error) {
 type rawFlags struct {
 	env, evidenceRepo, branch, resolveEnv, forge string
 	backendConfig, keyFiles, commitKeys          listFlag
+	signers, fulcioRoot                          string
 }
 
 // listVar registers a repeatable flag whose values may also be given
@@ -406,6 +407,8 @@ func (cfg *Config) flags(fs *flag.FlagSet, getenv func(string) string) *rawFlags
 		fs.Var(&f.keyFiles, "key", "event public key, cosign.pub format (repeatable; default: $NOVA_EVIDENCE_PUBLIC_KEY, else the local key)")
 		fs.Var(&f.commitKeys, "commit-key", "allowed OpenPGP public key for commits, armored (repeatable; default: $NOVA_COMMIT_PUBLIC_KEY, else the local key)")
 		fs.StringVar(&cfg.Verify.Witness, "witness", "", "file of heads this machine pushed, to detect force-pushes (default: the local store's witness, when present)")
+		fs.StringVar(&f.signers, "signers", "", "keyless: the default branch's .nova/signers.yml naming whose keyless signatures count (default: $NOVA_SIGNERS_FILE)")
+		fs.StringVar(&f.fulcioRoot, "fulcio-root", "", "keyless: PEM file of the Fulcio CA keyless signatures chain to (default: $NOVA_FULCIO_ROOT / $NOVA_FULCIO_ROOT_FILE)")
 	}
 	if slices.Contains(auditCommands, cmd) {
 		listVar(fs, &cfg.Audit.Contracts, "contract", "only this contract (repeatable)")
@@ -556,6 +559,9 @@ func (cfg *Config) complete(f *rawFlags, env Env) error {
 		if cfg.Evidence, err = readEvidenceConfig(f.evidenceRepo, f.branch, getenv); err != nil {
 			return err
 		}
+		if err := cfg.keylessFlags(f); err != nil {
+			return err
+		}
 	}
 	if cfg.Command == "init" {
 		switch cfg.Init.Forge = Forge(f.forge); cfg.Init.Forge {
@@ -631,6 +637,25 @@ func (cfg *Config) complete(f *rawFlags, env Env) error {
 			cfg.TerraformEnv[k] = v
 		}
 	}
+	return nil
+}
+
+// keylessFlags applies verify's --signers and --fulcio-root, and points
+// keyless verification at the checkout's trusted base otherwise.
+func (cfg *Config) keylessFlags(f *rawFlags) error {
+	k := &cfg.Evidence.Keyless
+	if f.signers != "" {
+		k.SignersFile = f.signers
+	}
+	if f.fulcioRoot != "" {
+		b, err := os.ReadFile(f.fulcioRoot)
+		if err != nil {
+			return runner.Errorf(runner.SignersConfigInvalid, "--fulcio-root: %w", err)
+		}
+		k.Root = string(b)
+	}
+	trusted := cfg.localApprovers()
+	k.Trusted = &trusted
 	return nil
 }
 

@@ -165,6 +165,16 @@ func (s *Signer) Sign(msg []byte) ([]byte, error) {
 	return out, nil
 }
 
+// SignCertified is Sign, also returning the certificate (CertificatePEM)
+// that verifies the signature.
+func (s *Signer) SignCertified(msg []byte) ([]byte, []byte, error) {
+	sig, err := s.Sign(msg)
+	if err != nil {
+		return nil, nil, err
+	}
+	return sig, s.CertificatePEM(), nil
+}
+
 // SigFile returns the .sig file content for an event: a Bundle.
 func (s *Signer) SigFile(msg []byte) ([]byte, error) {
 	sig, err := s.Sign(msg)
