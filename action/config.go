@@ -436,6 +436,7 @@ func (cfg *Config) flags(fs *flag.FlagSet, getenv func(string) string) *rawFlags
 		fs.StringVar(&cfg.Init.Stack, "stack", "hello", "the registry stack the contract deploys")
 		fs.StringVar(&cfg.Init.Name, "name", "", "short name of the contract in workflow and job names (default: the directory's name)")
 		fs.BoolVar(&cfg.Init.Force, "force", false, "overwrite files that exist")
+		fs.BoolVar(&cfg.Init.Keyless, "keyless", false, "GitHub: sign evidence with Fulcio certificates for the jobs' id-token, not a signing-key secret (docs/evidence.md)")
 		fs.StringVar(&cfg.Init.ApplyOn, "apply-on", "pr", "pr: guarded environments apply on the pull request once approved; merge: they are planned and approved on the pull request and applied after it is merged (docs/apply-after-merge.md)")
 		fs.StringVar(&cfg.RegistryDir, "registry", getenv("NOVA_REGISTRY"), "registry directory (default: the registry built into nova)")
 		fs.StringVar(&cfg.Init.NovaURL, "nova-url", "", "Gitea: URL of the nova release binary the workflow fetches")
