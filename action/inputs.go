@@ -68,6 +68,8 @@ var actionInputs = []actionInput{
 	{Name: "signing-key-password", Env: "NOVA_SIGNING_KEY_PASSWORD", Secret: true, Description: "Password of signing-key."},
 	{Name: "keyless", Env: "NOVA_KEYLESS", Description: "true: sign events and attestations with a short-lived Fulcio certificate for the job's OIDC token (the job needs `id-token: write`) instead of signing-key; `.nova/signers.yml` on the default branch names the workflows whose signatures count."},
 	{Name: "fulcio-url", Env: "NOVA_FULCIO_URL", Description: "Keyless: the Fulcio that certifies the job's token (default: Sigstore's public https://fulcio.sigstore.dev)."},
+	{Name: "signers", Env: "NOVA_SIGNERS_FILE", Description: "Keyless: the default branch's `.nova/signers.yml`, checked out apart from the change under review (default: read from the checkout's default branch)."},
+	{Name: "default-branch", Env: "NOVA_DEFAULT_BRANCH", Description: "Keyless: the default branch, whose ref the identities of signers.yml default to."},
 	{Name: "fulcio-root", Env: "NOVA_FULCIO_ROOT", Description: "Keyless: the PEM root (and intermediates) of that Fulcio, which keyless signatures must chain to."},
 	{Name: "commit-key", Env: "NOVA_COMMIT_KEY", Secret: true, Description: "Armored OpenPGP private key that signs evidence commits."},
 	{Name: "commit-key-passphrase", Env: "NOVA_COMMIT_KEY_PASSPHRASE", Secret: true, Description: "Passphrase of commit-key."},

@@ -41,10 +41,16 @@ func TestKeylessWorkflowsGrantIDTokenOnlyToSigningJobs(t *testing.T) {
 		}
 		signers := 0
 		for job, j := range wf.Jobs {
-			signs := false
+			signs, trusted := false, false
 			for _, s := range j.Steps {
 				if s.With["keyless"] == "true" {
 					signs = true
+					if !trusted || s.With["signers"] != ".nova-trusted/.nova/signers.yml" {
+						t.Errorf("%s: job %s signs keylessly without the default branch's signers.yml checked out before", name, job)
+					}
+				}
+				if strings.HasPrefix(s.Uses, "actions/checkout@") && s.With["path"] == ".nova-trusted" {
+					trusted = s.With["ref"] == "${{ github.event.repository.default_branch }}"
 				}
 			}
 			if signs {
