@@ -570,6 +570,9 @@ func (cfg *Config) complete(f *rawFlags, env Env) error {
 		default:
 			return runner.Errorf(runner.ConfigInvalid, "--forge %q: want github or gitea", f.forge)
 		}
+		if cfg.Init.Keyless && cfg.Init.Forge != GitHub {
+			return runner.Errorf(runner.ConfigInvalid, "--keyless: only GitHub hands jobs the OIDC token keyless signing needs; on Gitea events are signed with a key")
+		}
 		if cfg.Init.ApplyOn != "pr" && cfg.Init.ApplyOn != templates.ApplyOnMerge {
 			return runner.Errorf(runner.ConfigInvalid, "--apply-on %q: want pr or merge", cfg.Init.ApplyOn)
 		}
