@@ -15,6 +15,7 @@
 #   .ci/tools.sh chromium    # chromium (opens the audit report headless), from Debian if missing
 #   .ci/tools.sh opentofu    # tofu (the second engine), always the pinned one, built from the module proxy
 #   .ci/tools.sh opentofu-image  # the static tofu the action's image carries beside terraform (make image)
+#   .ci/tools.sh fulcio      # fulcio (keyless evidence tests: a loopback CA), always the pinned one
 set -euo pipefail
 
 TOOLS_BIN="${NOVA_TOOLS_BIN:-${XDG_CACHE_HOME:-$HOME/.cache}/nova-tools/bin}"
@@ -50,6 +51,11 @@ TERRAFORM_IMAGE_VERSION=1.11.4
 # to a module the proxy also serves, so it is built inside its own module
 # directory.
 OPENTOFU_VERSION=v1.12.6
+# Fulcio, Sigstore's certificate authority, run on loopback with an
+# ephemeral CA by the keyless evidence tests. v1.8.8 is served whole by the
+# module proxy and its go.mod has no replace directive, so go install builds
+# it; its certificates carry the GitHub workflow extensions the tests read.
+FULCIO_VERSION=v1.8.8
 
 install_terraform() {
   if command -v terraform >/dev/null 2>&1; then
@@ -192,6 +198,25 @@ install_opentofu() {
   ln -sfn "tofu-$OPENTOFU_VERSION" "$TOOLS_BIN/tofu"
 }
 
+# Fulcio on PATH may be any version: the keyless tests read the extensions
+# this one writes, so the pinned one is built under its own name and linked
+# as plain fulcio.
+install_fulcio() {
+  local bin="$TOOLS_BIN/fulcio-$FULCIO_VERSION"
+  if [ ! -x "$bin" ]; then
+    echo "installing fulcio $FULCIO_VERSION into $TOOLS_BIN (go install; takes a few minutes once)" >&2
+    # Into a directory of its own and renamed when done, so an interrupted
+    # build never leaves a binary under the name tests look for.
+    local tmp="$TOOLS_BIN/.fulcio-build"
+    rm -rf "$tmp"
+    GOBIN="$tmp" GOFLAGS=-mod=mod GOTOOLCHAIN=local CGO_ENABLED=0 \
+      go install "github.com/sigstore/fulcio@$FULCIO_VERSION" >&2
+    mv "$tmp/fulcio" "$bin"
+    rm -rf "$tmp"
+  fi
+  ln -sfn "fulcio-$FULCIO_VERSION" "$TOOLS_BIN/fulcio"
+}
+
 install_act() {
   local bin="$TOOLS_BIN/act-$ACT_VERSION"
   if [ ! -x "$bin" ]; then
@@ -299,6 +324,7 @@ for tool in "$@"; do
     chromium) install_chromium ;;
     opentofu) install_opentofu ;;
     opentofu-image) install_opentofu_image ;;
+    fulcio) install_fulcio ;;
     *) echo "unknown tool: $tool" >&2; exit 2 ;;
   esac
 done

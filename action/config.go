@@ -319,6 +319,7 @@ func readConfig(env Env) (Config, error) {
 type rawFlags struct {
 	env, evidenceRepo, branch, resolveEnv, forge string
 	backendConfig, keyFiles, commitKeys          listFlag
+	signers, fulcioRoot                          string
 }
 
 // listVar registers a repeatable flag whose values may also be given
@@ -428,6 +429,8 @@ func (cfg *Config) flags(fs *flag.FlagSet, getenv func(string) string) *rawFlags
 		fs.Var(&f.keyFiles, "key", "event public key, cosign.pub format (repeatable; default: $NOVA_EVIDENCE_PUBLIC_KEY, else the local key)")
 		fs.Var(&f.commitKeys, "commit-key", "allowed OpenPGP public key for commits, armored (repeatable; default: $NOVA_COMMIT_PUBLIC_KEY, else the local key)")
 		fs.StringVar(&cfg.Verify.Witness, "witness", "", "file of heads this machine pushed, to detect force-pushes (default: the local store's witness, when present)")
+		fs.StringVar(&f.signers, "signers", "", "keyless: the default branch's .nova/signers.yml naming whose keyless signatures count (default: $NOVA_SIGNERS_FILE)")
+		fs.StringVar(&f.fulcioRoot, "fulcio-root", "", "keyless: PEM file of the Fulcio CA keyless signatures chain to (default: $NOVA_FULCIO_ROOT / $NOVA_FULCIO_ROOT_FILE)")
 	}
 	if slices.Contains(auditCommands, cmd) {
 		listVar(fs, &cfg.Audit.Contracts, "contract", "only this contract (repeatable)")
@@ -455,6 +458,7 @@ func (cfg *Config) flags(fs *flag.FlagSet, getenv func(string) string) *rawFlags
 		fs.StringVar(&cfg.Init.Stack, "stack", "hello", "the registry stack the contract deploys")
 		fs.StringVar(&cfg.Init.Name, "name", "", "short name of the contract in workflow and job names (default: the directory's name)")
 		fs.BoolVar(&cfg.Init.Force, "force", false, "overwrite files that exist")
+		fs.BoolVar(&cfg.Init.Keyless, "keyless", false, "GitHub: sign evidence with Fulcio certificates for the jobs' id-token, not a signing-key secret (docs/evidence.md)")
 		fs.StringVar(&cfg.Init.ApplyOn, "apply-on", "pr", "pr: guarded environments apply on the pull request once approved; merge: they are planned and approved on the pull request and applied after it is merged (docs/apply-after-merge.md)")
 		fs.StringVar(&cfg.RegistryDir, "registry", getenv("NOVA_REGISTRY"), "registry directory (default: the registry built into nova)")
 		fs.StringVar(&cfg.Init.NovaURL, "nova-url", "", "Gitea: URL of the nova release binary the workflow fetches")
@@ -594,12 +598,18 @@ func (cfg *Config) complete(f *rawFlags, env Env) error {
 			// queue entry would pass, having compared nothing.
 			return runner.Errorf(runner.ConfigInvalid, "--merge-queue compares the queue's commit with the approvals in the evidence repository, and no evidence-repo is set (NOVA_EVIDENCE_REPO)")
 		}
+		if err := cfg.keylessFlags(f); err != nil {
+			return err
+		}
 	}
 	if cfg.Command == "init" {
 		switch cfg.Init.Forge = Forge(f.forge); cfg.Init.Forge {
 		case GitHub, Gitea:
 		default:
 			return runner.Errorf(runner.ConfigInvalid, "--forge %q: want github or gitea", f.forge)
+		}
+		if cfg.Init.Keyless && cfg.Init.Forge != GitHub {
+			return runner.Errorf(runner.ConfigInvalid, "--keyless: only GitHub hands jobs the OIDC token keyless signing needs; on Gitea events are signed with a key")
 		}
 		if cfg.Init.ApplyOn != "pr" && cfg.Init.ApplyOn != templates.ApplyOnMerge {
 			return runner.Errorf(runner.ConfigInvalid, "--apply-on %q: want pr or merge", cfg.Init.ApplyOn)
@@ -669,6 +679,25 @@ func (cfg *Config) complete(f *rawFlags, env Env) error {
 			cfg.TerraformEnv[k] = v
 		}
 	}
+	return nil
+}
+
+// keylessFlags applies verify's --signers and --fulcio-root, and points
+// keyless verification at the checkout's trusted base otherwise.
+func (cfg *Config) keylessFlags(f *rawFlags) error {
+	k := &cfg.Evidence.Keyless
+	if f.signers != "" {
+		k.SignersFile = f.signers
+	}
+	if f.fulcioRoot != "" {
+		b, err := os.ReadFile(f.fulcioRoot)
+		if err != nil {
+			return runner.Errorf(runner.SignersConfigInvalid, "--fulcio-root: %w", err)
+		}
+		k.Root = string(b)
+	}
+	trusted := cfg.localApprovers()
+	k.Trusted = &trusted
 	return nil
 }
 

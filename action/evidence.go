@@ -11,6 +11,7 @@ import (
 	"github.com/nova-platform/nova/runner"
 	"github.com/nova-platform/nova/runner/evidence"
 	"github.com/nova-platform/nova/runner/evidence/chain"
+	"github.com/nova-platform/nova/runner/evidence/keyless"
 	"github.com/nova-platform/nova/runner/evidence/signing"
 	"github.com/nova-platform/nova/runner/local"
 )
@@ -43,6 +44,8 @@ type EvidenceConfig struct {
 	// public keys trusted besides the signing keys' own: after a rotation
 	// they carry the old keys.
 	TrustedEventKeys, TrustedCommitKeys string
+	// Keyless is keyless signing and whose keyless signatures count.
+	Keyless KeylessConfig
 }
 
 // readEvidenceConfig resolves the repo: the flag, then NOVA_EVIDENCE_REPO,
@@ -62,6 +65,9 @@ func readEvidenceConfig(repoFlag, branch string, getenv func(string) string) (Ev
 	}
 	if token := getenv("NOVA_EVIDENCE_TOKEN"); token != "" {
 		s.Creds = chain.Credentials{Username: firstNonEmpty(getenv("NOVA_EVIDENCE_USERNAME"), "x-access-token"), Password: token}
+	}
+	if s.Keyless, err = readKeylessConfig(getenv); err != nil {
+		return EvidenceConfig{}, err
 	}
 	s.Keys = evidenceKeyConfig(s, getenv)
 	s.TrustedEventKeys, s.TrustedCommitKeys = getenv("NOVA_EVIDENCE_PUBLIC_KEY"), getenv("NOVA_COMMIT_PUBLIC_KEY")
@@ -88,6 +94,9 @@ func evidenceKeyConfig(s EvidenceConfig, getenv func(string) string) signing.Key
 	if s.Local {
 		kc.LocalDir = s.Paths.ConfigDir
 	}
+	// A keyless job signs events with its certificate: an event key is
+	// used when one is given (local claims), never required.
+	kc.EventKeyOptional = s.Keyless.Sign
 	return kc
 }
 
@@ -97,6 +106,26 @@ func openEvidenceStore(ctx context.Context, s EvidenceConfig, env Env) (*evidenc
 	keys, err := signing.LoadKeys(s.Keys)
 	if err != nil {
 		return nil, keys, err
+	}
+	signers, err := s.Keyless.policy()
+	if err != nil {
+		return nil, keys, err
+	}
+	if s.Keyless.Sign {
+		if keys.Keyless, err = s.Keyless.signer(ctx); err != nil {
+			return nil, keys, err
+		}
+		// A job whose identity signers.yml does not name (a pull
+		// request's run, a fork, another workflow) would write evidence
+		// nobody accepts: it stops here instead.
+		probe := []byte("nova keyless identity check")
+		sig, err := keys.Keyless.SigFile(probe)
+		if err != nil {
+			return nil, keys, err
+		}
+		if _, err := signers.VerifyKeyless(probe, sig); err != nil {
+			return nil, keys, err
+		}
 	}
 	trustedEvents, allowedCommits, err := trustedEvidenceKeys(s)
 	if err != nil {
@@ -116,8 +145,17 @@ func openEvidenceStore(ctx context.Context, s EvidenceConfig, env Env) (*evidenc
 		Keys:              keys,
 		TrustedEventKeys:  trustedEvents,
 		AllowedCommitKeys: allowedCommits,
+		Signers:           keylessVerifier(signers),
 	}, opts...)
 	return store, keys, err
+}
+
+// keylessVerifier is p as the store takes it: no verifier, not a typed nil.
+func keylessVerifier(p *keyless.Policy) signing.KeylessVerifier {
+	if p == nil {
+		return nil
+	}
+	return p
 }
 
 // trustedEvidenceKeys reads the public keys a store trusts besides its own
@@ -186,7 +224,11 @@ func verifyOptions(cfg Config) (chain.VerifyOptions, error) {
 	s := cfg.Evidence
 	opts := chain.VerifyOptions{Contract: cfg.Verify.Contract, Since: cfg.Verify.Since}
 	var err error
-	if opts.EventKeys, err = loadEventKeys(cfg.Verify.KeyFiles, s); err != nil {
+	signers, err := s.Keyless.policy()
+	if err != nil {
+		return opts, err
+	}
+	if opts.EventKeys, err = loadEventKeys(cfg.Verify.KeyFiles, s, keylessVerifier(signers)); err != nil {
 		return opts, err
 	}
 	if opts.CommitKeys, err = loadCommitKeys(cfg.Verify.CommitKeyFiles, s); err != nil {
@@ -209,7 +251,7 @@ func verifyOptions(cfg Config) (chain.VerifyOptions, error) {
 
 // loadEventKeys reads --key files, else $NOVA_EVIDENCE_PUBLIC_KEY (PEM), else
 // in local mode the generated key's public half.
-func loadEventKeys(files []string, s EvidenceConfig) (*signing.KeySet, error) {
+func loadEventKeys(files []string, s EvidenceConfig, signers signing.KeylessVerifier) (*signing.KeySet, error) {
 	var pems [][]byte
 	for _, f := range files {
 		b, err := os.ReadFile(f)
@@ -225,8 +267,8 @@ func loadEventKeys(files []string, s EvidenceConfig) (*signing.KeySet, error) {
 			pems = append(pems, b)
 		}
 	}
-	if len(pems) == 0 {
-		return nil, runner.Errorf(runner.EvidenceKeyInvalid, "no event public key: pass --key cosign.pub or set NOVA_EVIDENCE_PUBLIC_KEY")
+	if len(pems) == 0 && signers == nil {
+		return nil, runner.Errorf(runner.EvidenceKeyInvalid, "no event public key: pass --key cosign.pub or set NOVA_EVIDENCE_PUBLIC_KEY (or, for keyless evidence, --signers and --fulcio-root)")
 	}
 	var keys []crypto.PublicKey
 	for _, p := range pems {
@@ -236,7 +278,7 @@ func loadEventKeys(files []string, s EvidenceConfig) (*signing.KeySet, error) {
 		}
 		keys = append(keys, ks...)
 	}
-	ks, err := signing.NewKeySet(keys...)
+	ks, err := signing.NewKeylessKeySet(signers, keys...)
 	if err != nil {
 		return nil, runner.Errorf(runner.EvidenceKeyInvalid, "%w", err)
 	}

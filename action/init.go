@@ -33,6 +33,9 @@ type InitFlags struct {
 	Force bool
 	// ApplyOn is "pr" or "merge" (templates.Workflow.ApplyOn).
 	ApplyOn string
+	// Keyless writes workflows that sign with the jobs' id-token
+	// (templates.Workflow.Keyless).
+	Keyless bool
 	// How the Gitea workflow obtains nova: a release binary by URL and
 	// sha256, else a build of Source at Commit. Empty values are taken
 	// from this binary's own build (giteaBinary). NovaReleases is where
@@ -242,6 +245,7 @@ func renderConsumerWorkflows(ctx context.Context, cfg Config, name, dir, id stri
 		// new repository on either forge starts with.
 		DefaultBranch: "main",
 		ApplyOn:       cfg.Init.ApplyOn,
+		Keyless:       cfg.Init.Keyless,
 	}
 	kinds := map[string]string{
 		filepath.Join(".github", "workflows", "nova-"+name+".yml"):          templates.GitHubWorkflow,

@@ -396,7 +396,7 @@ func (w wiring) gate() []runner.Stage {
 			Sources: w.forge.sources, Approvers: approvers, Membership: w.forge.membership,
 			Change: w.changeReader(), Claims: claimKeys(w.cfg, approvers), Evidence: w.evidence,
 		},
-		runner.Gate{Evidence: w.evidence, Approvers: approvers, Membership: w.forge.membership, Attest: w.keys.Events, Now: w.env.Now},
+		runner.Gate{Evidence: w.evidence, Approvers: approvers, Membership: w.forge.membership, Attest: w.keys.Attestor(), Now: w.env.Now},
 	}
 }
 

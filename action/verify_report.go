@@ -3,11 +3,14 @@ package main
 import (
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"sort"
 	"text/tabwriter"
 
 	"github.com/nova-platform/nova/runner"
 	"github.com/nova-platform/nova/runner/evidence/chain"
+	"github.com/nova-platform/nova/runner/evidence/signing"
 )
 
 // writeVerifyReport renders a verify report for a terminal: a summary
@@ -39,6 +42,7 @@ func writeVerifyReport(w io.Writer, r *chain.Report, repo string) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	writeSigners(w, r.Signatures)
 	if r.OK() {
 		return nil
 	}
@@ -76,4 +80,23 @@ func writeVerifyReport(w io.Writer, r *chain.Report, repo string) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", f.Reason, path, commit, f.Message)
 	}
 	return tw.Flush()
+}
+
+// writeSigners says which kinds of signature the events carry: one
+// evidence repo may hold key-signed and keyless events, and for the
+// keyless ones the workflows that signed them (--output json lists each
+// event's).
+func writeSigners(w io.Writer, sigs []chain.EventSignature) {
+	kinds := map[string]int{}
+	ids := map[string]int{}
+	for _, s := range sigs {
+		kinds[s.Kind]++
+		if s.Identity != "" {
+			ids[s.Identity]++
+		}
+	}
+	fmt.Fprintf(w, "signatures: %d with a key, %d keyless\n", kinds[signing.KindKey], kinds[signing.KindKeyless])
+	for _, id := range slices.Sorted(maps.Keys(ids)) {
+		fmt.Fprintf(w, "  %d by %s\n", ids[id], id)
+	}
 }

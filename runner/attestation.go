@@ -97,7 +97,22 @@ type AttestationRecord struct {
 	PlanFile      string   `json:"planFile"`
 	PlanSHA256    string   `json:"planSha256"`
 	Envelope      Envelope `json:"envelope"`
+	// Certificate is the signing certificate (PEM, leaf first, then its
+	// chain) when the envelope was signed keylessly: what `cosign
+	// verify-blob-attestation --certificate` checks it with.
+	Certificate string `json:"certificate,omitempty"`
 }
+
+// certifiedAttestor is an Attestor whose signatures come with a
+// certificate (keyless signing): it returns the one that signed.
+type certifiedAttestor interface {
+	SignCertified(msg []byte) (sig, certPEM []byte, err error)
+}
+
+// attestorFunc adapts a function to Attestor.
+type attestorFunc func(msg []byte) ([]byte, error)
+
+func (f attestorFunc) Sign(msg []byte) ([]byte, error) { return f(msg) }
 
 // attestation builds and signs the attestation of st's authorization.
 func attestation(ctx context.Context, signer Attestor, st *State) (AttestationRecord, error) {
@@ -127,11 +142,19 @@ func attestation(ctx context.Context, signer Attestor, st *State) (AttestationRe
 	if err != nil {
 		return AttestationRecord{}, Errorf(InternalError, "encoding the attestation: %w", err)
 	}
+	var certPEM []byte
+	if c, ok := signer.(certifiedAttestor); ok {
+		signer = attestorFunc(func(msg []byte) ([]byte, error) {
+			sig, cert, err := c.SignCertified(msg)
+			certPEM = cert
+			return sig, err
+		})
+	}
 	env, err := SignEnvelope(signer, inTotoPayloadType, payload)
 	if err != nil {
 		return AttestationRecord{}, err
 	}
-	return AttestationRecord{PredicateType: AttestationPredicateType, PlanFile: st.Plan.PlanFile, PlanSHA256: sum, Envelope: env}, nil
+	return AttestationRecord{PredicateType: AttestationPredicateType, PlanFile: st.Plan.PlanFile, PlanSHA256: sum, Envelope: env, Certificate: string(certPEM)}, nil
 }
 
 // SignEnvelope signs payload into a DSSE envelope: the signature is over

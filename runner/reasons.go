@@ -206,6 +206,12 @@ const (
 	EvidenceEventDuplicate         Reason = "EVIDENCE_EVENT_DUPLICATE"
 	EvidenceHistoryRewritten       Reason = "EVIDENCE_HISTORY_REWRITTEN"
 	ApplyIndeterminate             Reason = "APPLY_INDETERMINATE"
+	// Keyless signing (runner/evidence/keyless) and signers.yml.
+	KeylessTokenMissing       Reason = "KEYLESS_TOKEN_MISSING"
+	KeylessCertificateRefused Reason = "KEYLESS_CERTIFICATE_REFUSED"
+	KeylessCertificateExpired Reason = "KEYLESS_CERTIFICATE_EXPIRED"
+	SignerIdentityUntrusted   Reason = "SIGNER_IDENTITY_UNTRUSTED"
+	SignersConfigInvalid      Reason = "SIGNERS_CONFIG_INVALID"
 )
 
 // Policy and NFR evaluation. Most of these are carried by PCRs (in
@@ -396,6 +402,11 @@ var reasonTable = []ReasonInfo{
 	{EvidenceLayoutInvalid, "evidence", KindVerdict, "A file lies outside `contracts/<shard>/<contractId>/<seq/100>xx/<seq>-<type>.json|.sig`, or an event file disagrees with its path."},
 	{EvidenceEventDuplicate, "evidence", KindVerdict, "Two events in the evidence repo share a CloudEvents `id`."},
 	{EvidenceHistoryRewritten, "evidence", KindVerdict, "A head this machine pushed is no longer in the evidence repo's history (a force-push dropped or rewrote commits)."},
+	{KeylessTokenMissing, "evidence", KindError, "Keyless signing is on and the job has no OIDC token: on GitHub the job lacks `permissions: id-token: write`; elsewhere NOVA_OIDC_TOKEN / NOVA_OIDC_TOKEN_FILE is unset."},
+	{KeylessCertificateRefused, "evidence", KindError, "Fulcio refused to certify the ephemeral key (the token's issuer is not one it trusts, the token expired or has the wrong audience) or could not be reached."},
+	{KeylessCertificateExpired, "evidence", KindError, "The short-lived signing certificate was no longer (or not yet) valid when Nova was about to sign with it; nothing is signed outside a certificate's validity."},
+	{SignerIdentityUntrusted, "evidence", KindVerdict, "A keyless signature's certificate does not chain to a trusted Fulcio root, or its identity (issuer, repository, workflow file and ref) is not one `.nova/signers.yml` on the default branch names: a pull request's edited workflow signs as another `job_workflow_ref` and does not count."},
+	{SignersConfigInvalid, "evidence", KindError, "`.nova/signers.yml` does not parse, has an unknown field, or names an identity without issuer, repository or workflow; or keyless signatures are to be verified and no Fulcio root is configured."},
 	{ApplyIndeterminate, "evidence", KindVerdict, "An earlier apply of this contract was interrupted or unreadable; record `nova evidence resolve` before applying again."},
 
 	{PolicyEngineError, "policy", KindError, "A policy engine could not evaluate (it crashed, exited abnormally or returned an error); recorded as an `error` PCR naming the engine, and the run continues."},

@@ -81,6 +81,10 @@ type Workflow struct {
 	Nova Binary
 	// OIDC grants the jobs an id-token, for clouds they log in to with it.
 	OIDC bool
+	// Keyless signs the evidence with Fulcio certificates for the jobs'
+	// id-token instead of the NOVA_SIGNING_KEY secret: the jobs that sign
+	// (plan, apply, destroy, rollback) get id-token: write, and only they.
+	Keyless bool
 	// DefaultBranch is the trusted base on Gitea.
 	DefaultBranch string
 	// PromoteTo makes the environments optional: each runs only when the

@@ -82,6 +82,8 @@ func TestWorkflowsPassActionlint(t *testing.T) {
 	oidc.OIDC, oidc.Dir = true, "."
 	merge := sample()
 	merge.ApplyOn = ApplyOnMerge
+	keyless := sample()
+	keyless.Keyless = true
 	files := map[string][]byte{}
 	for name, r := range map[string]struct {
 		kind string
@@ -92,6 +94,7 @@ func TestWorkflowsPassActionlint(t *testing.T) {
 		"github-rollback.yml": {GitHubRollbackWorkflow, sample()}, "github-rollback-oidc.yml": {GitHubRollbackWorkflow, oidc},
 		"gitea-rollback.yml": {GiteaRollbackWorkflow, sample()}, "gitea-rollback-build.yml": {GiteaRollbackWorkflow, built},
 		"deploy.yml": {DeployWorkflow, Deploy}, "fanout.yml": {FanoutWorkflow, Fanout},
+		"github-keyless.yml": {GitHubWorkflow, keyless}, "github-rollback-keyless.yml": {GitHubRollbackWorkflow, keyless},
 		"github-apply-on-merge.yml": {GitHubWorkflow, merge}, "github-merge.yml": {GitHubMergeWorkflow, merge}, "github-merge-oidc.yml": {GitHubMergeWorkflow, oidc},
 		"gitea-apply-on-merge.yml": {GiteaWorkflow, merge}, "gitea-merge.yml": {GiteaMergeWorkflow, merge}, "gitea-merge-build.yml": {GiteaMergeWorkflow, built},
 		"github-queue.yml": {GitHubQueueWorkflow, merge},

@@ -260,7 +260,7 @@ func (s *Store) prepare(head plumbing.Hash, dir string, pending []runner.Event) 
 		if err != nil {
 			return nil, nil, nil, fmt.Errorf("encoding event %s: %w", e.ID, err)
 		}
-		sig, err := s.cfg.Keys.Events.Sign(canon)
+		sig, err := s.cfg.Keys.SignEvent(canon)
 		if err != nil {
 			return nil, nil, nil, err
 		}

@@ -47,6 +47,11 @@ type Config struct {
 	// and reads, besides Keys.Commit's own (a rotated commit key, other
 	// writers with their own keys). Nil allows only Keys.Commit.
 	AllowedCommitKeys *signing.CommitKeyRing
+	// Signers verifies keyless event signatures (keyless.Policy: the
+	// Fulcio root and the identities .nova/signers.yml names). Required
+	// when Keys.Keyless signs, so the store can read back what it wrote;
+	// nil refuses every keyless signature.
+	Signers signing.KeylessVerifier
 }
 
 // Store records events into the evidence repo. It implements
@@ -145,10 +150,17 @@ func Open(ctx context.Context, cfg Config, opts ...Option) (*Store, error) {
 	if cfg.Repo == "" || cfg.StateDir == "" {
 		return nil, runner.Errorf(runner.ConfigInvalid, "evidence store needs a repo and a state dir")
 	}
-	if cfg.Keys.Events == nil || cfg.Keys.Commit == nil {
-		return nil, runner.Errorf(runner.EvidenceKeyInvalid, "evidence store needs an event key and a commit key")
+	if (cfg.Keys.Events == nil && cfg.Keys.Keyless == nil) || cfg.Keys.Commit == nil {
+		return nil, runner.Errorf(runner.EvidenceKeyInvalid, "evidence store needs an event key (or keyless signing) and a commit key")
 	}
-	eventKeys, err := signing.NewKeySet(append([]crypto.PublicKey{cfg.Keys.Events.PublicKey()}, cfg.TrustedEventKeys...)...)
+	if cfg.Keys.Keyless != nil && cfg.Signers == nil {
+		return nil, runner.Errorf(runner.SignersConfigInvalid, "keyless signing needs the signers policy (%s and the Fulcio root) to read back its own events", ".nova/signers.yml")
+	}
+	var eventPubs []crypto.PublicKey
+	if cfg.Keys.Events != nil {
+		eventPubs = append(eventPubs, cfg.Keys.Events.PublicKey())
+	}
+	eventKeys, err := signing.NewKeylessKeySet(cfg.Signers, append(eventPubs, cfg.TrustedEventKeys...)...)
 	if err != nil {
 		return nil, runner.Errorf(runner.EvidenceKeyInvalid, "%w", err)
 	}

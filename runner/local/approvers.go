@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
+	"strings"
 
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
@@ -39,36 +40,70 @@ func (t TrustedApprovers) Approvers(ctx context.Context) (*runner.ApproverConfig
 	if file == "" {
 		file = runner.ApproversFile
 	}
-	repo, err := git.PlainOpenWithOptions(t.Dir, &git.PlainOpenOptions{DetectDotGit: true, EnableDotGitCommonDir: true})
+	data, _, err := t.trustedFile(file, maxApproversBytes, runner.ApproversInvalid, "approvals are only read from a config already merged there")
 	if errors.Is(err, git.ErrRepositoryNotExists) {
 		return CheckoutApprovers{Dir: t.Dir, Path: t.Path}.Approvers(ctx)
 	}
 	if err != nil {
-		return nil, runner.Errorf(runner.ApproversInvalid, "opening the git checkout of %s: %w", t.Dir, err)
+		return nil, err
+	}
+	return runner.ParseApprovers(data)
+}
+
+// TrustedFile reads file (relative to Dir) from the trusted base, as
+// Approvers reads the approver config, failing with reason; outside a git
+// checkout (local mode, no change under review) the file on disk is read.
+// It also names the trusted base's branch ref when it is one
+// (refs/heads/main), "" when it is a commit.
+func (t TrustedApprovers) TrustedFile(file string, limit int64, reason runner.Reason) (data []byte, branch string, err error) {
+	data, branch, err = t.trustedFile(file, limit, reason, "it is only read from a copy already merged there")
+	if errors.Is(err, git.ErrRepositoryNotExists) {
+		data, err = checkout.ReadFile(t.Dir, file, limit)
+		if err != nil {
+			return nil, "", runner.Errorf(reason, "reading %s: %w", file, err)
+		}
+		return data, "", nil
+	}
+	return data, branch, err
+}
+
+// trustedFile reads file from the trusted base commit; an error wrapping
+// git.ErrRepositoryNotExists when Dir is not a git checkout.
+func (t TrustedApprovers) trustedFile(file string, limit int64, reason runner.Reason, why string) ([]byte, string, error) {
+	repo, err := git.PlainOpenWithOptions(t.Dir, &git.PlainOpenOptions{DetectDotGit: true, EnableDotGitCommonDir: true})
+	if errors.Is(err, git.ErrRepositoryNotExists) {
+		return nil, "", err
+	}
+	if err != nil {
+		return nil, "", runner.Errorf(reason, "opening the git checkout of %s: %w", t.Dir, err)
 	}
 	path, err := repoPath(repo, t.Dir, file)
 	if err != nil {
-		return nil, runner.Errorf(runner.ApproversInvalid, "%w", err)
+		return nil, "", runner.Errorf(reason, "%w", err)
 	}
 	commit, name, err := t.base(repo)
 	if err != nil {
-		return nil, err
+		return nil, "", runner.Errorf(reason, "%w", err)
 	}
 	f, err := commit.File(path)
 	if errors.Is(err, object.ErrFileNotFound) {
-		return nil, runner.Errorf(runner.ApproversInvalid, "%s is not in the trusted base %s (%s): approvals are only read from a config already merged there (%w)", path, name, commit.Hash.String()[:12], fs.ErrNotExist)
+		return nil, "", runner.Errorf(reason, "%s is not in the trusted base %s (%s): %s (%w)", path, name, commit.Hash.String()[:12], why, fs.ErrNotExist)
 	}
 	if err != nil {
-		return nil, runner.Errorf(runner.ApproversInvalid, "reading %s at %s: %w", path, name, err)
+		return nil, "", runner.Errorf(reason, "reading %s at %s: %w", path, name, err)
 	}
-	if f.Size > maxApproversBytes {
-		return nil, runner.Errorf(runner.ApproversInvalid, "%s at %s is larger than %d bytes", path, name, maxApproversBytes)
+	if f.Size > limit {
+		return nil, "", runner.Errorf(reason, "%s at %s is larger than %d bytes", path, name, limit)
 	}
 	data, err := f.Contents()
 	if err != nil {
-		return nil, runner.Errorf(runner.ApproversInvalid, "reading %s at %s: %w", path, name, err)
+		return nil, "", runner.Errorf(reason, "reading %s at %s: %w", path, name, err)
 	}
-	return runner.ParseApprovers([]byte(data))
+	branch := ""
+	if strings.HasPrefix(name, "refs/heads/") {
+		branch = name
+	}
+	return []byte(data), branch, nil
 }
 
 // CheckoutApprovers reads the approver config as the checkout at Dir holds

@@ -117,6 +117,9 @@ type File struct {
 	Event    runner.Event
 	Decoded  bool
 	Findings []Finding
+	// Signed is which kind of signature the .sig is, and whose when it
+	// is keyless and verified.
+	Signed signing.Signed
 }
 
 // ListChain returns a contract directory's event files (contractFiles) in
@@ -162,6 +165,7 @@ type Check struct {
 	Event     runner.Event
 	SigErr    error
 	DecodeErr error
+	Signed    signing.Signed
 }
 
 func CheckFile(body, sig []byte, hasSig bool, keys *signing.KeySet) Check {
@@ -170,7 +174,7 @@ func CheckFile(body, sig []byte, hasSig bool, keys *signing.KeySet) Check {
 	if !hasSig {
 		c.SigErr = errors.New("no .sig beside the event")
 	} else {
-		c.SigErr = keys.Verify(body, sig)
+		c.Signed, c.SigErr = keys.VerifySigner(body, sig)
 	}
 	c.DecodeErr = json.Unmarshal(body, &c.Event)
 	return c
@@ -180,12 +184,18 @@ func CheckFile(body, sig []byte, hasSig bool, keys *signing.KeySet) Check {
 // wrote the bytes, not where they belong, so the event itself must say it
 // is this directory's contract and of its file's type.
 func (f *File) Apply(c Check) {
-	f.Sum = c.Sum
+	f.Sum, f.Signed = c.Sum, c.Signed
 	add := func(reason runner.Reason, msg string) {
 		f.Findings = append(f.Findings, Finding{Reason: reason, Path: f.Path, Message: msg})
 	}
 	if c.SigErr != nil {
-		add(runner.EvidenceSignatureInvalid, c.SigErr.Error())
+		// A keyless signature by an identity signers.yml does not name
+		// says so; anything else about a signature is invalid.
+		reason := runner.EvidenceSignatureInvalid
+		if r := runner.ReasonOf(c.SigErr); r == runner.SignerIdentityUntrusted {
+			reason = r
+		}
+		add(reason, c.SigErr.Error())
 	}
 	if c.DecodeErr != nil {
 		add(runner.EvidenceLayoutInvalid, "not a JSON event: "+c.DecodeErr.Error())

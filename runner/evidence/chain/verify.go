@@ -55,6 +55,25 @@ type Report struct {
 	Events    int       `json:"events"`
 	Witnessed int       `json:"witnessedHeads"`
 	Findings  []Finding `json:"findings"`
+	// Signatures says, per event checked, which kind of signature it
+	// carries (key or keyless) and, for a verified keyless one, the
+	// workflow identity of its certificate: one evidence repo may hold both.
+	Signatures []EventSignature `json:"signatures"`
+}
+
+// EventSignature is which kind signed one event file.
+type EventSignature struct {
+	Path string `json:"path"`
+	signing.Signed
+}
+
+// recordSigners lists which kind signed each of files.
+func (v *verifier) recordSigners(files []*File) {
+	for _, f := range files {
+		if f.HasSig {
+			v.report.Signatures = append(v.report.Signatures, EventSignature{Path: f.Path, Signed: f.Signed})
+		}
+	}
 }
 
 // OK is true when nothing is wrong.

@@ -119,6 +119,7 @@ func (v *verifier) checkAdded(ctx context.Context, head, since plumbing.Hash) er
 	if err := v.checkFiles(ctx, all); err != nil {
 		return err
 	}
+	v.recordSigners(all)
 	ids := map[string]string{}
 	for _, c := range chains {
 		_, findings := LinkChainFrom(c.dir, c.files, c.tail)

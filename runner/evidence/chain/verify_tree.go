@@ -44,6 +44,7 @@ func (v *verifier) checkTree(ctx context.Context, head plumbing.Hash) error {
 	if err := v.checkFiles(ctx, all); err != nil {
 		return err
 	}
+	v.recordSigners(all)
 	ids := map[string]string{}
 	for _, files := range chains {
 		if len(files) == 0 {

@@ -38,12 +38,18 @@ type KeyConfig struct {
 	// use and found again on later runs (local mode). When empty a missing
 	// key is a configuration error.
 	LocalDir string
+	// EventKeyOptional leaves Keys.Events nil rather than fail when no
+	// event key is configured: keyless signing needs none.
+	EventKeyOptional bool
 }
 
 // Keys are the two signing identities of a writer.
 type Keys struct {
 	Events *Signer
 	Commit *CommitSigner
+	// Keyless, when set, signs events and attestations in Events' stead
+	// (SignEvent, Attestor); Events may then be nil.
+	Keyless KeylessSigner
 }
 
 // LoadKeys resolves both keys from kc.
@@ -57,6 +63,7 @@ func LoadKeys(kc KeyConfig) (Keys, error) {
 		keys.Events, err = LoadSignerFile(kc.SigningKeyFile, kc.SigningKeyPassword)
 	case kc.LocalDir != "":
 		keys.Events, err = LocalSigner(kc.LocalDir)
+	case kc.EventKeyOptional:
 	default:
 		err = errors.New("no event signing key configured")
 	}

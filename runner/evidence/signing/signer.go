@@ -81,6 +81,8 @@ type KeySet struct {
 	keys []*ecdsa.PublicKey
 	// der holds each key's PKIX encoding, for Fingerprint.
 	der [][]byte
+	// keyless, when set, verifies keyless signatures (WithKeyless).
+	keyless KeylessVerifier
 }
 
 // NewKeySet accepts ECDSA public keys; anything else is a configuration
@@ -111,6 +113,9 @@ func NewKeySet(keys ...crypto.PublicKey) (*KeySet, error) {
 // Fingerprint names the set of keys, whatever their order: what was
 // verified with one set must be verified again under another.
 func (k *KeySet) Fingerprint() string {
+	if k.keyless != nil {
+		return fingerprint(append(slices.Clone(k.der), []byte(k.keyless.Fingerprint())))
+	}
 	return fingerprint(k.der)
 }
 
@@ -130,9 +135,16 @@ func fingerprint(parts [][]byte) string {
 // ErrSignatureMismatch is returned when no allowed key verifies a signature.
 var ErrSignatureMismatch = errors.New("signature does not verify with any allowed key")
 
-// Verify checks a .sig file's content against msg. Like cosign it accepts
-// the base64 text (surrounding whitespace ignored) and, failing that, raw DER.
+// Verify checks a .sig file's content against msg: a keyless bundle with
+// the keyless verifier (WithKeyless), anything else with the keys.
 func (k *KeySet) Verify(msg, sigFile []byte) error {
+	_, err := k.VerifySigner(msg, sigFile)
+	return err
+}
+
+// verifyKey checks a key signature. Like cosign it accepts the base64
+// text (surrounding whitespace ignored) and, failing that, raw DER.
+func (k *KeySet) verifyKey(msg, sigFile []byte) error {
 	// A .sig file is base64 with maybe a newline; anything else is taken
 	// as raw DER, untrimmed: a DER signature may end in a byte that reads
 	// as whitespace.

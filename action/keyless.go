@@ -1,0 +1,147 @@
+package main
+
+import (
+	"context"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/sigstore/cosign/v2/pkg/providers"
+	// Registers GitHub Actions' token provider: the job's id-token,
+	// requested with ACTIONS_ID_TOKEN_REQUEST_URL/TOKEN.
+	_ "github.com/sigstore/cosign/v2/pkg/providers/github"
+
+	"github.com/nova-platform/nova/runner"
+	"github.com/nova-platform/nova/runner/evidence/keyless"
+	"github.com/nova-platform/nova/runner/local"
+)
+
+// maxSignersBytes bounds .nova/signers.yml: a list of workflows.
+const maxSignersBytes = 64 << 10
+
+// KeylessConfig is how events are signed without a key, and whose keyless
+// signatures count. Read from the environment once (readKeylessConfig).
+type KeylessConfig struct {
+	// Sign is NOVA_KEYLESS: sign events and attestations with a Fulcio
+	// certificate for the job's OIDC token instead of the event key.
+	Sign bool
+	// FulcioURL is NOVA_FULCIO_URL (Sigstore's public Fulcio by default).
+	FulcioURL string
+	// Token and TokenFile (NOVA_OIDC_TOKEN, NOVA_OIDC_TOKEN_FILE) give the
+	// token where the job is not GitHub's; on GitHub the job's id-token is
+	// requested (permissions: id-token: write).
+	Token, TokenFile string
+	// Root is the Fulcio CA (PEM: NOVA_FULCIO_ROOT, or the file
+	// NOVA_FULCIO_ROOT_FILE) keyless signatures must chain to.
+	Root string
+	// SignersFile is an explicit signers.yml (NOVA_SIGNERS_FILE, verify's
+	// --signers): an auditor's copy of the default branch's. Without it
+	// the checkout's trusted base (Trusted) is read.
+	SignersFile string
+	// DefaultRef is the ref signers.yml's identities default to:
+	// refs/heads/ + NOVA_DEFAULT_BRANCH, else the trusted base's branch.
+	DefaultRef string
+	// Trusted reads .nova/signers.yml from the checkout's trusted base
+	// (the default branch), never the working tree.
+	Trusted *local.TrustedApprovers
+}
+
+func readKeylessConfig(getenv func(string) string) (KeylessConfig, error) {
+	k := KeylessConfig{
+		FulcioURL:   getenv("NOVA_FULCIO_URL"),
+		Token:       getenv("NOVA_OIDC_TOKEN"),
+		TokenFile:   getenv("NOVA_OIDC_TOKEN_FILE"),
+		Root:        getenv("NOVA_FULCIO_ROOT"),
+		SignersFile: getenv("NOVA_SIGNERS_FILE"),
+	}
+	if v := getenv("NOVA_KEYLESS"); v != "" {
+		on, err := strconv.ParseBool(v)
+		if err != nil {
+			return k, runner.Errorf(runner.ConfigInvalid, "NOVA_KEYLESS=%q: want true or false", v)
+		}
+		k.Sign = on
+	}
+	if b := getenv("NOVA_DEFAULT_BRANCH"); b != "" {
+		k.DefaultRef = "refs/heads/" + strings.TrimPrefix(b, "refs/heads/")
+	}
+	if f := getenv("NOVA_FULCIO_ROOT_FILE"); f != "" && k.Root == "" {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return k, runner.Errorf(runner.SignersConfigInvalid, "NOVA_FULCIO_ROOT_FILE: %w", err)
+		}
+		k.Root = string(b)
+	}
+	return k, nil
+}
+
+// configured reports whether keyless signatures are to be signed or
+// verified at all: a key-only setup reads no signers.yml.
+func (k KeylessConfig) configured() bool {
+	return k.Sign || k.Root != "" || k.SignersFile != ""
+}
+
+// policy is the verifier of keyless signatures: the Fulcio root and the
+// identities signers.yml names. Nil when keyless is not configured.
+func (k KeylessConfig) policy() (*keyless.Policy, error) {
+	if !k.configured() {
+		return nil, nil
+	}
+	if k.Root == "" {
+		return nil, runner.Errorf(runner.SignersConfigInvalid, "keyless signatures need the Fulcio root they chain to (NOVA_FULCIO_ROOT or NOVA_FULCIO_ROOT_FILE; Sigstore's public one for fulcio.sigstore.dev)")
+	}
+	var data []byte
+	defaultRef := k.DefaultRef
+	switch {
+	case k.SignersFile != "":
+		b, err := os.ReadFile(k.SignersFile)
+		if err != nil {
+			return nil, runner.Errorf(runner.SignersConfigInvalid, "reading %s: %w", k.SignersFile, err)
+		}
+		data = b
+	case k.Trusted != nil:
+		b, branch, err := k.Trusted.TrustedFile(keyless.SignersFile, maxSignersBytes, runner.SignersConfigInvalid)
+		if err != nil {
+			return nil, err
+		}
+		data = b
+		if defaultRef == "" {
+			defaultRef = branch
+		}
+	default:
+		return nil, runner.Errorf(runner.SignersConfigInvalid, "no %s to say whose keyless signatures count (NOVA_SIGNERS_FILE, or a checkout with it on the default branch)", keyless.SignersFile)
+	}
+	s, err := keyless.ParseSigners(data, defaultRef)
+	if err != nil {
+		return nil, err
+	}
+	return keyless.NewPolicy(s, []byte(k.Root))
+}
+
+// signer obtains the run's keyless signer: the first certificate now,
+// later ones as they expire.
+func (k KeylessConfig) signer(ctx context.Context) (*keyless.Renewing, error) {
+	return keyless.NewRenewing(ctx, keyless.Options{FulcioURL: k.FulcioURL}, k.token)
+}
+
+// token is the job's OIDC token for Fulcio (audience sigstore).
+func (k KeylessConfig) token(ctx context.Context) (string, error) {
+	switch {
+	case k.Token != "":
+		return k.Token, nil
+	case k.TokenFile != "":
+		b, err := os.ReadFile(k.TokenFile)
+		if err != nil {
+			return "", runner.Errorf(runner.KeylessTokenMissing, "NOVA_OIDC_TOKEN_FILE: %w", err)
+		}
+		return strings.TrimSpace(string(b)), nil
+	}
+	p, err := providers.ProvideFrom(ctx, "github-actions")
+	if err != nil || !p.Enabled(ctx) {
+		return "", runner.Errorf(runner.KeylessTokenMissing, "keyless signing (NOVA_KEYLESS) needs the job's OIDC token: give the job `permissions: id-token: write` on GitHub, or set NOVA_OIDC_TOKEN / NOVA_OIDC_TOKEN_FILE")
+	}
+	tok, err := p.Provide(ctx, "sigstore")
+	if err != nil {
+		return "", runner.Errorf(runner.KeylessTokenMissing, "requesting the job's OIDC token: %v", err)
+	}
+	return tok, nil
+}
