@@ -167,7 +167,17 @@ func (s *MergeCheck) superseded(events []Event, rec *MergeRecord) (*Result, erro
 	if applied == "" || strings.EqualFold(applied, rec.Commit) {
 		return nil, nil
 	}
-	older, err := s.History.Precedes(rec.Commit, applied)
+	// The usual order first: the merged commit comes after the applied
+	// one, which a walk from it finds soon; the other way round the walk
+	// goes through all of the applied commit's history.
+	after, err := s.History.Precedes(applied, rec.Commit)
+	if err == nil && after {
+		return nil, nil
+	}
+	var older bool
+	if err == nil {
+		older, err = s.History.Precedes(rec.Commit, applied)
+	}
 	if errors.Is(err, ErrCommitUnknown) {
 		return nil, Errorf(MergeOrderUnknown, "%s applied the merged commit %s last, and the checkout cannot tell whether %s comes before it (%w): fetch the default branch's history (actions/checkout fetch-depth: 0); nothing was planned or applied", rec.Environment, ShortDigest(applied), ShortDigest(rec.Commit), err)
 	}
