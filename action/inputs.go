@@ -58,6 +58,7 @@ var actionInputs = []actionInput{
 	{Name: "select", Choices: []string{"all", "changed"}, Description: "Run many contracts under dir instead of one: all, or changed (those the pull request's change touches). Empty runs the one contract."},
 	{Name: "parallel", Flag: "--parallel", Description: "With select, how many contracts run at once (default: the runner's CPUs)."},
 	{Name: "head", Flag: "--head", Description: "With select changed, the head of the change (default: the pull request's head)."},
+	{Name: "summary", Default: "false", Flag: "--summary", Bool: true, Description: "With select: report the contracts in one summary comment per environment however few they are, each contract's report in a check run on GitHub; past 10 contracts in one job it is the default. Set it on the jobs of a fan-out whose change touches more than 10 contracts (docs/forge-limits.md)."},
 	{Name: "approvers", Default: runner.ApproversFile, Flag: "--approvers", Description: "The approver config, relative to dir, read from the trusted base."},
 	{Name: "output", Default: "text", Flag: "--output", Description: "Report format on stdout: text or json (policy also sarif and junit)."},
 	{Name: "report-file", Flag: "--out", Description: "For policy: write the report to this file, relative to the workspace (for a SARIF upload)."},
