@@ -129,10 +129,14 @@ type Config struct {
 	// Forge is the CI system nova runs in, if any; OutputFile and
 	// SummaryFile are its runner's step output and job summary files, and
 	// ForgeAPI says how to reach its API.
-	Forge       Forge
-	ForgeAPI    ForgeConfig
-	OutputFile  string
-	SummaryFile string
+	Forge    Forge
+	ForgeAPI ForgeConfig
+	// SummaryComments reports a many-run in one summary comment per
+	// environment whatever its number of contracts (--summary): a job of
+	// a fan-out whose change touches more than ten (summary comments).
+	SummaryComments bool
+	OutputFile      string
+	SummaryFile     string
 	// WorkDir is where nova was started, for shorter paths in messages;
 	// Workspace the runner's workspace (GITHUB_WORKSPACE), which step
 	// outputs and annotations are relative to.
@@ -400,6 +404,9 @@ func (cfg *Config) flags(fs *flag.FlagSet, getenv func(string) string) *rawFlags
 	}
 	if cmd == "matrix" {
 		fs.IntVar(&cfg.MaxJobs, "max-jobs", DefaultMaxJobs, "at most this many jobs: past it, the contracts are packed into this many shards, balanced by the modules they resolve to")
+	}
+	if slices.Contains(manyCommands, cmd) && cmd != "matrix" {
+		fs.BoolVar(&cfg.SummaryComments, "summary", false, "report the selected contracts in one summary comment per environment however few they are (the jobs of a fan-out whose change touches more than 10 contracts); past 10 in one job, the default")
 	}
 	if cmd == "plan" || cmd == "run" {
 		fs.BoolVar(&cfg.Destroy, "destroy", false, "plan the destroy of everything the contract deployed in the environment (through the gate: dr, then prod, qa, dev)")

@@ -237,3 +237,18 @@ func TestSummarySupersedesWhatItStandsFor(t *testing.T) {
 		t.Errorf("want the seeded comments and one new summary, got %d comments", len(api.comments))
 	}
 }
+
+// TestSummaryFlag: --summary reports even three contracts in one summary,
+// as the jobs of a fan-out of a large change do.
+func TestSummaryFlag(t *testing.T) {
+	m := newMonorepoRun(t)
+	api := newGitHubAPI(t)
+	pullRequestOf(m, api, 3)
+	if code, stdout, stderr := m.nova("validate", "--changed", "--summary"); code != ExitPass {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	got := api.budget()
+	if got.Comments != 1 || got.CheckRuns != 3 || got.Statuses != 3 {
+		t.Errorf("%d comment(s), %d check run(s), %d status(es); want the summary, 3 and 3", got.Comments, got.CheckRuns, got.Statuses)
+	}
+}

@@ -60,6 +60,7 @@ var actionInputs = []actionInput{
 	{Name: "shard", Flag: "--shard", Description: "Run the contracts of one job of a sharded fan-out, as many as select runs: the shard of the job's nova matrix entry (`${{ matrix.shard }}`), a JSON list of contracts relative to dir (docs/monorepo.md)."},
 	{Name: "max-jobs", Default: fmt.Sprint(DefaultMaxJobs), Flag: "--max-jobs", Description: "For matrix: at most this many jobs (GitHub refuses a matrix of more than 256). Past it, the contracts are packed into this many shards, balanced by the modules they resolve to, each job running its shard."},
 	{Name: "head", Flag: "--head", Description: "With select changed, the head of the change (default: the pull request's head)."},
+	{Name: "summary", Default: "false", Flag: "--summary", Bool: true, Description: "With select: report the contracts in one summary comment per environment however few they are, each contract's report in a check run on GitHub; past 10 contracts in one job it is the default. Set it on the jobs of a fan-out whose change touches more than 10 contracts (docs/forge-limits.md)."},
 	{Name: "approvers", Default: runner.ApproversFile, Flag: "--approvers", Description: "The approver config, relative to dir, read from the trusted base."},
 	{Name: "output", Default: "text", Flag: "--output", Description: "Report format on stdout: text or json (policy also sarif and junit)."},
 	{Name: "report-file", Flag: "--out", Description: "For policy: write the report to this file, relative to the workspace (for a SARIF upload)."},

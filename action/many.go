@@ -170,7 +170,7 @@ func executeMany(ctx context.Context, cfg Config, env Env) error {
 	if !cfg.Check {
 		drainAfter(ctx, store, env, outs...)
 	}
-	summary := summarize(len(runs)) && forge != nil && forge.thread != nil && !cfg.Check
+	summary := (cfg.SummaryComments || summarize(len(runs))) && forge != nil && forge.thread != nil && !cfg.Check
 	if summary {
 		// Many statuses to set: one listing of those the commit has
 		// already costs less than the writes it saves on a re-run.
