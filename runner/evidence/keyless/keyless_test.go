@@ -1,6 +1,7 @@
 package keyless_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"strings"
@@ -190,5 +191,52 @@ func TestParseSignersRefusesPullRequestRefsAndUnknownFields(t *testing.T) {
 		if !errors.As(err, &re) || re.Reason != runner.SignersConfigInvalid {
 			t.Errorf("%s: got %v, want %s", name, err, runner.SignersConfigInvalid)
 		}
+	}
+}
+
+// TestRenewingSignerObtainsANewCertificateBeforeExpiry: a run that
+// outlasts its certificate signs on with a new one, for a new token, and
+// never with one about to expire.
+func TestRenewingSignerObtainsANewCertificateBeforeExpiry(t *testing.T) {
+	iss := keylesstest.NewIssuer(t)
+	f := keylesstest.StartFulcio(t, iss)
+	now := time.Now()
+	tokens := 0
+	r, err := keyless.NewRenewing(context.Background(), keyless.Options{FulcioURL: f.URL, Now: func() time.Time { return now }},
+		func(context.Context) (string, error) {
+			tokens++
+			return iss.Token(t, trusted), nil
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := r.CertificatePEM()
+	p := policy(t, iss, f)
+	msg := []byte(`{}`)
+	sig, err := r.SigFile(msg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.VerifyKeyless(msg, sig); err != nil {
+		t.Fatal(err)
+	}
+	if tokens != 1 {
+		t.Fatalf("%d tokens requested for one certificate", tokens)
+	}
+	// Ten seconds before the certificate expires, a new one is obtained.
+	_, cert, _, _, err := keyless.ParseBundle(sig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now = cert.NotAfter.Add(-10 * time.Second)
+	sig, certPEM, err := r.SignCertified(msg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tokens != 2 || bytes.Equal(certPEM, first) {
+		t.Fatalf("no new certificate near expiry (%d tokens)", tokens)
+	}
+	if len(sig) == 0 {
+		t.Fatal("no signature")
 	}
 }

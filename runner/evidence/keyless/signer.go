@@ -18,11 +18,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
+	"strings"
 	"time"
 
-	"github.com/sigstore/cosign/v2/cmd/cosign/cli/fulcio"
+	"github.com/sigstore/fulcio/pkg/api"
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
+	"github.com/sigstore/sigstore/pkg/oauthflow"
 	"github.com/sigstore/sigstore/pkg/signature"
+	"golang.org/x/oauth2"
 
 	"github.com/nova-platform/nova/runner"
 )
@@ -95,18 +99,36 @@ func New(ctx context.Context, opts Options) (*Signer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("loading the ephemeral key: %w", err)
 	}
-	client, err := fulcio.NewClient(opts.FulcioURL)
-	if err != nil {
-		return nil, runner.Errorf(runner.ConfigInvalid, "fulcio URL %q: %w", opts.FulcioURL, err)
+	u, err := url.Parse(opts.FulcioURL)
+	if err != nil || u.Scheme == "" || u.Host == "" {
+		return nil, runner.Errorf(runner.ConfigInvalid, "fulcio URL %q is not a URL", opts.FulcioURL)
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	// The "token" flow hands the token over as it is: no browser, no
-	// device code. Fulcio checks it with its issuer and certifies the key
-	// for the identity it names; the error says why it refused, never the
+	// What cosign's "token" flow does (cosign/v2 cli/fulcio.GetCert),
+	// through the same sigstore and fulcio packages: the token's subject,
+	// read without verification (Fulcio verifies the token), signed with
+	// the key as proof of possession. cosign's CLI package itself is not
+	// linked: it brings every KMS provider and doubled Nova's binary.
+	idt, err := (&oauthflow.StaticTokenGetter{RawToken: opts.Token}).GetIDToken(nil, oauth2.Config{})
+	if err != nil {
+		return nil, runner.Errorf(runner.KeylessTokenMissing, "the OIDC token is not a JWT with a subject: %v", redact(err, opts.Token))
+	}
+	proof, err := sv.SignMessage(strings.NewReader(idt.Subject))
+	if err != nil {
+		return nil, fmt.Errorf("signing the proof of possession: %w", err)
+	}
+	pubPEM, err := cryptoutils.MarshalPublicKeyToPEM(&priv.PublicKey)
+	if err != nil {
+		return nil, fmt.Errorf("encoding the ephemeral key: %w", err)
+	}
+	// Fulcio checks the token with its issuer and certifies the key for
+	// the identity it names; the error says why it refused, never the
 	// token.
-	resp, err := fulcio.GetCert(ctx, sv, opts.Token, "token", "", "sigstore", "", "", client)
+	resp, err := api.NewClient(u, api.WithUserAgent("nova")).SigningCert(api.CertificateRequest{
+		PublicKey: api.Key{Content: pubPEM}, SignedEmailAddress: proof,
+	}, opts.Token)
 	if err != nil {
 		return nil, runner.Errorf(runner.KeylessCertificateRefused, "fulcio %s refused a certificate: %v", opts.FulcioURL, redact(err, opts.Token))
 	}
