@@ -133,14 +133,16 @@ func TestNewFailsClearly(t *testing.T) {
 		url  string
 		says []string
 	}{
-		{"nothing listens", refused, []string{"connecting to gitea at " + refused, "gave up after 5 attempts", "connection refused"}},
-		{"the token is refused", unauthorized.URL, []string{"connecting to gitea at", "invalid or lacks a scope", "401 Unauthorized", "[REDACTED]"}},
-		{"not gitea", notGitea.URL, []string{"names no version"}},
-		{"not an API", html.URL, []string{"connecting to gitea at " + html.URL}},
+		{"nothing listens", refused, []string{"listing the comments", "gave up after 5 attempts", "connection refused"}},
+		{"the token is refused", unauthorized.URL, []string{"listing the comments", "invalid or lacks a scope", "401 Unauthorized", "[REDACTED]"}},
+		{"not gitea", notGitea.URL, []string{"listing the comments", notGitea.URL + " does not answer /api/v1/version as Gitea does"}},
+		{"not an API", html.URL, []string{"listing the comments", html.URL + " does not answer /api/v1/version as Gitea does"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := New(t.Context(), testConfig(tc.url))
+			// New asks nothing; the first call says what is wrong.
+			c := newTestClient(t, tc.url)
+			_, err := c.Comments().Claims(t.Context(), request)
 			wantReason(t, err, runner.ForgeAPIFailed, tc.says...)
 		})
 	}

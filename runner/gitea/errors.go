@@ -20,10 +20,17 @@ func (c *Client) fail(ctx context.Context, activity string, resp *sdk.Response, 
 	if ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
 		return runner.Errorf(runner.RunCancelled, "%s: %w", activity, err)
 	}
-	if resp == nil || resp.Response == nil || resp.StatusCode/100 == 2 {
+	if resp == nil || resp.Response == nil {
 		return runner.Errorf(runner.ForgeAPIFailed, "%s: %w", activity, c.redactErr(err))
 	}
+	if resp.StatusCode/100 == 2 {
+		// An answer that is not what the API returns: maybe not Gitea.
+		return runner.Errorf(runner.ForgeAPIFailed, "%s: %w%s", activity, c.redactErr(err), c.notGitea(ctx))
+	}
 	ae := &apiError{status: resp.StatusCode, message: c.clean(err.Error())}
+	if resp.StatusCode == http.StatusNotFound {
+		ae.message += c.notGitea(ctx)
+	}
 	switch resp.StatusCode {
 	case http.StatusUnauthorized:
 		return runner.Errorf(runner.ForgeAPIFailed, "%s: gitea refused the token, which is invalid or lacks a scope: %w", activity, ae)
@@ -31,6 +38,17 @@ func (c *Client) fail(ctx context.Context, activity string, resp *sdk.Response, 
 		return runner.Errorf(runner.ForgeAPIFailed, "%s: gitea forbids it; the token lacks a scope or its user lacks a permission: %w", activity, ae)
 	}
 	return runner.Errorf(runner.ForgeAPIFailed, "%s: %w", activity, ae)
+}
+
+// notGitea is what to add to an error when the URL may not be Gitea's
+// API: asked only once something failed, so a working job never pays for
+// it. The answer names no version when the URL serves something else.
+func (c *Client) notGitea(ctx context.Context) string {
+	version, _, err := c.api(ctx).ServerVersion()
+	if err == nil && version != "" {
+		return ""
+	}
+	return "; " + c.url + " does not answer /api/v1/version as Gitea does: is this Gitea's root URL?"
 }
 
 // apiError is a non-2xx answer as the SDK read it: the status and Gitea's

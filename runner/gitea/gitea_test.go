@@ -513,8 +513,12 @@ func testTokenErrors(t *testing.T, f *forge) {
 	ctx := t.Context()
 
 	unknown := "0123456789abcdef0123456789abcdef01234567"
-	_, err := New(ctx, Config{URL: f.s.URL, Token: unknown, Owner: org, Repo: repo, PullRequest: f.pr, Retry: forgehttp.Policy{Sleep: noWait}})
-	wantReason(t, err, runner.ForgeAPIFailed, "connecting to gitea at "+f.s.URL, "invalid or lacks a scope", "401")
+	stranger, err := New(ctx, Config{URL: f.s.URL, Token: unknown, Owner: org, Repo: repo, PullRequest: f.pr, Retry: forgehttp.Policy{Sleep: noWait}})
+	if err != nil {
+		t.Fatalf("New asks nothing, yet: %v", err)
+	}
+	_, err = stranger.Comments().Claims(ctx, runner.ApprovalRequest{Environment: runner.QA, PlanDigest: digest, Commit: f.head})
+	wantReason(t, err, runner.ForgeAPIFailed, "listing the comments", "invalid or lacks a scope", "401")
 	if strings.Contains(err.Error(), unknown) {
 		t.Errorf("error holds the token: %v", err)
 	}
