@@ -95,10 +95,14 @@ provenance() {
 sign_image() {
   local ref="$1"
   local name="${ref%:*}"
-  if [ "$name" = "$ref" ] || [[ "$ref" == *@* ]]; then
+  if [ "$name" = "$ref" ] || [[ "$ref" == *@* ]] || [[ "${ref##*:}" == */* ]]; then
     echo "release-sign: $ref is not NAME:TAG" >&2
     exit 2
   fi
+  # Before anything is published, so a missing variable publishes nothing.
+  predicate="$(mktemp)"
+  trap 'rm -f "$predicate"' EXIT
+  provenance >"$predicate"
   docker push --quiet "$ref" >&2
   local digest
   digest="$(docker image inspect --format '{{range .RepoDigests}}{{println .}}{{end}}' "$ref" |
@@ -107,10 +111,6 @@ sign_image() {
     echo "release-sign: docker reports no digest of $ref in $name after the push" >&2
     exit 1
   fi
-  local predicate
-  predicate="$(mktemp)"
-  trap 'rm -f "$predicate"' RETURN
-  provenance >"$predicate"
   "$COSIGN" sign --yes "${sigstore_flags[@]}" "$digest" >&2
   "$COSIGN" attest --yes "${sigstore_flags[@]}" --type slsaprovenance1 --predicate "$predicate" "$digest" >&2
   printf '%s\n' "$digest"
