@@ -8,7 +8,8 @@
 # workflow's own lines against a loopback registry and Fulcio, so what is
 # tested is what releases.
 #
-#   .ci/release-sign.sh blobs DIR       # DIR/<file>.sigstore.json beside each file of DIR
+#   .ci/release-sign.sh blobs DIR       # DIR/<file>.sigstore.json beside each file of DIR, and
+#                                       # DIR/SHA256SUMS.intoto.sigstore.json: their SLSA provenance
 #   .ci/release-sign.sh image NAME:TAG  # push the local image, sign it by digest and
 #                                       # attest its SLSA provenance; prints NAME@sha256:…
 #
@@ -45,6 +46,17 @@ sign_blobs() {
     echo "release-sign: nothing to sign in $dir" >&2
     exit 1
   fi
+  # The binaries' provenance, through the checksums that name them all:
+  # `cosign verify-blob-attestation --bundle SHA256SUMS.intoto.sigstore.json`.
+  if [ ! -f "$dir/SHA256SUMS" ]; then
+    echo "release-sign: no SHA256SUMS in $dir to attest the binaries' provenance through" >&2
+    exit 1
+  fi
+  predicate="$(mktemp)"
+  trap 'rm -f "$predicate"' EXIT
+  provenance >"$predicate"
+  "$COSIGN" attest-blob --yes "${sigstore_flags[@]}" --type slsaprovenance1 --predicate "$predicate" \
+    --bundle "$dir/SHA256SUMS.intoto.sigstore.json" "$dir/SHA256SUMS" >/dev/null
 }
 
 # provenance prints an SLSA v1 provenance predicate for this run, with the

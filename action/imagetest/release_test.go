@@ -186,12 +186,16 @@ func TestReleaseIsSignedKeylessAndVerifies(t *testing.T) {
 		f := filepath.Join(work, "dist", name)
 		mustVerify("binary "+name, append([]string{"verify-blob", "--bundle", f + ".sigstore.json"}, append(verifyFlags(identity), f)...)...)
 	}
+	sums := filepath.Join(work, "dist", "SHA256SUMS")
+	sumsProvenance := []string{"verify-blob-attestation", "--type", "slsaprovenance1", "--bundle", sums + ".intoto.sigstore.json"}
+	mustVerify("the binaries' provenance", append(sumsProvenance, append(verifyFlags(identity), sums)...)...)
 
 	// A pull request's run of the same workflow file has another
 	// identity: whatever it signs does not pass as the release.
 	pullIdentity := keylesstest.WorkflowIdentity(pull)
 	mustRefuse("the release image under a pull request's identity", append([]string{"verify"}, append(verifyFlags(pullIdentity), digestRef)...)...)
 	mustRefuse("the provenance under a pull request's identity", append([]string{"verify-attestation", "--type", "slsaprovenance1"}, append(verifyFlags(pullIdentity), digestRef)...)...)
+	mustRefuse("the binaries' provenance under a pull request's identity", append(sumsProvenance, append(verifyFlags(pullIdentity), sums)...)...)
 	mustRefuse("a binary under a pull request's identity", append([]string{"verify-blob", "--bundle", filepath.Join(work, "dist", binaries[0]) + ".sigstore.json"}, append(verifyFlags(pullIdentity), filepath.Join(work, "dist", binaries[0]))...)...)
 
 	// The pull request's run signs the same image under a name of its own
