@@ -16,6 +16,8 @@
 #   .ci/tools.sh opentofu    # tofu (the second engine), always the pinned one, built from the module proxy
 #   .ci/tools.sh opentofu-image  # the static tofu the action's image carries beside terraform (make image)
 #   .ci/tools.sh fulcio      # fulcio (keyless evidence tests: a loopback CA), always the pinned one
+#   .ci/tools.sh registry    # registry (an OCI registry on loopback: the signed-release test), always the pinned one
+#   .ci/tools.sh jq          # jq (the release's provenance predicate, .ci/release-sign.sh), from Debian if missing
 set -euo pipefail
 
 TOOLS_BIN="${NOVA_TOOLS_BIN:-${XDG_CACHE_HOME:-$HOME/.cache}/nova-tools/bin}"
@@ -56,6 +58,11 @@ OPENTOFU_VERSION=v1.12.6
 # module proxy and its go.mod has no replace directive, so go install builds
 # it; its certificates carry the GitHub workflow extensions the tests read.
 FULCIO_VERSION=v1.8.8
+# The CNCF distribution registry, run on loopback by the signed-release test
+# to push, sign and attest the image as the release does on ghcr.io.
+# v3.1.2 is served whole by the module proxy, its go.mod has no replace
+# directive and asks for go 1.26.0, so go install builds it.
+REGISTRY_VERSION=v3.1.2
 
 install_terraform() {
   if command -v terraform >/dev/null 2>&1; then
@@ -217,6 +224,39 @@ install_fulcio() {
   ln -sfn "fulcio-$FULCIO_VERSION" "$TOOLS_BIN/fulcio"
 }
 
+# A registry on PATH may be another version (or docker's own, v2, with
+# other config keys): the pinned one is built under its own name and
+# linked as plain registry.
+install_registry() {
+  local bin="$TOOLS_BIN/registry-$REGISTRY_VERSION"
+  if [ ! -x "$bin" ]; then
+    echo "installing registry $REGISTRY_VERSION into $TOOLS_BIN (go install; takes a few minutes once)" >&2
+    # Into a directory of its own and renamed when done, so an interrupted
+    # build never leaves a binary under the name tests look for.
+    local tmp="$TOOLS_BIN/.registry-build"
+    rm -rf "$tmp"
+    GOBIN="$tmp" GOFLAGS=-mod=mod GOTOOLCHAIN=local CGO_ENABLED=0 \
+      go install "github.com/distribution/distribution/v3/cmd/registry@$REGISTRY_VERSION" >&2
+    mv "$tmp/registry" "$bin"
+    rm -rf "$tmp"
+  fi
+  ln -sfn "registry-$REGISTRY_VERSION" "$TOOLS_BIN/registry"
+}
+
+# The release's provenance predicate is JSON built by jq from the job's
+# environment (jq escapes what it is given); GitHub's runners carry it.
+install_jq() {
+  if command -v jq >/dev/null 2>&1; then
+    return
+  fi
+  echo "installing jq from Debian" >&2
+  if [ "$(id -u)" -eq 0 ]; then
+    (apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y jq) >&2
+  else
+    (sudo apt-get update && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y jq) >&2
+  fi
+}
+
 install_act() {
   local bin="$TOOLS_BIN/act-$ACT_VERSION"
   if [ ! -x "$bin" ]; then
@@ -325,6 +365,8 @@ for tool in "$@"; do
     opentofu) install_opentofu ;;
     opentofu-image) install_opentofu_image ;;
     fulcio) install_fulcio ;;
+    registry) install_registry ;;
+    jq) install_jq ;;
     *) echo "unknown tool: $tool" >&2; exit 2 ;;
   esac
 done
