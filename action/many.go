@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"sync"
 
 	"github.com/nova-platform/nova/registry"
 	"github.com/nova-platform/nova/runner"
+	"github.com/nova-platform/nova/runner/evidence"
 	"github.com/nova-platform/nova/runner/monorepo"
 )
 
@@ -150,19 +152,35 @@ func executeMany(ctx context.Context, cfg Config, env Env) error {
 	}
 	verifier := &onceVerifier{inner: keysVerifier, known: map[string]runner.CommitSignature{}}
 	runs := make([]*contractRun, len(sel.Contracts))
-	parallel(len(runs), cfg.Select.Parallel, func(i int) {
-		c := sel.Contracts[i].Contract
-		var buf bytes.Buffer
-		ccfg := cfg.forContract(c)
-		if env, ok := destroys[i]; ok {
-			ccfg.Destroy, ccfg.EnvOverride = true, env
+	runRange := func(from int) {
+		parallel(len(runs)-from, cfg.Select.Parallel, func(j int) {
+			i := from + j
+			c := sel.Contracts[i].Contract
+			var buf bytes.Buffer
+			ccfg := cfg.forContract(c)
+			if env, ok := destroys[i]; ok {
+				ccfg.Destroy, ccfg.EnvOverride = true, env
+			}
+			rep := &reporter{cfg: ccfg, progress: &buf, stdout: io.Discard}
+			w := wiring{cfg: ccfg, env: env, evidence: rec, keys: keys, forge: forge, setupErr: forgeErr, reg: reg, verifier: verifier}
+			runs[i] = runContract(ctx, w, rep)
+			// Each contract's lines go out together, as it finishes.
+			_, _ = progress.Write(buf.Bytes())
+		})
+	}
+	runRange(0)
+	// A destroy that completed goes on down the order in this run, as the
+	// per-contract workflows' destroy jobs do: nothing else would run the
+	// next environment's (dev's needs no approval to come).
+	for from := 0; from < len(runs); {
+		next := nextDestroys(ctx, cfg, store, env, &sel, destroys, runs[from:], from)
+		if next == 0 {
+			break
 		}
-		rep := &reporter{cfg: ccfg, progress: &buf, stdout: io.Discard}
-		w := wiring{cfg: ccfg, env: env, evidence: rec, keys: keys, forge: forge, setupErr: forgeErr, reg: reg, verifier: verifier}
-		runs[i] = runContract(ctx, w, rep)
-		// Each contract's lines go out together, as it finishes.
-		_, _ = progress.Write(buf.Bytes())
-	})
+		from = len(runs)
+		runs = append(runs, make([]*contractRun, next)...)
+		runRange(from)
+	}
 	outs := make([]*runner.Outcome, len(runs))
 	for i, r := range runs {
 		outs[i] = &r.out
@@ -193,6 +211,55 @@ func executeMany(ctx context.Context, cfg Config, env Env) error {
 		reportDeleted(ctx, cfg, forge, sel.Deleted, env.Stderr)
 	}
 	return manyReport(cfg, env, sel, runs, views)
+}
+
+// nextDestroys adds to sel and destroys the destroy of the next
+// environment of each contract whose destroy in runs (sel's from
+// onwards) completed: the most guarded environment the evidence now shows
+// running it, which must be less guarded than the one just destroyed (the
+// order dr → prod → qa → dev; anything else ends the chain rather than
+// loop). Only `nova run` applies, and only where no --env fixes the
+// environment. The evidence is pushed first, so the next gate reads the
+// completed destroy. It returns how many it added.
+func nextDestroys(ctx context.Context, cfg Config, store *evidence.Store, env Env, sel *monorepo.Selection, destroys map[int]runner.Environment, runs []*contractRun, from int) int {
+	if cfg.Command != "run" || cfg.Check || cfg.EnvOverride != "" {
+		return 0
+	}
+	var done []int
+	for j, r := range runs {
+		if _, ok := destroys[from+j]; ok && r.out.Verdict == runner.Pass && slices.ContainsFunc(r.out.Results, func(res runner.Result) bool {
+			return res.Stage == "apply" && res.Verdict == runner.Pass
+		}) {
+			done = append(done, from+j)
+		}
+	}
+	if len(done) == 0 {
+		return 0
+	}
+	if err := store.Drain(context.WithoutCancel(ctx)); err != nil {
+		fmt.Fprintf(env.Stderr, "nova: the next environments' destroys wait for the next run: the evidence of these could not be pushed: %v\n", err)
+		return 0
+	}
+	added := 0
+	for _, i := range done {
+		c, was := sel.Contracts[i], runs[i-from].st
+		if was == nil || was.Contract == nil {
+			continue
+		}
+		next := runningIn(ctx, store, c.ID)
+		if next == "" || !lessGuarded(next, was.Contract.Environment) {
+			continue
+		}
+		destroys[len(sel.Contracts)] = next
+		sel.Contracts = append(sel.Contracts, monorepo.Selected{Contract: c.Contract, Why: []string{"deleted: its destroy, after " + string(was.Contract.Environment) + "'s"}})
+		added++
+	}
+	return added
+}
+
+// lessGuarded reports whether a comes before b in the promotion order.
+func lessGuarded(a, b runner.Environment) bool {
+	return slices.Index(runner.Environments, a) < slices.Index(runner.Environments, b)
 }
 
 // runContract runs one contract of many. A panic in it is that contract's

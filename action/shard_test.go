@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -9,7 +10,10 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/nova-platform/nova/runner"
@@ -286,5 +290,95 @@ func TestShardJobRunsItsContracts(t *testing.T) {
 	}
 	if code, _, stderr := m.nova("run", "--all", "--shard", mx.Include[0].Shard); code != ExitError || !strings.Contains(stderr, string(runner.ConfigInvalid)) {
 		t.Errorf("--all with --shard: exit %d\n%s", code, stderr)
+	}
+}
+
+// TestShardDestroysDownTheOrder: the job of a shard that holds a deleted
+// contract's destroy, once examples/hello ran in dev and qa, destroys qa
+// (approved by qa's group), and in the same job goes on to dev, whose
+// destroy needs no approval, as the per-contract workflows' destroy jobs
+// chain: nothing else would start dev's. Then nothing is left, and the
+// job says so.
+func TestShardDestroysDownTheOrder(t *testing.T) {
+	ctx := t.Context()
+	c := newHelloConsumer(t, runner.EngineTerraform)
+	c.extra = []string{"--trusted-keys", signedCheckout(t, c.dir)}
+	repo, err := git.PlainOpen(c.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	head, err := repo.Head()
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := head.Hash().String()
+	c.env["PWD"] = c.dir
+	nova := func(wantCode int, args ...string) string {
+		t.Helper()
+		var stdout, stderr bytes.Buffer
+		args = append([]string{args[0], "--dir", c.dir}, args[1:]...)
+		if args[0] == "run" {
+			args = append(args, c.extra...)
+		}
+		code := exitCode(run(ctx, Env{Args: args, Getenv: func(k string) string { return c.env[k] }, Environ: os.Environ(), Stdout: &stdout, Stderr: &stderr}))
+		if code != wantCode {
+			t.Fatalf("nova %s: exit %d, want %d\n%s\n%s", strings.Join(args, " "), code, wantCode, stdout.String(), stderr.String())
+		}
+		return stdout.String()
+	}
+	c.step(ExitPass, "", "run")
+	c.step(ExitAwaitingApproval, runner.ApprovalRequired, "run", "--env", "qa")
+	nova(ExitPass, "approve", "--env", "qa", "--as", "qa-lead")
+	c.step(ExitPass, "", "apply", "--env", "qa")
+	wt, err := repo.Worktree()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := wt.Remove(".nova/contract.yml"); err != nil {
+		t.Fatal(err)
+	}
+	after, err := wt.Commit("retire hello", &git.CommitOptions{Author: &object.Signature{Name: "consumer", Email: "consumer@example.com", When: time.Now()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	var mx matrix
+	if err := json.Unmarshal([]byte(nova(ExitPass, "matrix", "--changed", "--base", base, "--head", after.String())), &mx); err != nil || len(mx.Include) != 1 || mx.Include[0].Operation != operationDestroy {
+		t.Fatalf("the matrix of the deletion: %+v (%v)", mx, err)
+	}
+	shardRun := func(wantCode int) manyView {
+		t.Helper()
+		var mv manyView
+		out := nova(wantCode, "run", "--shard", mx.Include[0].Shard, "--base", base, "--state-dir", c.stateDir, "--output", "json")
+		if err := json.Unmarshal([]byte(out), &mv); err != nil {
+			t.Fatalf("not one JSON document: %v\n%s", err, out)
+		}
+		return mv
+	}
+	envs := func(mv manyView) []string {
+		var out []string
+		for _, c := range mv.Contracts {
+			out = append(out, c.Environment+" "+c.Verdict+" apply="+string(stage(c.runView, "apply").Verdict))
+		}
+		return out
+	}
+	if mv := shardRun(ExitAwaitingApproval); !slices.Equal(envs(mv), []string{"qa awaiting_approval apply="}) {
+		t.Fatalf("the first job: %v, want qa's destroy waiting for its approval", envs(mv))
+	}
+	nova(ExitPass, "approve", "--env", "qa", "--as", "qa-lead", "--base", base)
+	if mv := shardRun(ExitPass); !slices.Equal(envs(mv), []string{"qa pass apply=pass", "dev pass apply=pass"}) {
+		t.Fatalf("the job after the approval: %v, want qa's destroy, then dev's", envs(mv))
+	}
+	for _, env := range []string{"qa", "dev"} {
+		if _, err := os.Stat(filepath.Join(c.stateDir, "3b0c6f5e-8a41-4e8f-9d2a-6c1b7e4f2a90", env, "terraform.tfstate")); !os.IsNotExist(err) {
+			t.Errorf("%s's state is still there after its destroy (%v)", env, err)
+		}
+	}
+	if mv := shardRun(ExitPass); len(mv.Contracts) != 1 || !strings.Contains(stage(mv.Contracts[0].runView, "change").Summary, "nothing to destroy") {
+		t.Fatalf("the job once nothing is left: %v", envs(mv))
+	}
+	var stdout, stderr bytes.Buffer
+	if code := exitCode(run(ctx, Env{Args: []string{"evidence", "verify"}, Getenv: func(k string) string { return c.env[k] }, Environ: os.Environ(), Stdout: &stdout, Stderr: &stderr})); code != ExitPass {
+		t.Errorf("evidence verify: exit %d\n%s\n%s", code, stdout.String(), stderr.String())
 	}
 }
