@@ -138,7 +138,18 @@ func identifyDestroy(ctx context.Context, evidence EvidenceReader, st *State) (R
 	rec := DestroyRecord{Environment: env}
 	if es.LastApplied == nil && es.Open == nil {
 		rec.NothingApplied = true
-		msg := fmt.Sprintf("the evidence shows nothing of contract %s running in %s (never applied, or destroyed since): nothing to destroy", st.Contract.ID, env)
+		msg := fmt.Sprintf("the evidence shows nothing of contract %s running in %s (never applied): nothing to destroy", st.Contract.ID, env)
+		// A forge's job runs every environment's destroy again after each
+		// approval, and its comment on the environment is this message:
+		// it must still say that the environment was destroyed, and by
+		// which event, rather than read as if it never ran anything.
+		if d := es.Destroyed; d != nil {
+			what := "its deployment"
+			if d.Change != "" {
+				what = "change " + ShortDigest(d.Change)
+			}
+			msg = fmt.Sprintf("contract %s was destroyed in %s (%s taken away by %s): nothing to destroy", st.Contract.ID, env, what, d.Event)
+		}
 		return Result{Verdict: Pass, Done: true, Event: EventDestroyIdentified, Data: rec, Summary: msg,
 			Findings: []Finding{{Reason: DestroyNothingApplied, Message: msg}}}, nil
 	}

@@ -223,6 +223,31 @@ func TestIdentifyDestroy(t *testing.T) {
 		if st.Change != nil {
 			t.Errorf("%s: a destroy identified a change to deploy: %+v", tt.env, st.Change)
 		}
+		if tt.done && strings.Contains(res.Summary, "was destroyed") {
+			t.Errorf("%s never ran the contract, and the destroy says it was destroyed: %s", tt.env, res.Summary)
+		}
+	}
+
+	// Once destroyed, the environment's destroy does nothing, and says
+	// which destroy took the change away: a forge's comment on it is
+	// this summary.
+	if !w.decommission(Prod, 0) {
+		t.Fatal("destroying prod failed")
+	}
+	destroyed := SummarizeGate(w.rec.events).Env(Prod).Destroyed
+	if destroyed == nil {
+		t.Fatal("the gate summary shows no destroy of prod")
+	}
+	st := &State{Contract: &Contract{ID: contractID, Environment: Prod}, Target: &TargetStack{}, ContractContent: "c", Operation: OperationDestroy}
+	res, err := (&IdentifyChange{Evidence: w}).Run(t.Context(), st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Done || len(res.Findings) != 1 || res.Findings[0].Reason != DestroyNothingApplied {
+		t.Errorf("identifying prod's destroy after it completed: %+v", res)
+	}
+	if !strings.Contains(res.Summary, "was destroyed in prod") || !strings.Contains(res.Summary, destroyed.Event) {
+		t.Errorf("identifying prod's destroy after it completed says %q, want that prod was destroyed by %s", res.Summary, destroyed.Event)
 	}
 }
 

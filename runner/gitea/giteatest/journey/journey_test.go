@@ -88,7 +88,32 @@ func TestJourney(t *testing.T) {
 	}()
 
 	j.scaffold()
+	j.reachDR(true)
+	all := map[string]string{"dev": "success", "qa": "success", "prod": "success", "dr": "success"}
+	j.verifyEvidence()
 
+	// Not a comment review: to Gitea 1.23 that is not a submitted review,
+	// so the scaffold's `types: [submitted]` starts nothing for it
+	// (actrunner's TestGiteaEventFacts).
+	rerun := j.step("a re-run after everything applied (sre-oncall's approving review)", "pull_request_review", func() {
+		j.review(j.sre, "all environments look right")
+	})
+	j.wantStatuses("after the re-run", all)
+	if rerun.events > maxEventsPerRerun {
+		t.Errorf("the re-run wrote %d evidence events, want at most %d", rerun.events, maxEventsPerRerun)
+	}
+	if want := "dev:0 qa:0 prod:0 dr:0"; rerun.exits != want {
+		t.Errorf("the re-run's nova exits %q, want %q: nobody is asked for anything", rerun.exits, want)
+	}
+}
+
+// reachDR is steps 2 to 6 of TestJourney on a scaffolded repository:
+// dev-author's pull request changes the contract, and it applies in dev,
+// qa (qa-lead's review), prod (sre-oncall's comment, after the author's
+// and qa-lead's are refused, when refusals asks for them) and dr.
+func (j *journey) reachDR(refusals bool) {
+	t := j.t
+	t.Helper()
 	j.step("the pull request opened", "pull_request_target", j.openPullRequest)
 	j.wantStatuses("after the pull request opened", map[string]string{"dev": "success", "qa": "pending"})
 	qaDigest := j.approveCommand("qa")
@@ -109,6 +134,9 @@ func TestJourney(t *testing.T) {
 		{j.dev, "the pull request's author"},
 		{j.qa, "qa's approver of the same change (separation of duties)"},
 	} {
+		if !refusals {
+			break
+		}
 		j.step(refused.who.Name+"'s /nova approve prod", "issue_comment", func() { j.comment(refused.who, "/nova approve prod "+prodDigest) })
 		j.wantStatuses("after "+refused.who.Name+" ("+refused.why+") approved prod", map[string]string{"dev": "success", "qa": "success", "prod": "pending"})
 		// Names are Markdown-escaped in the comment (dev\-author); what a
@@ -123,24 +151,7 @@ func TestJourney(t *testing.T) {
 	drDigest := j.approveCommand("dr")
 
 	j.step("sre-oncall's /nova approve dr", "issue_comment", func() { j.comment(j.sre, "/nova approve dr "+drDigest) })
-	all := map[string]string{"dev": "success", "qa": "success", "prod": "success", "dr": "success"}
-	j.wantStatuses("after sre-oncall approved dr", all)
-
-	j.verifyEvidence()
-
-	// Not a comment review: to Gitea 1.23 that is not a submitted review,
-	// so the scaffold's `types: [submitted]` starts nothing for it
-	// (actrunner's TestGiteaEventFacts).
-	rerun := j.step("a re-run after everything applied (sre-oncall's approving review)", "pull_request_review", func() {
-		j.review(j.sre, "all environments look right")
-	})
-	j.wantStatuses("after the re-run", all)
-	if rerun.events > maxEventsPerRerun {
-		t.Errorf("the re-run wrote %d evidence events, want at most %d", rerun.events, maxEventsPerRerun)
-	}
-	if want := "dev:0 qa:0 prod:0 dr:0"; rerun.exits != want {
-		t.Errorf("the re-run's nova exits %q, want %q: nobody is asked for anything", rerun.exits, want)
-	}
+	j.wantStatuses("after sre-oncall approved dr", map[string]string{"dev": "success", "qa": "success", "prod": "success", "dr": "success"})
 }
 
 // journey is the forge, the people and what happened so far.
@@ -156,8 +167,12 @@ type journey struct {
 	// release serves nova for the workflow's "fetch nova" step.
 	release, sum string
 	// the operator (site admin), the pull request's author, qa's and sre's
-	// approvers, and the evidence bot.
-	ops, dev, qa, sre, bot giteatest.User
+	// approvers (sre-lead is the second that prod's and dr's destroys ask
+	// for), and the evidence bot.
+	ops, dev, qa, sre, sre2, bot giteatest.User
+	// approverKeys are the public keys scaffold registers under keys: in
+	// approvers.yml, by approver: what a local `nova approve` signs with.
+	approverKeys map[string]string
 	// eventKey and commitKey sign events and evidence commits; the public
 	// halves verify them.
 	eventKey, eventPub, commitKey, commitPub string
@@ -203,7 +218,8 @@ func newJourney(t *testing.T, opts ...giteatest.Option) *journey {
 	j.ops = s.Admin()
 	s.CreateOrg(t, org)
 	j.dev, j.qa, j.sre, j.bot = s.CreateUser(t, "dev-author"), s.CreateUser(t, "qa-lead"), s.CreateUser(t, "sre-oncall"), s.CreateUser(t, "nova-bot")
-	s.CreateTeam(t, org, "writers", "write", j.dev.Name, j.qa.Name, j.sre.Name, j.bot.Name)
+	j.sre2 = s.CreateUser(t, "sre-lead")
+	s.CreateTeam(t, org, "writers", "write", j.dev.Name, j.qa.Name, j.sre.Name, j.sre2.Name, j.bot.Name)
 	s.CreateRepo(t, org, app)
 	s.API(t, s.AdminToken, http.MethodPost, "/admin/users/"+org+"/repos", map[string]any{"name": "evidence", "auto_init": false, "private": false}, nil)
 	j.newKeys()
@@ -277,9 +293,19 @@ func (j *journey) scaffold(initArgs ...string) {
 	files[".nova/contract.yml"] = contract
 	approvers := files[".nova/approvers.yml"]
 	approvers = strings.Replace(approvers, "  qa:\n    members: []", "  qa:\n    members: [qa-lead]", 1)
-	approvers = strings.Replace(approvers, "  sre:\n    members: []", "  sre:\n    members: [sre-oncall, qa-lead]", 1)
-	if !strings.Contains(approvers, "[qa-lead]") || !strings.Contains(approvers, "[sre-oncall, qa-lead]") {
+	approvers = strings.Replace(approvers, "  sre:\n    members: []", "  sre:\n    members: [sre-oncall, sre-lead, qa-lead]", 1)
+	if !strings.Contains(approvers, "[qa-lead]") || !strings.Contains(approvers, "[sre-oncall, sre-lead, qa-lead]") {
 		t.Fatalf("the scaffolded approvers.yml has no empty qa and sre groups to fill:\n%s", files[".nova/approvers.yml"])
+	}
+	if len(j.approverKeys) > 0 {
+		keys := "keys:\n"
+		for _, who := range slices.Sorted(maps.Keys(j.approverKeys)) {
+			keys += "  " + who + ": |\n    " + strings.ReplaceAll(strings.TrimSpace(j.approverKeys[who]), "\n", "\n    ") + "\n"
+		}
+		if !strings.Contains(approvers, "\nkeys: {}\n") {
+			t.Fatalf("the scaffolded approvers.yml has no empty keys: to fill:\n%s", approvers)
+		}
+		approvers = strings.Replace(approvers, "\nkeys: {}\n", "\n"+keys, 1)
 	}
 	files[".nova/approvers.yml"] = approvers
 	for _, r := range []string{"unit.xml", "e2e.xml", "load.xml"} {
@@ -354,10 +380,11 @@ type apiCommit struct {
 }
 
 // signedCommit commits files on branch (from base, or on top of branch
-// when they are the same) as the user, signed
+// when they are the same), and the removal of the paths in remove, as the
+// user, signed
 // with a key of theirs that Gitea knows, and pushes it: the developer
 // signs their commits, as the scaffold's provenance check expects.
-func (j *journey) signedCommit(u giteatest.User, branch, base string, files map[string]string) string {
+func (j *journey) signedCommit(u giteatest.User, branch, base string, files map[string]string, remove ...string) string {
 	t := j.t
 	key, err := openpgp.NewEntity(u.Name, "", u.Email, &packet.Config{Algorithm: packet.PubKeyAlgoEdDSA})
 	if err != nil {
@@ -390,6 +417,11 @@ func (j *journey) signedCommit(u giteatest.User, branch, base string, files map[
 		}
 		if _, err := wt.Add(name); err != nil {
 			t.Fatal(err)
+		}
+	}
+	for _, name := range remove {
+		if _, err := wt.Remove(name); err != nil {
+			t.Fatalf("removing %s: %v", name, err)
 		}
 	}
 	sig := &object.Signature{Name: u.Name, Email: u.Email, When: time.Now()}
@@ -552,7 +584,7 @@ type comment struct {
 // byPerson reports whether a comment is one of the people's rather than
 // nova's (which posts as whatever its token is).
 func (j *journey) byPerson(c comment) bool {
-	return slices.Contains([]string{j.ops.Name, j.dev.Name, j.qa.Name, j.sre.Name}, c.User.Login)
+	return slices.Contains([]string{j.ops.Name, j.dev.Name, j.qa.Name, j.sre.Name, j.sre2.Name}, c.User.Login)
 }
 
 // novaComment is nova's newest comment about env.
