@@ -236,6 +236,10 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 }
 
 func (f *fakeGitHub) user(login string) map[string]any {
+	// GitHub calls an app's user, the Actions bot among them, a Bot.
+	if strings.HasSuffix(login, "[bot]") {
+		return map[string]any{"login": login, "id": len(login), "type": "Bot"}
+	}
 	return map[string]any{"login": login, "id": len(login), "type": "User"}
 }
 
