@@ -189,6 +189,20 @@ type breakGlassAction struct {
 	em         *runner.Emitter
 }
 
+// Points where Env.Pause holds a break-glass approval: after it read the
+// chain and decided, before it records; and after its approval is in the
+// chain, before it records the grant that approval made.
+const (
+	pauseApprovalDecided = "breakglass-approval-decided"
+	pauseBeforeGrant     = "breakglass-before-grant"
+)
+
+func (e Env) pause(point string) {
+	if e.Pause != nil {
+		e.Pause(point)
+	}
+}
+
 // sign makes and verifies the actor's claim: verified with the key the
 // trusted config registers (or, in local mode, the one made on first use),
 // so a claim nobody could check is never recorded.
@@ -251,10 +265,11 @@ func (a breakGlassAction) approve(ctx context.Context) error {
 	if err != nil {
 		return failed(a.env, a.cfg, runner.Errorf(runner.ReasonOf(err), "checking whether %s is in approver group %s: %w", a.actor, runner.BreakGlassGroup, err))
 	}
-	reason, why, grant := runner.DecideBreakGlassApproval(req, runner.BreakGlassApprovalInput{Approver: a.actor, Member: member, Now: a.now, Duration: a.approvers.BreakGlassDuration()})
+	reason, why, _ := runner.DecideBreakGlassApproval(req, runner.BreakGlassApprovalInput{Approver: a.actor, Member: member, Now: a.now, Duration: a.approvers.BreakGlassDuration()})
 	if reason != "" {
 		return a.refuse(ctx, runner.BreakGlassApproveAction, req, reason, why)
 	}
+	a.env.pause(pauseApprovalDecided)
 	signed, err := a.sign(ctx, runner.BreakGlassApproveAction, req.Request, "")
 	if err != nil {
 		return failed(a.env, a.cfg, err)
@@ -263,11 +278,41 @@ func (a breakGlassAction) approve(ctx context.Context) error {
 	if err != nil {
 		return failed(a.env, a.cfg, err)
 	}
-	if grant == nil {
-		return a.done(ctx, fmt.Sprintf("recorded %s's approval of break-glass request %s for %s (event %s); one more member of group %s, not %s, must approve",
-			a.actor, req.Request, b.Env, e.ID, runner.BreakGlassGroup, req.Requester))
+	return a.grantDue(ctx, req.Request, e.ID)
+}
+
+// grantDue records the grant the chain's approvals of request make, once
+// approval (this command's) is in the chain. The grant is decided from
+// the chain as it stands after the approval was delivered, not from what
+// the command read before: of two approvals at the same moment, each run
+// read only the first approver's, so deciding from that would let both
+// grant (or, for the first two, neither). Should both runs still record a
+// grant, the chain keeps the first (BreakGlassState.DueGrant).
+func (a breakGlassAction) grantDue(ctx context.Context, request, approval string) error {
+	b := a.cfg.BreakGlass
+	if !a.cfg.Check {
+		if err := a.store.Drain(ctx); err != nil {
+			return failed(a.env, a.cfg, err)
+		}
 	}
-	grant.Approvals = []string{req.Approvals[0].Event, e.ID}
+	sum, err := runner.ReadGateSummary(ctx, a.rec, a.contractID)
+	if err != nil {
+		return failed(a.env, a.cfg, err)
+	}
+	req, err := sum.FindBreakGlass(request)
+	if err != nil {
+		return failed(a.env, a.cfg, err)
+	}
+	grant := req.DueGrant(a.now, a.approvers.BreakGlassDuration())
+	if grant == nil {
+		if req.Grant != "" {
+			return a.done(ctx, fmt.Sprintf("recorded %s's approval of break-glass request %s for %s (event %s); it was granted already (grant %s, until %s)",
+				a.actor, req.Request, b.Env, approval, req.Grant, req.ExpiresAt.Format(time.RFC3339)))
+		}
+		return a.done(ctx, fmt.Sprintf("recorded %s's approval of break-glass request %s for %s (event %s); one more member of group %s, not %s, must approve",
+			a.actor, req.Request, b.Env, approval, runner.BreakGlassGroup, req.Requester))
+	}
+	a.env.pause(pauseBeforeGrant)
 	g, err := a.emit(ctx, runner.EventBreakGlassGranted, *grant)
 	if err != nil {
 		return failed(a.env, a.cfg, err)
