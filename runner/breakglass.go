@@ -86,7 +86,21 @@ type BreakGlassClaim struct {
 	// Text is the request's or revocation's reason, or the review's note.
 	Text string    `json:"text,omitempty"`
 	At   time.Time `json:"at"`
+	// Source, when set, says the forge named the actor (a dispatch's
+	// sender, a comment's poster) and SourceRef where: the claim is the
+	// forge's word, unsigned, like a comment approval. Empty: the claim
+	// is signed with the actor's approver key.
+	Source    string `json:"source,omitempty"`
+	SourceRef string `json:"sourceRef,omitempty"`
 }
+
+// Where a break-glass claim the forge vouches for comes from
+// (BreakGlassClaim.Source): a comment (SourceGitHubComment,
+// SourceGiteaComment) or a workflow_dispatch run.
+const (
+	SourceGitHubDispatch = "github-dispatch"
+	SourceGiteaDispatch  = "gitea-dispatch"
+)
 
 // SignedBreakGlass is a claim and its signature (base64 DER, as cosign
 // writes).
