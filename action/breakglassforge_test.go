@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/nova-platform/nova/runner"
+	"github.com/nova-platform/nova/runner/terraform/terraformtest"
 )
 
 // bgEntry is one way into break-glass: the CLI, the GitHub action's
@@ -243,5 +244,79 @@ func TestBreakGlassEntryPointsGiveTheSameEvents(t *testing.T) {
 		if !slices.Equal(got, want) {
 			t.Errorf("entry point %q recorded:\n%s\nwant:\n%s", forge, strings.Join(got, "\n"), strings.Join(want, "\n"))
 		}
+	}
+}
+
+// TestBreakGlassByCommentAppliesProd: a grant made through the forge's
+// entry points (the request dispatched, the approvals by comment, as the
+// Gitea workflow runs them) lets the ordinary prod run apply examples/hello
+// with real Terraform and no prod approval; the use is recorded and its
+// review open, and the evidence verifies.
+func TestBreakGlassByCommentAppliesProd(t *testing.T) {
+	terraformtest.Binary(t, runner.EngineTerraform)
+	c := &consumer{t: t, dir: t.TempDir(), stateDir: t.TempDir(), env: map[string]string{"HOME": t.TempDir(), "USER": "dev-author"}}
+	if err := os.CopyFS(c.dir, os.DirFS(filepath.Join("..", "examples", "hello"))); err != nil {
+		t.Fatal(err)
+	}
+	approvers := filepath.Join(c.dir, runner.ApproversFile)
+	writeFile(t, approvers, readFile(t, approvers)+"  breakglass:\n    members: [sre-1, sre-2, oncall]\n")
+	trusted := []string{"--trusted-keys", signedCheckout(t, c.dir)}
+	clock := time.Now().UTC()
+	nova := func(wantCode int, args ...string) (string, runView) {
+		t.Helper()
+		full := append(args, "--dir", c.dir, "--state-dir", c.stateDir, "--output", "json")
+		var stdout, stderr bytes.Buffer
+		code := exitCode(run(t.Context(), Env{Args: full, Getenv: func(k string) string { return c.env[k] }, Environ: os.Environ(),
+			Stdout: &stdout, Stderr: &stderr, Now: func() time.Time { return clock }}))
+		if code != wantCode {
+			t.Fatalf("nova %s: exit %d, want %d\n%s%s", strings.Join(args, " "), code, wantCode, stdout.String(), stderr.String())
+		}
+		var v runView
+		if err := json.Unmarshal(stdout.Bytes(), &v); err != nil {
+			t.Fatalf("nova %v: stdout is not one JSON document: %v\n%s", args, err, stdout.String())
+		}
+		return stderr.String(), v
+	}
+	nova(ExitPass, append([]string{"run"}, trusted...)...)
+	nova(ExitAwaitingApproval, append([]string{"run", "--env", "qa"}, trusted...)...)
+	c.decide(ExitPass, "approve", "--env", "qa", "--as", "qa-lead")
+	nova(ExitPass, append([]string{"apply", "--env", "qa"}, trusted...)...)
+	if _, v := nova(ExitAwaitingApproval, append([]string{"run", "--env", "prod"}, trusted...)...); v.Reason == "" {
+		t.Fatalf("prod without a grant: %+v", v)
+	}
+
+	// The Gitea workflow's commands, on the same checkout and evidence.
+	w := &bgEntry{t: t, dir: c.dir, home: c.env["HOME"], clock: clock, forge: "gitea"}
+	req := w.request("oncall", "checkout is down")
+	w.comment(ExitFail, "oncall", "/nova break-glass approve "+req, false)
+	w.comment(ExitPass, "sre-1", "/nova break-glass approve "+req, false)
+	w.comment(ExitFail, "sre-2", "/nova break-glass approve "+req, true)
+	if out := w.comment(ExitPass, "sre-2", "/nova break-glass approve "+req, false); !strings.Contains(out, "BREAK-GLASS GRANTED") {
+		t.Fatalf("no grant:\n%s", out)
+	}
+
+	clock = clock.Add(time.Minute)
+	stderr, prod := nova(ExitPass, append([]string{"run", "--env", "prod"}, trusted...)...)
+	if !strings.Contains(stderr, "BREAK-GLASS") {
+		t.Errorf("the break-glass apply said nothing loud on stderr:\n%s", stderr)
+	}
+	var types []string
+	for _, e := range readEvents(t, prod.EventsFile) {
+		types = append(types, e.Type)
+		if e.Type == runner.EventApprovalRecorded {
+			t.Errorf("prod applied with an approval recorded: %s", e.Data)
+		}
+	}
+	if !slices.Contains(types, runner.EventBreakGlassUsed) || !slices.Contains(types, runner.EventApplyCompleted) {
+		t.Fatalf("prod run events %v", types)
+	}
+	if a := stage(prod, "apply"); a.Verdict != runner.Pass || !strings.Contains(a.Summary, "added") {
+		t.Fatalf("prod apply: %+v", a)
+	}
+	if out := w.exec(ExitPass, []string{"evidence", "query", "--open-reviews"}, nil); !strings.Contains(out, runner.EventBreakGlassUsed) {
+		t.Errorf("no open review:\n%s", out)
+	}
+	if out := w.exec(ExitPass, []string{"evidence", "verify"}, nil); !strings.Contains(out, "result           OK") {
+		t.Errorf("evidence verify:\n%s", out)
 	}
 }
