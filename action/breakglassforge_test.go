@@ -320,3 +320,26 @@ func TestBreakGlassByCommentAppliesProd(t *testing.T) {
 		t.Errorf("evidence verify:\n%s", out)
 	}
 }
+
+// TestBreakGlassRequestIssueSaysWhereItStands: the issue Nova keeps for a
+// request tells approvers the command to comment, then who granted and
+// until when; what the requester wrote is escaped.
+func TestBreakGlassRequestIssueSaysWhereItStands(t *testing.T) {
+	ann := &announcements{comments: map[string]string{}, issues: map[string]string{}}
+	var stderr bytes.Buffer
+	a := breakGlassAction{forge: &forgeAdapters{issues: ann}, contractID: "c-1", env: Env{Stderr: &stderr}}
+	at := time.Date(2026, 12, 2, 3, 0, 0, 0, time.UTC)
+	req := &runner.BreakGlassState{Request: "req-1", Environment: runner.Prod, Requester: "oncall", Reason: "db <b>down</b> @everyone", RequestedAt: at}
+	a.answer(t.Context(), req, "")
+	body := ann.issues[requestMarker("c-1", "req-1")]
+	if !strings.Contains(body, "/nova break-glass approve req-1") || strings.Contains(body, "<b>") || strings.Contains(body, "@everyone") {
+		t.Errorf("the request's issue:\n%s", body)
+	}
+	req.Approvals = []runner.BreakGlassApprovalRef{{Approver: "sre-1", Event: "a1"}, {Approver: "sre-2", Event: "a2"}}
+	req.Grant, req.Approvers, req.GrantedAt, req.ExpiresAt = "g-1", []runner.Login{"sre-1", "sre-2"}, at, at.Add(4*time.Hour)
+	a.answer(t.Context(), req, "approved by @sre-2: granted")
+	body = ann.issues[requestMarker("c-1", "req-1")]
+	if len(ann.issues) != 1 || !strings.Contains(body, `**Granted** by @sre\-1 and @sre\-2 until 2026-12-02T07:00:00Z`) || !strings.Contains(body, "/nova break-glass revoke req-1") {
+		t.Errorf("the granted request's issue (%d issues):\n%s", len(ann.issues), body)
+	}
+}
