@@ -34,6 +34,13 @@ Usage:
   nova break-glass review  --env E --grant ID --note TEXT --as NAME
           record the post-incident review of a grant's uses
 
+In a forge's workflow (docs/break-glass.md):
+  nova break-glass request --env E --reason TEXT --from-event
+          the requester is who dispatched the run (the event's sender)
+  nova break-glass comment
+          act on the /nova break-glass approve|revoke comment the
+          issue_comment event delivered, as its poster
+
 While a grant holds, the gate authorizes E's plans without their approvals
 and accepts a confidence score below the threshold; never a plan with a
 critical policy finding, never a destroy. Each use is recorded
@@ -50,9 +57,22 @@ type BreakGlassFlags struct {
 	Text string
 	// ID names the request (approve) or the grant (revoke, review).
 	ID string
+	// FromEvent says the actor is the forge's: who sent the workflow's
+	// event, or who posted the comment it delivered. The claim is then
+	// the forge's word (Source, SourceRef), as a comment approval is,
+	// not a signature: the approver's key is not in a job.
+	FromEvent bool
+	// Comment is the comment of `nova break-glass comment`, as posted.
+	Comment *runner.PostedComment
+	// Command is what Comment says.
+	Command runner.BreakGlassCommand
 }
 
-var breakGlassActions = []string{runner.BreakGlassRequestAction, runner.BreakGlassApproveAction, runner.BreakGlassRevokeAction, runner.BreakGlassReviewAction}
+// breakGlassCommentAction is `nova break-glass comment`: the approve or
+// revoke a /nova break-glass comment asks for.
+const breakGlassCommentAction = "comment"
+
+var breakGlassActions = []string{runner.BreakGlassRequestAction, runner.BreakGlassApproveAction, runner.BreakGlassRevokeAction, runner.BreakGlassReviewAction, breakGlassCommentAction}
 
 // breakGlassFlags registers the flags of `nova break-glass <action>`;
 // --evidence-repo is the evidence commands' own.
@@ -68,6 +88,7 @@ func (cfg *Config) breakGlassFlags(fs *flag.FlagSet, f *rawFlags, getenv func(st
 	switch b.Action {
 	case runner.BreakGlassRequestAction:
 		fs.StringVar(&b.Text, "reason", "", "why the environment needs break-glass (required)")
+		fs.BoolVar(&b.FromEvent, "from-event", false, "in a forge's workflow: the requester is who sent the workflow's event (workflow_dispatch), not --as")
 	case runner.BreakGlassApproveAction:
 		fs.StringVar(&b.ID, "request", "", "the request's id, as `nova break-glass request` printed it (required)")
 	case runner.BreakGlassRevokeAction:
@@ -83,7 +104,19 @@ func (cfg *Config) breakGlassFlags(fs *flag.FlagSet, f *rawFlags, getenv func(st
 func (cfg *Config) checkBreakGlass() error {
 	b := &cfg.BreakGlass
 	b.Env, b.Text, b.ID = cfg.EnvOverride, strings.TrimSpace(b.Text), strings.TrimSpace(b.ID)
+	if b.Action == breakGlassCommentAction {
+		b.FromEvent = true
+	}
+	if b.FromEvent {
+		if err := cfg.breakGlassFromEvent(); err != nil {
+			return err
+		}
+	}
 	switch {
+	case b.Action == breakGlassCommentAction && b.Env != "" && b.Env.Autonomous():
+		return runner.Errorf(runner.ConfigInvalid, "--env %s: dev needs no break-glass", b.Env)
+	case b.Action == breakGlassCommentAction:
+		// The environment is the request's.
 	case b.Env == "" || b.Env.Autonomous():
 		return runner.Errorf(runner.ConfigInvalid, "--env is required: the guarded environment (qa, prod or dr); dev needs no break-glass")
 	case b.Action == runner.BreakGlassRequestAction && b.Text == "":
@@ -100,6 +133,43 @@ func (cfg *Config) checkBreakGlass() error {
 	var err error
 	if cfg.Dir, err = filepath.Abs(cfg.Dir); err != nil {
 		return runner.Errorf(runner.ConfigInvalid, "--dir: %w", err)
+	}
+	return nil
+}
+
+// breakGlassFromEvent takes the actor, and for a comment the command,
+// from the workflow's event: who the forge says sent it or posted it. An
+// input or flag naming someone else is never asked.
+func (cfg *Config) breakGlassFromEvent() error {
+	b := &cfg.BreakGlass
+	fc := cfg.ForgeAPI
+	if cfg.Forge == NoForge {
+		return runner.Errorf(runner.ConfigInvalid, "break-glass %s from the workflow's event runs in a forge's workflow (GITHUB_ACTIONS or GITEA_ACTIONS, with GITHUB_EVENT_PATH); elsewhere use --as", b.Action)
+	}
+	if b.Action != breakGlassCommentAction {
+		if fc.Sender == "" {
+			return runner.Errorf(runner.ConfigInvalid, "the workflow's event names no sender, so who asks for break-glass is unknown")
+		}
+		cfg.Actor = fc.Sender
+		return nil
+	}
+	c := fc.Comment
+	if c == nil || c.Poster == "" {
+		return runner.Errorf(runner.ConfigInvalid, "`nova break-glass comment` acts on the comment of an issue_comment event, and the workflow's event delivered none")
+	}
+	cmd, ok := runner.ParseBreakGlassCommand(c.Body)
+	if !ok && c.Action == "edited" {
+		// The text an edit replaced may have been the command.
+		cmd, ok = runner.ParseBreakGlassCommand(c.Previous)
+	}
+	if !ok {
+		return runner.Errorf(runner.ConfigInvalid, "comment %d is no /nova break-glass command", c.ID)
+	}
+	b.Comment = &runner.PostedComment{Poster: c.Poster, Ref: fmt.Sprint(c.ID), Body: c.Body, Created: c.Created,
+		Edited: c.Action != "created" || c.Updated.After(c.Created)}
+	b.Command, cfg.Actor = cmd, c.Poster
+	if cmd.Problem == "" {
+		b.ID, b.Text = cmd.ID, cmd.Reason
 	}
 	return nil
 }
@@ -132,7 +202,7 @@ func breakGlassCommand(ctx context.Context, cfg Config, env Env) error {
 	if err != nil {
 		return failed(env, cfg, err)
 	}
-	if cfg.Forge != NoForge {
+	if cfg.Forge != NoForge && !b.FromEvent {
 		// As for `nova approve`: a key made in a forge's job on first use
 		// proves only that someone ran the job.
 		if err := registeredKey(ctx, forge.approvers, cfg.Actor); err != nil {
@@ -162,6 +232,8 @@ func breakGlassCommand(ctx context.Context, cfg Config, env Env) error {
 	a := breakGlassAction{cfg: cfg, env: env, store: store, rec: rec, forge: forge, approvers: approvers, sum: sum, contractID: contract.ID, actor: actor, now: now,
 		em: runner.NewEmitter(rec, cfg.Source, local.NewRunID(now), env.Now)}
 	switch b.Action {
+	case breakGlassCommentAction:
+		return a.comment(ctx)
 	case runner.BreakGlassRequestAction:
 		return a.request(ctx)
 	case runner.BreakGlassApproveAction:
@@ -189,12 +261,33 @@ type breakGlassAction struct {
 	em         *runner.Emitter
 }
 
+// Points where Env.Pause holds a break-glass approval: after it read the
+// chain and decided, before it records; and after its approval is in the
+// chain, before it records the grant that approval made.
+const (
+	pauseApprovalDecided = "breakglass-approval-decided"
+	pauseBeforeGrant     = "breakglass-before-grant"
+)
+
+func (e Env) pause(point string) {
+	if e.Pause != nil {
+		e.Pause(point)
+	}
+}
+
 // sign makes and verifies the actor's claim: verified with the key the
 // trusted config registers (or, in local mode, the one made on first use),
 // so a claim nobody could check is never recorded.
 func (a breakGlassAction) sign(ctx context.Context, action, request, text string) (runner.SignedBreakGlass, error) {
 	claim := runner.BreakGlassClaim{ID: uuid.NewString(), ContractID: a.contractID, Environment: a.cfg.BreakGlass.Env,
 		Action: action, Request: request, Actor: string(a.actor), Text: text, At: a.now.Truncate(time.Second)}
+	if a.cfg.BreakGlass.FromEvent {
+		// The forge says who acted, as it does for a comment approval:
+		// the claim names where it says so, and Nova's event signature
+		// covers it.
+		claim.Source, claim.SourceRef = a.eventSource()
+		return runner.SignedBreakGlass{Claim: claim}, nil
+	}
 	signed, err := local.SignBreakGlass(approverKeyDir(a.cfg), claim)
 	if err != nil {
 		return signed, err
@@ -237,8 +330,12 @@ func (a breakGlassAction) request(ctx context.Context) error {
 	if err != nil {
 		return failed(a.env, a.cfg, err)
 	}
-	return a.done(ctx, fmt.Sprintf("recorded break-glass request %s for %s of contract %s by %s; two other members of group %s approve it with `nova break-glass approve --env %s --request %s --as NAME`",
-		e.ID, b.Env, a.contractID, a.actor, runner.BreakGlassGroup, b.Env, e.ID))
+	err = a.done(ctx, fmt.Sprintf("recorded break-glass request %s for %s of contract %s by %s; two other members of group %s approve it with `nova break-glass approve --env %s --request %s --as NAME` or a comment `/nova break-glass approve %s` on its issue",
+		e.ID, b.Env, a.contractID, a.actor, runner.BreakGlassGroup, b.Env, e.ID, e.ID))
+	if err == nil {
+		a.answerNow(ctx, e.ID, "")
+	}
+	return err
 }
 
 func (a breakGlassAction) approve(ctx context.Context) error {
@@ -251,10 +348,11 @@ func (a breakGlassAction) approve(ctx context.Context) error {
 	if err != nil {
 		return failed(a.env, a.cfg, runner.Errorf(runner.ReasonOf(err), "checking whether %s is in approver group %s: %w", a.actor, runner.BreakGlassGroup, err))
 	}
-	reason, why, grant := runner.DecideBreakGlassApproval(req, runner.BreakGlassApprovalInput{Approver: a.actor, Member: member, Now: a.now, Duration: a.approvers.BreakGlassDuration()})
+	reason, why, _ := runner.DecideBreakGlassApproval(req, runner.BreakGlassApprovalInput{Approver: a.actor, Member: member, Now: a.now, Duration: a.approvers.BreakGlassDuration()})
 	if reason != "" {
 		return a.refuse(ctx, runner.BreakGlassApproveAction, req, reason, why)
 	}
+	a.env.pause(pauseApprovalDecided)
 	signed, err := a.sign(ctx, runner.BreakGlassApproveAction, req.Request, "")
 	if err != nil {
 		return failed(a.env, a.cfg, err)
@@ -263,15 +361,47 @@ func (a breakGlassAction) approve(ctx context.Context) error {
 	if err != nil {
 		return failed(a.env, a.cfg, err)
 	}
-	if grant == nil {
-		return a.done(ctx, fmt.Sprintf("recorded %s's approval of break-glass request %s for %s (event %s); one more member of group %s, not %s, must approve",
-			a.actor, req.Request, b.Env, e.ID, runner.BreakGlassGroup, req.Requester))
+	return a.grantDue(ctx, req.Request, e.ID)
+}
+
+// grantDue records the grant the chain's approvals of request make, once
+// approval (this command's) is in the chain. The grant is decided from
+// the chain as it stands after the approval was delivered, not from what
+// the command read before: of two approvals at the same moment, each run
+// read only the first approver's, so deciding from that would let both
+// grant (or, for the first two, neither). Should both runs still record a
+// grant, the chain keeps the first (BreakGlassState.DueGrant).
+func (a breakGlassAction) grantDue(ctx context.Context, request, approval string) error {
+	b := a.cfg.BreakGlass
+	if !a.cfg.Check {
+		if err := a.store.Drain(ctx); err != nil {
+			return failed(a.env, a.cfg, err)
+		}
 	}
-	grant.Approvals = []string{req.Approvals[0].Event, e.ID}
+	sum, err := runner.ReadGateSummary(ctx, a.rec, a.contractID)
+	if err != nil {
+		return failed(a.env, a.cfg, err)
+	}
+	req, err := sum.FindBreakGlass(request)
+	if err != nil {
+		return failed(a.env, a.cfg, err)
+	}
+	grant := req.DueGrant(a.now, a.approvers.BreakGlassDuration())
+	if grant == nil {
+		defer a.answerNow(ctx, request, fmt.Sprintf("approved by @%s", a.actor))
+		if req.Grant != "" {
+			return a.done(ctx, fmt.Sprintf("recorded %s's approval of break-glass request %s for %s (event %s); it was granted already (grant %s, until %s)",
+				a.actor, req.Request, b.Env, approval, req.Grant, req.ExpiresAt.Format(time.RFC3339)))
+		}
+		return a.done(ctx, fmt.Sprintf("recorded %s's approval of break-glass request %s for %s (event %s); one more member of group %s, not %s, must approve",
+			a.actor, req.Request, b.Env, approval, runner.BreakGlassGroup, req.Requester))
+	}
+	a.env.pause(pauseBeforeGrant)
 	g, err := a.emit(ctx, runner.EventBreakGlassGranted, *grant)
 	if err != nil {
 		return failed(a.env, a.cfg, err)
 	}
+	defer a.answerNow(ctx, request, fmt.Sprintf("approved by @%s: granted", a.actor))
 	return a.done(ctx, fmt.Sprintf("BREAK-GLASS GRANTED: grant %s for %s of contract %s, requested by %s, approved by %s, until %s",
 		g.ID, b.Env, a.contractID, req.Requester, strings.Join(grant.Approvers, " and "), grant.ExpiresAt.Format(time.RFC3339)))
 }
@@ -314,6 +444,7 @@ func (a breakGlassAction) revoke(ctx context.Context) error {
 	if err != nil {
 		return failed(a.env, a.cfg, err)
 	}
+	defer a.answerNow(ctx, req.Request, fmt.Sprintf("revoked by @%s: %s", a.actor, b.Text))
 	return a.done(ctx, fmt.Sprintf("recorded %s %s: break-glass request %s for %s is ended by %s", runner.EventBreakGlassRevoked, e.ID, req.Request, b.Env, a.actor))
 }
 
@@ -342,6 +473,112 @@ func (a breakGlassAction) review(ctx context.Context) error {
 		return failed(a.env, a.cfg, err)
 	}
 	return a.done(ctx, fmt.Sprintf("recorded %s %s: the post-incident review of break-glass grant %s (%d use(s)) by %s", runner.EventBreakGlassReviewed, e.ID, req.Grant, len(req.Uses), a.actor))
+}
+
+// eventSource names where the forge said who acted: the comment, or the
+// dispatched run.
+func (a breakGlassAction) eventSource() (string, string) {
+	b := a.cfg.BreakGlass
+	if b.Comment != nil {
+		if a.cfg.Forge == Gitea {
+			return runner.SourceGiteaComment, b.Comment.Ref
+		}
+		return runner.SourceGitHubComment, b.Comment.Ref
+	}
+	if a.cfg.Forge == Gitea {
+		return runner.SourceGiteaDispatch, a.cfg.ForgeRun
+	}
+	return runner.SourceGitHubDispatch, a.cfg.ForgeRun
+}
+
+// comment acts on a /nova break-glass comment as its poster: approve or
+// revoke, by the same rules as the commands. The comment must be as it
+// was posted. A refusal is answered on the request's issue; a command
+// naming no request fails the job, saying why.
+func (a breakGlassAction) comment(ctx context.Context) error {
+	b := &a.cfg.BreakGlass
+	cmd := b.Command
+	if cmd.Problem != "" {
+		return failed(a.env, a.cfg, runner.Errorf(runner.ConfigInvalid, "comment %s: %s", b.Comment.Ref, cmd.Problem))
+	}
+	req, err := a.sum.FindBreakGlass(cmd.ID)
+	if err != nil {
+		return failed(a.env, a.cfg, err)
+	}
+	if b.Env != "" && b.Env != req.Environment {
+		return failed(a.env, a.cfg, runner.Errorf(runner.ConfigInvalid, "break-glass request %s is for %s, not %s", req.Request, req.Environment, b.Env))
+	}
+	b.Env, b.Action, b.ID = req.Environment, cmd.Action, req.Request
+	if reason, why := runner.BreakGlassCommentProblem(*b.Comment, cmd); reason != "" {
+		return a.refuse(ctx, cmd.Action, req, reason, why)
+	}
+	if cmd.Action == runner.BreakGlassApproveAction {
+		return a.approve(ctx)
+	}
+	return a.revoke(ctx)
+}
+
+// requestMarker marks the issue Nova opens for a request.
+func requestMarker(contractID, request string) string {
+	return fmt.Sprintf("<!-- nova:breakglass-request:%s:%s -->", markerValue(contractID), markerValue(request))
+}
+
+// answer keeps the request's issue saying where the request stands, with
+// a line for what was just done or refused: approvers act by commenting
+// there, so they read the answer there. A forge that cannot be written
+// to is reported, not fatal: the evidence holds the decision.
+func (a breakGlassAction) answer(ctx context.Context, req *runner.BreakGlassState, line string) {
+	if a.cfg.Check || a.forge.issues == nil || req == nil {
+		return
+	}
+	esc := templates.EscapeMarkdown
+	var body strings.Builder
+	fmt.Fprintf(&body, "%s\n### 🚨 Break-glass requested: <code>%s</code> of contract <code>%s</code>\n\n", requestMarker(a.contractID, req.Request), esc(string(req.Environment)), esc(a.contractID))
+	fmt.Fprintf(&body, "Requested by @%s: %s\n\nRequest id: `%s`\n\n", esc(string(req.Requester)), esc(req.Reason), req.Request)
+	switch {
+	case req.Revoked != "":
+		fmt.Fprintf(&body, "**Revoked** by @%s.\n", esc(req.RevokedBy))
+	case req.Grant != "":
+		var who []string
+		for _, ap := range req.Approvers {
+			who = append(who, "@"+esc(string(ap)))
+		}
+		fmt.Fprintf(&body, "**Granted** by %s until %s (grant `%s`): re-run the %s apply job; every use is recorded and opens a post-incident review.\n\nEnd it early with a comment:\n\n```\n/nova break-glass revoke %s <reason>\n```\n",
+			strings.Join(who, " and "), req.ExpiresAt.UTC().Format(time.RFC3339), req.Grant, esc(string(req.Environment)), req.Request)
+	default:
+		approved := "nobody yet"
+		if len(req.Approvals) > 0 {
+			var who []string
+			for _, ap := range req.Approvals {
+				who = append(who, "@"+esc(string(ap.Approver)))
+			}
+			approved = strings.Join(who, ", ")
+		}
+		fmt.Fprintf(&body, "Two members of the `%s` group, not the requester, approve it with a comment (approved so far: %s):\n\n```\n/nova break-glass approve %s\n```\n",
+			runner.BreakGlassGroup, approved, req.Request)
+	}
+	if line != "" {
+		fmt.Fprintf(&body, "\nLatest: %s\n", esc(line))
+	}
+	title := fmt.Sprintf("Break-glass requested: contract %s in %s", a.contractID, req.Environment)
+	if err := a.forge.issues.UpsertIssue(ctx, requestMarker(a.contractID, req.Request), title, body.String()); err != nil {
+		fmt.Fprintf(a.env.Stderr, "nova: could not update the break-glass request's issue on the forge: %v\n", err)
+	}
+}
+
+// answerNow re-reads request from the chain and answers on its issue.
+func (a breakGlassAction) answerNow(ctx context.Context, request, line string) {
+	if a.cfg.Check || a.forge.issues == nil {
+		return
+	}
+	sum, err := runner.ReadGateSummary(ctx, a.rec, a.contractID)
+	if err != nil {
+		fmt.Fprintf(a.env.Stderr, "nova: could not read the request to answer on the forge: %v\n", err)
+		return
+	}
+	if req, err := sum.FindBreakGlass(request); err == nil {
+		a.answer(ctx, req, line)
+	}
 }
 
 // find is the request id names, in the command's environment.
@@ -373,6 +610,7 @@ func (a breakGlassAction) refuse(ctx context.Context, action string, req *runner
 			return failed(a.env, a.cfg, err)
 		}
 	}
+	a.answerNow(ctx, req.Request, fmt.Sprintf("@%s: not counted (%s): %s", a.actor, reason, why))
 	return refuseBreakGlass(a.env, a.cfg, reason, why)
 }
 

@@ -38,6 +38,10 @@ type Env struct {
 	// (a rate limit's Retry-After); zero fields take forgehttp's defaults.
 	// Tests set its Sleep to see a wait without waiting.
 	ForgeRetry forgehttp.Policy
+	// Pause, when set, is called at the named points of a command where
+	// another run may interleave (pause* constants): tests run a second
+	// command there to drive a race step by step, without sleeping.
+	Pause func(point string)
 }
 
 // Config is every input of one nova invocation, read once from the command

@@ -38,8 +38,13 @@ type ForgeConfig struct {
 	// when the event is about a merged one: what `--merged` runs.
 	MergedSHA string
 	// Comment is the comment an issue_comment event delivered, as it was
-	// when the event was sent.
+	// when the event was sent; Issue is its issue's number when that is
+	// not a pull request (a break-glass request's issue).
 	Comment *EventComment
+	Issue   int64
+	// Sender is who caused the event, as the forge says (the payload's
+	// sender): who dispatched a workflow_dispatch run, never an input.
+	Sender string
 	// Retry is how the API clients wait and retry (Env.ForgeRetry).
 	Retry forgehttp.Policy
 }
@@ -122,7 +127,10 @@ type forgeEvent struct {
 		Number      int64           `json:"number"`
 		PullRequest json.RawMessage `json:"pull_request"`
 	} `json:"issue"`
-	Action  string `json:"action"`
+	Action string `json:"action"`
+	Sender *struct {
+		Login string `json:"login"`
+	} `json:"sender"`
 	Comment *struct {
 		ID   int64  `json:"id"`
 		Body string `json:"body"`
@@ -175,6 +183,9 @@ func (fc *ForgeConfig) readEvent(path string) error {
 	if err := json.Unmarshal(data, &ev); err != nil {
 		return runner.Errorf(runner.ConfigInvalid, "reading the workflow's event (GITHUB_EVENT_PATH): %w", err)
 	}
+	if ev.Sender != nil {
+		fc.Sender = ev.Sender.Login
+	}
 	switch {
 	case ev.PullRequest != nil:
 		fc.PullRequest, fc.BaseSHA, fc.HeadSHA = ev.PullRequest.Number, ev.PullRequest.Base.SHA, ev.PullRequest.Head.SHA
@@ -186,6 +197,14 @@ func (fc *ForgeConfig) readEvent(path string) error {
 	case ev.Issue != nil && len(ev.Issue.PullRequest) > 0 && string(ev.Issue.PullRequest) != "null":
 		// A comment on a pull request: the event names the number only.
 		fc.PullRequest = ev.Issue.Number
+		if c := ev.Comment; c != nil {
+			fc.Comment = &EventComment{Action: ev.Action, ID: c.ID, Poster: c.User.Login, Body: c.Body, Previous: ev.Changes.Body.From,
+				Created: c.CreatedAt, Updated: c.UpdatedAt}
+		}
+	case ev.Issue != nil:
+		// A comment on an issue: a /nova break-glass command on the
+		// issue Nova opened for a request.
+		fc.Issue = ev.Issue.Number
 		if c := ev.Comment; c != nil {
 			fc.Comment = &EventComment{Action: ev.Action, ID: c.ID, Poster: c.User.Login, Body: c.Body, Previous: ev.Changes.Body.From,
 				Created: c.CreatedAt, Updated: c.UpdatedAt}

@@ -27,7 +27,13 @@ func TestReadEventPullRequest(t *testing.T) {
 			want: ForgeConfig{PullRequest: 7, HeadSHA: head, BaseSHA: base}},
 		{name: "issue_comment", payload: `{"action": "created", "issue": {"number": 7, "pull_request": {"url": "x"}}, "comment": {"id": 9, "body": "/nova approve qa x", "user": {"login": "qa-lead"}}}`,
 			want: ForgeConfig{PullRequest: 7, Comment: &EventComment{Action: "created", ID: 9, Poster: "qa-lead", Body: "/nova approve qa x"}}},
-		{name: "issue_comment on an issue", payload: `{"action": "created", "issue": {"number": 7}, "comment": {"id": 9, "body": "/nova approve qa x"}}`},
+		// No pull request; the comment is kept for `nova break-glass
+		// comment` (a request's issue), never as a plan's approval source.
+		{name: "issue_comment on an issue", payload: `{"action": "created", "issue": {"number": 7}, "comment": {"id": 9, "body": "/nova approve qa x"}}`,
+			want: ForgeConfig{Issue: 7, Comment: &EventComment{Action: "created", ID: 9, Body: "/nova approve qa x"}}},
+		// Who dispatched a run is the event's sender.
+		{name: "workflow_dispatch", payload: `{"inputs": {"environment": "prod", "requester": "mallory"}, "sender": {"login": "oncall"}}`,
+			want: ForgeConfig{Sender: "oncall"}},
 		{name: "workflow_run of a review", payload: `{"action": "completed", "workflow_run": {"event": "pull_request_review", "head_sha": "` + head + `", "pull_requests": [{"number": 7, "head": {"sha": "` + head + `"}, "base": {"sha": "` + base + `"}}]}}`,
 			want: ForgeConfig{PullRequest: 7, HeadSHA: head, BaseSHA: base}},
 		// A fork's pull requests are not listed.

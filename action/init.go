@@ -248,16 +248,18 @@ func renderConsumerWorkflows(ctx context.Context, cfg Config, name, dir, id stri
 		Keyless:       cfg.Init.Keyless,
 	}
 	kinds := map[string]string{
-		filepath.Join(".github", "workflows", "nova-"+name+".yml"):          templates.GitHubWorkflow,
-		filepath.Join(".github", "workflows", "nova-"+name+"-review.yml"):   templates.GitHubReviewWorkflow,
-		filepath.Join(".github", "workflows", "nova-"+name+"-rollback.yml"): templates.GitHubRollbackWorkflow,
+		filepath.Join(".github", "workflows", "nova-"+name+".yml"):            templates.GitHubWorkflow,
+		filepath.Join(".github", "workflows", "nova-"+name+"-review.yml"):     templates.GitHubReviewWorkflow,
+		filepath.Join(".github", "workflows", "nova-"+name+"-rollback.yml"):   templates.GitHubRollbackWorkflow,
+		filepath.Join(".github", "workflows", "nova-"+name+"-breakglass.yml"): templates.GitHubBreakGlassWorkflow,
 	}
 	merge := templates.GitHubMergeWorkflow
 	note := ""
 	if cfg.Init.Forge == Gitea {
 		kinds = map[string]string{
-			filepath.Join(".gitea", "workflows", "nova-"+name+".yml"):          templates.GiteaWorkflow,
-			filepath.Join(".gitea", "workflows", "nova-"+name+"-rollback.yml"): templates.GiteaRollbackWorkflow,
+			filepath.Join(".gitea", "workflows", "nova-"+name+".yml"):            templates.GiteaWorkflow,
+			filepath.Join(".gitea", "workflows", "nova-"+name+"-rollback.yml"):   templates.GiteaRollbackWorkflow,
+			filepath.Join(".gitea", "workflows", "nova-"+name+"-breakglass.yml"): templates.GiteaBreakGlassWorkflow,
 		}
 		merge = templates.GiteaMergeWorkflow
 		var err error

@@ -36,7 +36,15 @@ type actionInput struct {
 }
 
 // actionCommands are the values of the command input.
-var actionCommands = []string{"validate", "policy", "explain", "plan", "apply", "run", "drift", "matrix", "approve", "reject", "rollback", "verify"}
+var actionCommands = []string{"validate", "policy", "explain", "plan", "apply", "run", "drift", "matrix", "approve", "reject", "rollback", "break-glass", "verify"}
+
+// actionBreakGlass are the values of the break-glass input and the
+// command line each becomes: in a job the actor is always the forge's
+// (the dispatch's sender, the comment's poster), never an input.
+var actionBreakGlass = map[string][]string{
+	runner.BreakGlassRequestAction: {"break-glass", runner.BreakGlassRequestAction, "--from-event"},
+	breakGlassCommentAction:        {"break-glass", breakGlassCommentAction},
+}
 
 var actionInputs = []actionInput{
 	{Name: "command", Default: "run", Description: "What nova does: " + strings.Join(actionCommands, ", ") + " (verify is `nova evidence verify`)."},
@@ -45,7 +53,8 @@ var actionInputs = []actionInput{
 	{Name: "environment", Flag: "--env", Description: "Override the contract's environment (dev, qa, prod or dr); it may only raise the guard."},
 	{Name: "bundle", Flag: "--bundle", Description: "For apply: the plan bundle directory the plan job uploaded (default: the newest for the contract)."},
 	{Name: "digest", Flag: "--digest", Description: "For apply: refuse a bundle whose plan digest is not this one (the plan job's plan-digest output). For approve and reject: a prefix of the plan digest decided on."},
-	{Name: "reason", Flag: "--reason", Description: "For reject: why the plan is rejected."},
+	{Name: "reason", Flag: "--reason", Description: "For reject: why the plan is rejected. For break-glass request: what the emergency is."},
+	{Name: "break-glass", Description: "For command break-glass (docs/break-glass.md): request asks for a grant for environment, as the user who dispatched the workflow (the event's sender); comment acts on the `/nova break-glass approve|revoke <request>` comment the issue_comment event delivered, as its poster."},
 	{Name: "to", Flag: "--to", Description: "For rollback: the change to return the environment to (its id, or its first hex digits); one the environment applied."},
 	{Name: "check", Default: "false", Flag: "--check", Bool: true, Description: "For apply, run, approve, reject and rollback: say what would happen and what the gate would decide, change and record nothing; the exit code is the real command's."},
 	{Name: "backend", Flag: "--backend", Description: "Terraform backend type, overriding the contract's."},
@@ -137,7 +146,16 @@ func actionGetenv(getenv func(string) string) func(string) string {
 // actionCommand is the command line the command input names.
 func actionCommand(getenv func(string) string) ([]string, error) {
 	cmd := strings.TrimSpace(getenv(inputVariable("command")))
+	bg := strings.TrimSpace(getenv(inputVariable("break-glass")))
 	switch {
+	case cmd == "break-glass":
+		line, ok := actionBreakGlass[bg]
+		if !ok {
+			return nil, runner.Errorf(runner.ConfigInvalid, "input break-glass %q: command break-glass wants break-glass: request or comment", bg)
+		}
+		return slices.Clone(line), nil
+	case bg != "":
+		return nil, runner.Errorf(runner.ConfigInvalid, "input break-glass does not apply to command %s: set command: break-glass", firstNonEmpty(cmd, "run"))
 	case cmd == "":
 		return []string{"run"}, nil
 	case cmd == "verify":

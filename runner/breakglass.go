@@ -86,7 +86,21 @@ type BreakGlassClaim struct {
 	// Text is the request's or revocation's reason, or the review's note.
 	Text string    `json:"text,omitempty"`
 	At   time.Time `json:"at"`
+	// Source, when set, says the forge named the actor (a dispatch's
+	// sender, a comment's poster) and SourceRef where: the claim is the
+	// forge's word, unsigned, like a comment approval. Empty: the claim
+	// is signed with the actor's approver key.
+	Source    string `json:"source,omitempty"`
+	SourceRef string `json:"sourceRef,omitempty"`
 }
+
+// Where a break-glass claim the forge vouches for comes from
+// (BreakGlassClaim.Source): a comment (SourceGitHubComment,
+// SourceGiteaComment) or a workflow_dispatch run.
+const (
+	SourceGitHubDispatch = "github-dispatch"
+	SourceGiteaDispatch  = "gitea-dispatch"
+)
 
 // SignedBreakGlass is a claim and its signature (base64 DER, as cosign
 // writes).
@@ -207,6 +221,10 @@ type BreakGlassState struct {
 	Approvers []Login   `json:",omitempty"`
 	GrantedAt time.Time `json:",omitzero"`
 	ExpiresAt time.Time `json:",omitzero"`
+	// DuplicateGrants are nova.breakglass.granted events recorded after
+	// the request's grant (two second approvals at one moment): they
+	// make no grant.
+	DuplicateGrants []string `json:",omitempty"`
 	// Revoked is the nova.breakglass.revoked event, when revoked.
 	Revoked   string    `json:",omitempty"`
 	RevokedBy string    `json:",omitempty"`
@@ -263,13 +281,27 @@ func (s *GateSummary) foldBreakGlass(e Event) {
 			return
 		}
 		b := s.BreakGlass[a.Request]
-		b.Approvals = append(b.Approvals, BreakGlassApprovalRef{Approver: LoginOf(a.Approver), Event: e.ID})
+		who := LoginOf(a.Approver)
+		// Two runs of one approver at the same moment both pass the
+		// duplicate rule; the chain keeps one approval per person, never
+		// the requester's.
+		if who == b.Requester || slices.ContainsFunc(b.Approvals, func(r BreakGlassApprovalRef) bool { return r.Approver == who }) {
+			return
+		}
+		b.Approvals = append(b.Approvals, BreakGlassApprovalRef{Approver: who, Event: e.ID})
 	case EventBreakGlassGranted:
 		var g BreakGlassGrant
 		if DecodeEventData(e, &g) != nil || s.BreakGlass[g.Request] == nil {
 			return
 		}
 		b := s.BreakGlass[g.Request]
+		if b.Grant != "" {
+			// Two second approvals at the same moment each record a grant;
+			// a request has one, the first in the chain: a later one is a
+			// duplicate that neither extends nor replaces it.
+			b.DuplicateGrants = append(b.DuplicateGrants, e.ID)
+			return
+		}
 		b.Grant, b.GrantedAt, b.ExpiresAt = e.ID, g.GrantedAt, g.ExpiresAt
 		b.Approvers = nil
 		for _, a := range g.Approvers {
@@ -311,7 +343,7 @@ func cloneBreakGlass(in map[string]*BreakGlassState) map[string]*BreakGlassState
 	for id, b := range in {
 		c := *b
 		c.Approvals, c.Approvers = slices.Clip(b.Approvals), slices.Clip(b.Approvers)
-		c.Uses, c.Reviews = slices.Clip(b.Uses), slices.Clip(b.Reviews)
+		c.Uses, c.Reviews, c.DuplicateGrants = slices.Clip(b.Uses), slices.Clip(b.Reviews), slices.Clip(b.DuplicateGrants)
 		out[id] = &c
 	}
 	return out

@@ -57,6 +57,26 @@ func DecideBreakGlassApproval(b *BreakGlassState, in BreakGlassApprovalInput) (R
 	}
 }
 
+// DueGrant is the grant the chain's approvals of b make and nobody has
+// recorded yet, or nil: two approvals recorded at the same moment each
+// saw only the other's predecessor, so neither run granted. An approving
+// command asks it again after its approval is in the chain, so the
+// second distinct approval always grants, whichever run recorded it; the
+// grant is the first two approvals in chain order, and should both runs
+// record it, the fold keeps the first (DuplicateGrants).
+func (b *BreakGlassState) DueGrant(now time.Time, duration time.Duration) *BreakGlassGrant {
+	if b.Grant != "" || b.Revoked != "" || len(b.Approvals) < 2 || !now.Before(b.RequestedAt.Add(duration)) {
+		return nil
+	}
+	first, second := b.Approvals[0], b.Approvals[1]
+	return &BreakGlassGrant{
+		Environment: b.Environment, Request: b.Request, Requester: string(b.Requester), Reason: b.Reason,
+		Approvers: []string{string(first.Approver), string(second.Approver)},
+		Approvals: []string{first.Event, second.Event},
+		GrantedAt: now.UTC(), ExpiresAt: now.UTC().Add(duration),
+	}
+}
+
 // breakGlassInput is what the gate weighs a grant's use on.
 type breakGlassInput struct {
 	Env    Environment

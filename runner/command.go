@@ -59,6 +59,11 @@ func ParseCommand(body string) (cmd Command, ok bool) {
 	if len(f) == 0 || f[0] != "/nova" {
 		return Command{}, false
 	}
+	if len(f) > 1 && strings.EqualFold(f[1], "break-glass") {
+		// A break-glass command (ParseBreakGlassCommand) is no claim on
+		// a plan: the break-glass workflow answers it.
+		return Command{}, false
+	}
 	usage := "write `/nova approve <env> <plan digest>` or `/nova reject <env> <reason>`"
 	if len(f) < 3 {
 		return Command{Problem: "incomplete command: " + usage}, true

@@ -36,7 +36,7 @@ func ReadGateSummary(ctx context.Context, r EvidenceReader, contractID string) (
 // differs: bump it whenever Fold keeps something new or folds an event
 // differently, or a summary folded by the old rules would be read as if
 // the new ones had made it.
-const GateSummaryVersion = 7
+const GateSummaryVersion = 8
 
 // GateSummary is what the gate's rules read of one contract's chain, and
 // what the approvals stage and the decision ledger read of it, folded

@@ -245,6 +245,7 @@ const (
 	BreakGlassAlreadyGranted    Reason = "BREAKGLASS_ALREADY_GRANTED"
 	BreakGlassCriticalFinding   Reason = "BREAKGLASS_CRITICAL_FINDING"
 	BreakGlassDestroy           Reason = "BREAKGLASS_DESTROY"
+	BreakGlassCommentEdited     Reason = "BREAKGLASS_COMMENT_EDITED"
 )
 
 // Rollback: returning an environment to a change it applied before.
@@ -444,6 +445,7 @@ var reasonTable = []ReasonInfo{
 	{BreakGlassAlreadyGranted, "break-glass", KindVerdict, "The break-glass request was granted already; it takes no more approvals."},
 	{BreakGlassCriticalFinding, "break-glass", KindVerdict, "A break-glass grant never covers a plan with a failing (or unevaluated) critical policy check; the plan is refused."},
 	{BreakGlassDestroy, "break-glass", KindVerdict, "A break-glass grant never covers a destroy (a plan that only removes resources); it needs the environment's normal approvals."},
+	{BreakGlassCommentEdited, "break-glass", KindVerdict, "A `/nova break-glass` comment was edited after it was posted (or the event was its edit or deletion); anyone with write access may have written the text, so it never approves or revokes: post the command anew."},
 }
 
 // Reasons returns the vocabulary in documentation order.

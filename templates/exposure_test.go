@@ -12,17 +12,27 @@ import (
 // gives Nova's keys only to runs of default-branch definitions (and of
 // reviewed commits, which the documented protection keeps an admin's), so
 // `nova validate` has nothing to warn about in it.
+//
+// The break-glass workflows hold the keys too (they record requests,
+// approvals and grants): they run only on workflow_dispatch and
+// issue_comment, both from the default branch's definition.
 func TestScaffoldExposesNoSecrets(t *testing.T) {
-	out, err := RenderWorkflow(GiteaWorkflow, sample())
-	if err != nil {
-		t.Fatal(err)
-	}
 	root := t.TempDir()
-	if err := os.MkdirAll(filepath.Join(root, ".gitea", "workflows"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(root, ".gitea", "workflows", "nova-app.yml"), out, 0o644); err != nil {
-		t.Fatal(err)
+	for file, kind := range map[string]string{
+		".gitea/workflows/nova-app.yml":             GiteaWorkflow,
+		".gitea/workflows/nova-app-breakglass.yml":  GiteaBreakGlassWorkflow,
+		".github/workflows/nova-app-breakglass.yml": GitHubBreakGlassWorkflow,
+	} {
+		out, err := RenderWorkflow(kind, sample())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(filepath.Join(root, filepath.Dir(file)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(root, file), out, 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	found, err := novaworkflows.Exposures(root)
 	if err != nil {

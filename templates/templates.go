@@ -210,6 +210,11 @@ const (
 	// environment back to an earlier change (workflow_dispatch).
 	GitHubRollbackWorkflow = "github-rollback"
 	GiteaRollbackWorkflow  = "gitea-rollback"
+	// GitHubBreakGlassWorkflow and GiteaBreakGlassWorkflow request
+	// break-glass (workflow_dispatch) and approve or revoke it by comment
+	// on the request's issue (issue_comment).
+	GitHubBreakGlassWorkflow = "github-breakglass"
+	GiteaBreakGlassWorkflow  = "gitea-breakglass"
 	// GitHubMergeWorkflow and GiteaMergeWorkflow apply, environment by
 	// environment, the plans approved on a pull request once it is merged
 	// (ApplyOn merge).

@@ -97,7 +97,9 @@ func TestWorkflowsPassActionlint(t *testing.T) {
 		"github-keyless.yml": {GitHubWorkflow, keyless}, "github-rollback-keyless.yml": {GitHubRollbackWorkflow, keyless},
 		"github-apply-on-merge.yml": {GitHubWorkflow, merge}, "github-merge.yml": {GitHubMergeWorkflow, merge}, "github-merge-oidc.yml": {GitHubMergeWorkflow, oidc},
 		"gitea-apply-on-merge.yml": {GiteaWorkflow, merge}, "gitea-merge.yml": {GiteaMergeWorkflow, merge}, "gitea-merge-build.yml": {GiteaMergeWorkflow, built},
-		"github-queue.yml": {GitHubQueueWorkflow, merge},
+		"github-queue.yml":      {GitHubQueueWorkflow, merge},
+		"github-breakglass.yml": {GitHubBreakGlassWorkflow, sample()}, "github-breakglass-keyless.yml": {GitHubBreakGlassWorkflow, keyless},
+		"gitea-breakglass.yml": {GiteaBreakGlassWorkflow, sample()}, "gitea-breakglass-build.yml": {GiteaBreakGlassWorkflow, built},
 	} {
 		out, err := RenderWorkflow(r.kind, r.w)
 		if err != nil {
