@@ -119,6 +119,8 @@ func run(ctx context.Context, env Env) error {
 		return nil
 	case "matrix":
 		return matrixCommand(ctx, cfg, env)
+	case "summary":
+		return summaryCommand(ctx, cfg, env)
 	}
 	return execute(ctx, cfg, env)
 }
