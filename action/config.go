@@ -142,8 +142,8 @@ type Config struct {
 	// ResultsFrom is the directory `nova summary` reads the results
 	// files of a fan-out's jobs from (--from).
 	ResultsFrom string
-	OutputFile      string
-	SummaryFile     string
+	OutputFile  string
+	SummaryFile string
 	// WorkDir is where nova was started, for shorter paths in messages;
 	// Workspace the runner's workspace (GITHUB_WORKSPACE), which step
 	// outputs and annotations are relative to.

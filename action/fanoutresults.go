@@ -54,7 +54,7 @@ type fanoutResults struct {
 	// Attempt is the workflow run's attempt that wrote it: a job run
 	// again writes its contracts' results anew, and the newest attempt's
 	// stand.
-	Attempt int             `json:"attempt"`
+	Attempt int            `json:"attempt"`
 	Results []fanoutResult `json:"results"`
 }
 
