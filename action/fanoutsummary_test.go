@@ -238,3 +238,54 @@ func TestFanoutNewestAttemptWins(t *testing.T) {
 		t.Errorf("results %+v, want attempt 2's pass alone", got)
 	}
 }
+
+// TestShardJobsLeaveTheCommentsToTheSummary: two shard jobs of a
+// summarized fan-out (--results) post commit statuses and check runs
+// and no comment; the summary job then posts the one summary of the
+// environment, with a row for each contract of both shards.
+func TestShardJobsLeaveTheCommentsToTheSummary(t *testing.T) {
+	const n = 4
+	m := newMonorepoRun(t)
+	m.env["PWD"] = m.root
+	api := newGitHubAPI(t)
+	pullRequestOf(m, api, n)
+	// Two shards as nova matrix --max-jobs 2 packs them (the matrix's
+	// own test checks it marks them summarized).
+	shard := func(is ...int) string {
+		var ms []shardMember
+		for _, i := range is {
+			ms = append(ms, shardMember{Path: fmt.Sprintf("svc/%04d/.nova/contract.yml", i), ID: budgetID(i)})
+		}
+		b, _ := json.Marshal(ms)
+		return string(b)
+	}
+	results := t.TempDir()
+	for i, e := range []string{shard(0, 2), shard(1, 3)} {
+		file := filepath.Join(results, fmt.Sprintf("nova-results-1-%d", i), "nova-results.json")
+		if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if code, stdout, stderr := m.nova("validate", "--shard", e, "--results", file); code != ExitPass {
+			t.Fatalf("shard %d: exit %d\n%s\n%s", i, code, stdout, stderr)
+		}
+	}
+	shards := api.budget()
+	if shards.Comments != 0 || shards.Statuses != n || shards.CheckRuns != n {
+		t.Fatalf("the shard jobs posted %d comment(s), %d status(es), %d check run(s): want none, %d and %d", shards.Comments, shards.Statuses, shards.CheckRuns, n, n)
+	}
+	code, stdout, stderr := novaSummary(t, m.env, results)
+	if code != ExitPass {
+		t.Fatalf("summary: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	api.mu.Lock()
+	comments := slices.Clone(api.comments)
+	api.mu.Unlock()
+	if len(comments) != 1 || !strings.HasPrefix(comments[0].Body, summaryMarker("dev", fanoutKey, 1)) {
+		t.Fatalf("comments after the summary job: %d, want dev's one summary: %v", len(comments), comments)
+	}
+	for i := range n {
+		if !strings.Contains(comments[0].Body, "<code>"+templates.EscapeMarkdown(budgetID(i))+"</code>") {
+			t.Errorf("no row for %s:\n%s", budgetID(i), comments[0].Body)
+		}
+	}
+}
