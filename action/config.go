@@ -544,6 +544,9 @@ func (cfg *Config) complete(f *rawFlags, env Env) error {
 	if cfg.Command == "summary" && cfg.ResultsFrom == "" {
 		return runner.Errorf(runner.ConfigInvalid, "nova summary: --from names the directory of the fan-out's results files")
 	}
+	if cfg.ResultsFile != "" && !cfg.Select.Many() {
+		return runner.Errorf(runner.ConfigInvalid, "--results writes the results of the contracts --all, --changed or --shard select: give one")
+	}
 	if cfg.ResultsFile != "" {
 		if cfg.ResultsFile, err = filepath.Abs(cfg.ResultsFile); err != nil {
 			return runner.Errorf(runner.ConfigInvalid, "--results: %w", err)

@@ -269,6 +269,9 @@ func TestShardJobsLeaveTheCommentsToTheSummary(t *testing.T) {
 			t.Fatalf("shard %d: exit %d\n%s\n%s", i, code, stdout, stderr)
 		}
 	}
+	if code, _, stderr := m.nova("validate", "--results", filepath.Join(results, "x.json")); code != ExitError || !strings.Contains(stderr, string(runner.ConfigInvalid)) {
+		t.Errorf("--results without a selection: exit %d, want %d %s\n%s", code, ExitError, runner.ConfigInvalid, stderr)
+	}
 	shards := api.budget()
 	if shards.Comments != 0 || shards.Statuses != n || shards.CheckRuns != n {
 		t.Fatalf("the shard jobs posted %d comment(s), %d status(es), %d check run(s): want none, %d and %d", shards.Comments, shards.Statuses, shards.CheckRuns, n, n)
