@@ -194,8 +194,10 @@ func executeMany(ctx context.Context, cfg Config, env Env) error {
 	summary := (deferred || cfg.SummaryComments || summarize(len(runs))) && forge != nil && forge.thread != nil && !cfg.Check
 	if summary {
 		// Many statuses to set: one listing of those the commit has
-		// already costs less than the writes it saves on a re-run.
-		if forge.statuses != nil && forge.statusLister != nil {
+		// already costs less than the writes it saves on a re-run. Not
+		// for a shard of a fan-out: its few contracts share the commit
+		// with every other shard's, so the listing is pages of theirs.
+		if forge.statuses != nil && forge.statusLister != nil && !deferred {
 			forge.statuses = &runner.KeptStatuses{Set: forge.statuses, List: forge.statusLister}
 		}
 		for _, r := range runs {
