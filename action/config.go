@@ -139,8 +139,15 @@ type Config struct {
 	// environment whatever its number of contracts (--summary): a job of
 	// a fan-out whose change touches more than ten (summary comments).
 	SummaryComments bool
-	OutputFile      string
-	SummaryFile     string
+	// ResultsFile is where a job of a sharded fan-out writes its
+	// contracts' results for the fan-out's summary job (--results): it
+	// then posts no comment of its own, only statuses and check runs.
+	ResultsFile string
+	// ResultsFrom is the directory `nova summary` reads the results
+	// files of a fan-out's jobs from (--from).
+	ResultsFrom string
+	OutputFile  string
+	SummaryFile string
 	// WorkDir is where nova was started, for shorter paths in messages;
 	// Workspace the runner's workspace (GITHUB_WORKSPACE), which step
 	// outputs and annotations are relative to.
@@ -273,7 +280,7 @@ func readConfig(env Env) (Config, error) {
 			return cfg, fmt.Errorf("%w %q", errUnknownCommand, args[0])
 		}
 		cfg.BreakGlass.Action, args = args[0], args[1:]
-	case "init", "pin", "report", "unlock":
+	case "init", "pin", "report", "unlock", "summary":
 	default:
 		if !slices.Contains(contractCommands, cfg.Command) && cfg.Command != "matrix" {
 			return cfg, fmt.Errorf("%w %q", errUnknownCommand, cfg.Command)
@@ -406,11 +413,15 @@ func (cfg *Config) flags(fs *flag.FlagSet, getenv func(string) string) *rawFlags
 			fs.StringVar(&cfg.Select.ShardList, "shard", "", "run the contracts of one job of a sharded fan-out: the shard of its nova matrix entry (a JSON list of contracts relative to --dir)")
 		}
 	}
+	if cmd == "summary" {
+		fs.StringVar(&cfg.ResultsFrom, "from", "", "the directory of the results files the jobs of a fan-out wrote (--results), at any depth")
+	}
 	if cmd == "matrix" {
 		fs.IntVar(&cfg.MaxJobs, "max-jobs", DefaultMaxJobs, "at most this many jobs: past it, the contracts are packed into this many shards, balanced by the modules they resolve to")
 	}
 	if slices.Contains(manyCommands, cmd) && cmd != "matrix" {
 		fs.BoolVar(&cfg.SummaryComments, "summary", false, "report the selected contracts in one summary comment per environment however few they are (the jobs of a fan-out whose change touches more than 10 contracts); past 10 in one job, the default")
+		fs.StringVar(&cfg.ResultsFile, "results", "", "write the selected contracts' results to this JSON file for the fan-out's `nova summary`, and post no comment: commit statuses and check runs only (the jobs of a fan-out whose change is reported in one summary)")
 	}
 	if cmd == "plan" || cmd == "run" {
 		fs.BoolVar(&cfg.Destroy, "destroy", false, "plan the destroy of everything the contract deployed in the environment (through the gate: dr, then prod, qa, dev)")
@@ -533,6 +544,17 @@ func (cfg *Config) complete(f *rawFlags, env Env) error {
 	}
 	if err := cfg.Select.check(cfg.Command); err != nil {
 		return err
+	}
+	if cfg.Command == "summary" && cfg.ResultsFrom == "" {
+		return runner.Errorf(runner.ConfigInvalid, "nova summary: --from names the directory of the fan-out's results files")
+	}
+	if cfg.ResultsFile != "" && !cfg.Select.Many() {
+		return runner.Errorf(runner.ConfigInvalid, "--results writes the results of the contracts --all, --changed or --shard select: give one")
+	}
+	if cfg.ResultsFile != "" {
+		if cfg.ResultsFile, err = filepath.Abs(cfg.ResultsFile); err != nil {
+			return runner.Errorf(runner.ConfigInvalid, "--results: %w", err)
+		}
 	}
 	if cfg.Command == "matrix" && cfg.MaxJobs < 1 {
 		return runner.Errorf(runner.ConfigInvalid, "--max-jobs %d: want at least 1", cfg.MaxJobs)

@@ -1,9 +1,14 @@
 package main
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"runtime"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -77,4 +82,61 @@ func reportBudget(b *testing.B, n, requests, notModified, comments, commentBytes
 	b.ReportMetric(float64(commentBytes), "comment-bytes")
 	b.ReportMetric(float64(sel.Milliseconds()), "selection-ms")
 	b.ReportMetric(float64(fan.Milliseconds()), "fanout-ms")
+}
+
+// BenchmarkFanoutBudget is the reusable fan-out's API budget on the
+// GitHub fake: `nova matrix --changed --max-jobs 256` over a pull request
+// changing N contracts, each shard job `nova validate --shard … --results`
+// (statuses and check runs, no comment; up to 10 contracts, each job its
+// contract's comment and no summary job), then the summary job's `nova
+// summary --from` (one summary per environment). It reports the requests
+// of every job together per contract-environment, and the comments.
+func BenchmarkFanoutBudget(b *testing.B) {
+	for _, n := range []int{10, 11, 100, 1000} {
+		b.Run(fmt.Sprintf("github-%d", n), func(b *testing.B) {
+			m := newMonorepoRun(b)
+			m.env["PWD"] = m.root
+			api := newGitHubAPI(b)
+			pullRequestOf(m, api, n)
+			for b.Loop() {
+				code, stdout, stderr := m.nova("matrix", "--changed", "--max-jobs", "256")
+				var mx matrix
+				if i := strings.LastIndex(stdout, "\n{"); i >= 0 {
+					stdout = stdout[i+1:]
+				}
+				if err := json.Unmarshal([]byte(stdout), &mx); code != ExitPass || err != nil {
+					b.Fatalf("matrix: exit %d %v\n%s", code, err, stderr)
+				}
+				dir := b.TempDir()
+				for i, e := range mx.Include {
+					// As fanout.yml runs it: results only when the
+					// matrix summarizes the change.
+					args := []string{"validate", "--shard", e.Shard, "--parallel", strconv.Itoa(runtime.NumCPU())}
+					if e.Summary {
+						file := filepath.Join(dir, fmt.Sprintf("nova-results-1-%d", i), "nova-results.json")
+						if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+							b.Fatal(err)
+						}
+						args = append(args, "--results", file)
+					}
+					if code, stdout, stderr := m.nova(args...); code != ExitPass {
+						b.Fatalf("shard %d: exit %d\n%s\n%s", i, code, stdout, stderr)
+					}
+				}
+				if !mx.Include[0].Summary {
+					continue
+				}
+				var stdoutB, stderrB bytes.Buffer
+				if code := exitCode(run(b.Context(), Env{Args: []string{"summary", "--from", dir}, Getenv: func(k string) string { return m.env[k] },
+					Environ: os.Environ(), Stdout: &stdoutB, Stderr: &stderrB})); code != ExitPass {
+					b.Fatalf("summary: exit %d\n%s", code, stderrB.String())
+				}
+			}
+			got := api.budget()
+			b.Logf("requests by route: %v", got.ByRoute)
+			b.ReportMetric(float64(got.Requests-got.Limited)/float64(b.N)/float64(n), "calls/contract-env")
+			b.ReportMetric(float64(got.Comments), "comments")
+			b.ReportMetric(float64(got.CommentBytes), "comment-bytes")
+		})
+	}
 }

@@ -91,6 +91,11 @@ func connectForge(ctx context.Context, cfg Config) (*forgeAdapters, error) {
 			a.change, a.commenter, a.thread = pr, pr, pr.Thread()
 		}
 	}
+	if cfg.Command == "summary" {
+		// It runs on no checkout: the shards read the approver groups
+		// their rows name.
+		return a, nil
+	}
 	path, err := local.RepoPath(cfg.Dir, firstNonEmpty(cfg.ApproversPath, runner.ApproversFile))
 	if err != nil {
 		return nil, runner.Errorf(runner.ApproversInvalid, "naming %s in the repository: %w", runner.ApproversFile, err)

@@ -36,7 +36,7 @@ type actionInput struct {
 }
 
 // actionCommands are the values of the command input.
-var actionCommands = []string{"validate", "policy", "explain", "plan", "apply", "run", "drift", "matrix", "approve", "reject", "rollback", "break-glass", "verify"}
+var actionCommands = []string{"validate", "policy", "explain", "plan", "apply", "run", "drift", "matrix", "summary", "approve", "reject", "rollback", "break-glass", "verify"}
 
 // actionBreakGlass are the values of the break-glass input and the
 // command line each becomes: in a job the actor is always the forge's
@@ -70,6 +70,8 @@ var actionInputs = []actionInput{
 	{Name: "max-jobs", Default: fmt.Sprint(DefaultMaxJobs), Flag: "--max-jobs", Description: "For matrix: at most this many jobs (GitHub refuses a matrix of more than 256). Past it, the contracts are packed into this many shards, balanced by the modules they resolve to, each job running its shard."},
 	{Name: "head", Flag: "--head", Description: "With select changed, the head of the change (default: the pull request's head)."},
 	{Name: "summary", Default: "false", Flag: "--summary", Bool: true, Description: "With select: report the contracts in one summary comment per environment however few they are, each contract's report in a check run on GitHub; past 10 contracts in one job it is the default. Set it on the jobs of a fan-out whose change touches more than 10 contracts (docs/forge-limits.md)."},
+	{Name: "results-file", Flag: "--results", Description: "With select, in a job of a fan-out reported in one summary (the matrix entry's `summary`): write the contracts' results to this JSON file for the fan-out's summary job and post no comment, only commit statuses and check runs (docs/monorepo.md)."},
+	{Name: "from", Flag: "--from", Description: "For summary: the directory of the results files the fan-out's jobs wrote (results-file), at any depth; one summary comment per pull request and environment is posted from them."},
 	{Name: "approvers", Default: runner.ApproversFile, Flag: "--approvers", Description: "The approver config, relative to dir, read from the trusted base."},
 	{Name: "output", Default: "text", Flag: "--output", Description: "Report format on stdout: text or json (policy also sarif and junit)."},
 	{Name: "report-file", Flag: "--out", Description: "For policy: write the report to this file, relative to the workspace (for a SARIF upload)."},
@@ -105,7 +107,7 @@ var actionOutputDocs = []struct{ Name, Description string }{
 	{"bundle-dir", "The plan bundle to hand to the apply job, relative to the workspace."},
 	{"receipt", "When the environment applied this change before and nothing since, the id of that apply's event: nothing was planned, and nothing needs approving or applying."},
 	{"contracts", "With select, how many contracts ran (verdict and exit-code are then the worst of them)."},
-	{"matrix", `For command matrix, the JSON matrix ({"include":[{"name","shard","dir","contract","id","environment","operation"}]}) for strategy.matrix: one entry per contract, or per shard past max-jobs (docs/monorepo.md).`},
+	{"matrix", `For command matrix, the JSON matrix ({"include":[{"name","shard","dir","contract","id","environment","operation","summary"}]}) for strategy.matrix: one entry per contract, or per shard past max-jobs (docs/monorepo.md).`},
 }
 
 // inputVariable is the variable the runner passes an input in.

@@ -95,6 +95,9 @@ func TestActionInputsTheCommandDoesNotTake(t *testing.T) {
 		switch cmd {
 		case "verify":
 			inputs = map[string]string{"command": cmd}
+		case "summary":
+			// It reads results files, no checkout.
+			inputs = map[string]string{"command": cmd, "from": t.TempDir()}
 		case "matrix":
 			delete(inputs, "environment")
 		}

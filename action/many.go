@@ -188,11 +188,16 @@ func executeMany(ctx context.Context, cfg Config, env Env) error {
 	if !cfg.Check {
 		drainAfter(ctx, store, env, outs...)
 	}
-	summary := (cfg.SummaryComments || summarize(len(runs))) && forge != nil && forge.thread != nil && !cfg.Check
+	// A job writing its results for the fan-out's summary job posts no
+	// comment: the summary job posts one summary for every shard.
+	deferred := cfg.ResultsFile != "" && !cfg.Check
+	summary := (deferred || cfg.SummaryComments || summarize(len(runs))) && forge != nil && forge.thread != nil && !cfg.Check
 	if summary {
 		// Many statuses to set: one listing of those the commit has
-		// already costs less than the writes it saves on a re-run.
-		if forge.statuses != nil && forge.statusLister != nil {
+		// already costs less than the writes it saves on a re-run. Not
+		// for a shard of a fan-out: its few contracts share the commit
+		// with every other shard's, so the listing is pages of theirs.
+		if forge.statuses != nil && forge.statusLister != nil && !deferred {
 			forge.statuses = &runner.KeptStatuses{Set: forge.statuses, List: forge.statusLister}
 		}
 		for _, r := range runs {
@@ -201,8 +206,15 @@ func executeMany(ctx context.Context, cfg Config, env Env) error {
 	}
 	views := make([]runView, len(runs))
 	parallel(len(runs), cfg.Select.Parallel, func(i int) { views[i] = runs[i].finish(ctx) })
-	if summary && cfg.Command != "drift" {
-		publishSummaries(context.WithoutCancel(ctx), cfg, forge, views, contractPaths(sel, views), env.Stderr)
+	switch {
+	case deferred:
+		if err := writeResults(cfg, cfg.ResultsFile, views, contractPaths(sel, views), approverGroups(ctx, forge, views)); err != nil {
+			// The statuses and check runs stand; the summary job says
+			// this job's results are missing.
+			fmt.Fprintf(env.Stderr, "nova: %s: %v\n", runner.ReasonOf(err), err)
+		}
+	case summary && cfg.Command != "drift":
+		publishSummaries(context.WithoutCancel(ctx), cfg, forge, views, contractPaths(sel, views), "", nil, env.Stderr)
 	}
 	for _, r := range runs {
 		r.cleanup(cfg)

@@ -44,6 +44,11 @@ type matrixEntry struct {
 	// modules they resolve to, when entries are shards.
 	Contracts int `json:"contracts,omitempty"`
 	Weight    int `json:"weight,omitempty"`
+	// Summary says the change is reported in one summary comment per
+	// environment, posted by the fan-out's summary job: the job writes its
+	// results (--results) and posts no comment. True for every entry when
+	// the selection is sharded or crosses the summary threshold.
+	Summary bool `json:"summary,omitempty"`
 }
 
 // matrix is a strategy.matrix: GitHub and Gitea expand each element of
@@ -90,6 +95,11 @@ func matrixCommand(ctx context.Context, cfg Config, env Env) error {
 	entries, err := shardEntries(items, cfg.MaxJobs)
 	if err != nil {
 		return failed(env, cfg, err)
+	}
+	if summarize(len(items)) || len(entries) < len(items) {
+		for i := range entries {
+			entries[i].Summary = true
+		}
 	}
 	m := matrix{Include: entries}
 	doc, err := json.Marshal(m)

@@ -28,6 +28,7 @@ Usage:
                           the same for every contract under --dir, or those
                           the change from --base to --head touches, at once
   nova matrix   --all|--changed   the selected contracts as a JSON matrix
+  nova summary  --from DIR   one summary comment per environment from a fan-out's --results files
   nova approve  --env E --as NAME     approve the newest plan for E as NAME (a signed local claim)
   nova reject   --env E --as NAME --reason TEXT   reject it
   nova evidence verify|resolve   check the evidence repo, or resolve an indeterminate apply
@@ -119,6 +120,8 @@ func run(ctx context.Context, env Env) error {
 		return nil
 	case "matrix":
 		return matrixCommand(ctx, cfg, env)
+	case "summary":
+		return summaryCommand(ctx, cfg, env)
 	}
 	return execute(ctx, cfg, env)
 }

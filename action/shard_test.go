@@ -107,6 +107,12 @@ func TestMatrixShardsAThousandContractChange(t *testing.T) {
 		}
 		minLoad, maxLoad = min(minLoad, load), max(maxLoad, load)
 	}
+	// Sharded: every job leaves the comments to the summary job.
+	for _, e := range mx.Include {
+		if !e.Summary {
+			t.Fatalf("shard entry %s: summary false, want true (the fan-out posts one summary per environment)", e.Name)
+		}
+	}
 	for p := range weightOf {
 		if seen[p] != 1 {
 			t.Errorf("%s is in %d shards, want exactly one", p, seen[p])
@@ -135,7 +141,7 @@ func TestMatrixShardsAThousandContractChange(t *testing.T) {
 	}
 	first, last := mx.Include[0], mx.Include[len(mx.Include)-1]
 	want := matrixEntry{Name: "svc/0000/.nova/contract.yml", Dir: "svc/0000", Contract: ".nova/contract.yml", ID: "00000000-0000-4000-8000-000000000000", Environment: "dev",
-		Shard: `[{"path":"svc/0000/.nova/contract.yml","id":"00000000-0000-4000-8000-000000000000"}]`}
+		Shard: `[{"path":"svc/0000/.nova/contract.yml","id":"00000000-0000-4000-8000-000000000000"}]`, Summary: true}
 	if diff := cmp.Diff(want, first); diff != "" {
 		t.Errorf("a contract's entry (-want +got):\n%s", diff)
 	}
@@ -231,7 +237,7 @@ func TestShardJobRunsItsContracts(t *testing.T) {
 	head := m.commit("change a, add bad, delete b")
 
 	mx, _ := m.matrixDoc("--changed", "--base", base, "--head", head, "--max-jobs", "1")
-	if len(mx.Include) != 1 || mx.Include[0].Contracts != 3 {
+	if len(mx.Include) != 1 || mx.Include[0].Contracts != 3 || !mx.Include[0].Summary {
 		t.Fatalf("--max-jobs 1: %+v, want one shard of a, bad and b's destroy", mx.Include)
 	}
 	code, mv, stderr := m.many("run", "--shard", mx.Include[0].Shard, "--base", base)
@@ -266,6 +272,9 @@ func TestShardJobRunsItsContracts(t *testing.T) {
 	mx, _ = m.matrixDoc("--changed", "--base", base, "--head", head)
 	codes := map[string]int{}
 	for _, e := range mx.Include {
+		if e.Summary {
+			t.Errorf("%s: summary true for a change of three contracts, one a job: want each its own comments", e.Name)
+		}
 		code, mv, stderr := m.many("run", "--shard", e.Shard, "--base", base)
 		if len(mv.Contracts) != 1 || path.Join(mv.Contracts[0].Dir, mv.Contracts[0].Contract) != path.Join(e.Dir, e.Contract) {
 			t.Errorf("the job of %s ran %+v\n%s", e.Name, outcomes(mv), stderr)

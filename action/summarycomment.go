@@ -197,7 +197,12 @@ func summaryTally(views []runView) string {
 // that listed any of these contracts (a change whose contracts were
 // sharded differently). Only comments the forge says a bot posted are
 // marked: a person's stay as they are.
-func publishSummaries(ctx context.Context, cfg Config, forge *forgeAdapters, views []runView, paths map[string]string, warn io.Writer) {
+//
+// key names the summaries: "" for a job's own (its first contract's id),
+// fanoutKey for the one a fan-out's summary job posts for every shard.
+// groups, when not nil, are the approver groups by environment, read by
+// the jobs that ran the contracts.
+func publishSummaries(ctx context.Context, cfg Config, forge *forgeAdapters, views []runView, paths map[string]string, key string, groups map[string]string, warn io.Writer) {
 	if forge == nil || forge.thread == nil {
 		return
 	}
@@ -220,23 +225,26 @@ func publishSummaries(ctx context.Context, cfg Config, forge *forgeAdapters, vie
 	for _, env := range envs {
 		vs := byEnv[env]
 		slices.SortFunc(vs, func(a, b runView) int { return strings.Compare(paths[a.ContractID], paths[b.ContractID]) })
-		group := ""
-		if forge.approvers != nil && slices.ContainsFunc(vs, waitsForApproval) {
+		group := groups[env]
+		if groups == nil && forge.approvers != nil && slices.ContainsFunc(vs, waitsForApproval) {
 			if ac, err := forge.approvers.Approvers(ctx); err == nil {
 				group = ac.GroupFor(runner.Environment(env))
 			}
 		}
-		key := vs[0].ContractID
-		parts, err := renderSummary(cfg.Command, env, key, vs, paths, group, where, runURL)
+		k := key
+		if k == "" {
+			k = vs[0].ContractID
+		}
+		parts, err := renderSummary(cfg.Command, env, k, vs, paths, group, where, runURL)
 		if err == nil {
 			for i, body := range parts {
-				if err = runner.KeepComment(ctx, forge.thread, summaryMarker(env, key, i+1), body); err != nil {
+				if err = runner.KeepComment(ctx, forge.thread, summaryMarker(env, k, i+1), body); err != nil {
 					break
 				}
 			}
 		}
 		if err == nil {
-			err = supersedeStale(ctx, forge.thread, env, key, len(parts), vs)
+			err = supersedeStale(ctx, forge.thread, env, k, len(parts), vs)
 		}
 		if err != nil {
 			fmt.Fprintf(warn, "nova: could not update the pull request's summary of %s: %v\n", env, err)

@@ -214,3 +214,7 @@ func editDistance(a, b string) int {
 	}
 	return prev[len(b)]
 }
+
+// ValidID reports whether id is a contract id, for input that names one
+// outside a contract file (a fan-out's results).
+func ValidID(id string) bool { return validID(id) }

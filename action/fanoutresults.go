@@ -1,0 +1,339 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/nova-platform/nova/runner"
+	"github.com/nova-platform/nova/stages/schema"
+)
+
+// A sharded fan-out's jobs each run a few contracts, so none of them alone
+// crosses the summary threshold, and a summary per job would still be one
+// per shard. Instead each job writes its contracts' results to a file
+// (--results) and posts no comment; the fan-out's last job gathers the
+// files and posts one summary per pull request and environment
+// (`nova summary --from`).
+
+// fanoutKey is the key of the summaries `nova summary` posts: one set per
+// pull request and environment, whichever shards ran.
+const fanoutKey = "fanout"
+
+// resultsVersion is the version of the results file's shape.
+const resultsVersion = 1
+
+// The bounds of what `nova summary` reads: the files come from the jobs
+// that ran on the pull request's checkout, so they are input to check, not
+// to trust. 50 000 results is 256 shards of a change far past any the
+// forge takes in one pull request.
+const (
+	maxResultsFileBytes  = 4 << 20
+	maxResultsTotalBytes = 64 << 20
+	maxResultsFiles      = 2048
+	maxResults           = 50000
+	maxResultPath        = 1024
+	maxResultGroup       = 256
+)
+
+// fanoutResults is one job's results file.
+type fanoutResults struct {
+	Version int    `json:"version"`
+	Command string `json:"command"`
+	// Attempt is the workflow run's attempt that wrote it: a job run
+	// again writes its contracts' results anew, and the newest attempt's
+	// stand.
+	Attempt int            `json:"attempt"`
+	Results []fanoutResult `json:"results"`
+}
+
+// fanoutResult is what a summary row needs of one contract's run: no
+// plan, no finding but the first line that says why, no secret.
+type fanoutResult struct {
+	ID          string `json:"id"`
+	Path        string `json:"path"`
+	Environment string `json:"environment"`
+	Command     string `json:"command"`
+	Verdict     string `json:"verdict"`
+	Reason      string `json:"reason,omitempty"`
+	Digest      string `json:"digest,omitempty"`
+	Receipt     string `json:"receipt,omitempty"`
+	// Detail is the first finding of the stage that did not pass.
+	Detail string `json:"detail,omitempty"`
+	// Group is the approver group of the environment, when the run waits
+	// for approval.
+	Group string `json:"group,omitempty"`
+}
+
+var hexDigits = regexp.MustCompile(`^[0-9a-f]{1,128}$`)
+
+// reasonCode is the shape of a reason code: a policy of the consumer's
+// may name its own, so the shape is checked, not the list.
+var reasonCode = regexp.MustCompile(`^[A-Z][A-Z0-9_]{0,63}$`)
+
+// resultCommands are the commands whose runs a summary reports.
+var resultCommands = []string{"validate", "explain", "plan", "run"}
+
+// writeResults writes the results of a job's runs to file.
+func writeResults(cfg Config, file string, views []runView, paths map[string]string, groups map[string]string) error {
+	attempt, _ := strconv.Atoi(os.Getenv("GITHUB_RUN_ATTEMPT"))
+	doc := fanoutResults{Version: resultsVersion, Command: cfg.Command, Attempt: max(attempt, 1), Results: []fanoutResult{}}
+	for _, v := range views {
+		if v.ContractID == "" || v.Environment == "" {
+			// A contract that did not parse has no row: its status says so.
+			continue
+		}
+		r := fanoutResult{ID: v.ContractID, Path: paths[v.ContractID], Environment: v.Environment, Command: v.Command,
+			Verdict: v.Verdict, Reason: v.Reason, Digest: v.PlanDigest, Receipt: v.Receipt}
+		if r.Command == "" {
+			r.Command = cfg.Command
+		}
+		for _, s := range v.Stages {
+			if s.Verdict != runner.Pass && len(s.Findings) > 0 {
+				r.Detail = truncateRunes(oneLine(s.Findings[0].Message), maxDetailText)
+				break
+			}
+		}
+		if waitsForApproval(v) {
+			r.Group = groups[v.Environment]
+		}
+		doc.Results = append(doc.Results, r)
+	}
+	b, err := json.Marshal(doc)
+	if err != nil {
+		return runner.Errorf(runner.InternalError, "encoding the results: %w", err)
+	}
+	if err := os.WriteFile(file, b, 0o644); err != nil {
+		return runner.Errorf(runner.ConfigInvalid, "writing the results to %s: %w", file, err)
+	}
+	return nil
+}
+
+// approverGroups are the approver groups of the environments whose runs
+// wait for approval, read once per environment.
+func approverGroups(ctx context.Context, forge *forgeAdapters, views []runView) map[string]string {
+	groups := map[string]string{}
+	if forge == nil || forge.approvers == nil {
+		return groups
+	}
+	for _, v := range views {
+		if _, done := groups[v.Environment]; done || !waitsForApproval(v) {
+			continue
+		}
+		groups[v.Environment] = ""
+		if ac, err := forge.approvers.Approvers(ctx); err == nil {
+			groups[v.Environment] = ac.GroupFor(runner.Environment(v.Environment))
+		}
+	}
+	return groups
+}
+
+func truncateRunes(s string, n int) string {
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
+}
+
+// errResults is a results file refused.
+func errResults(format string, args ...any) error {
+	return runner.Errorf(runner.FanoutResultsInvalid, format, args...)
+}
+
+// readResults reads every results file under dir (*.json, at any depth:
+// a download of several artifacts puts each in its own directory), checks
+// each, and returns the newest attempt's result of each contract and
+// environment, and the command they ran.
+func readResults(dir string) (string, []fanoutResult, error) {
+	var (
+		command string
+		files   []string
+		total   int64
+		out     []fanoutResult
+		at      = map[[2]string]int{}
+		attempt = map[[2]string]int{}
+	)
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		switch {
+		case d.IsDir():
+			return nil
+		case d.Type()&fs.ModeSymlink != 0:
+			return errResults("%s is a symbolic link: want the results files themselves", p)
+		case !d.Type().IsRegular() || !strings.HasSuffix(d.Name(), ".json"):
+			return nil
+		}
+		if files = append(files, p); len(files) > maxResultsFiles {
+			return errResults("more than %d results files under %s", maxResultsFiles, dir)
+		}
+		return nil
+	})
+	if err != nil {
+		if runner.ReasonOf(err) == runner.FanoutResultsInvalid {
+			return "", nil, err
+		}
+		return "", nil, errResults("reading %s: %w", dir, err)
+	}
+	if len(files) == 0 {
+		return "", nil, errResults("no results file (*.json) under %s: did any job of the fan-out write one?", dir)
+	}
+	for _, p := range files {
+		doc, size, err := readResultsFile(p)
+		if err != nil {
+			return "", nil, err
+		}
+		if total += size; total > maxResultsTotalBytes {
+			return "", nil, errResults("the results files under %s hold more than %d bytes", dir, maxResultsTotalBytes)
+		}
+		if command == "" {
+			command = doc.Command
+		} else if doc.Command != command {
+			return "", nil, errResults("%s holds the results of nova %s, another file those of nova %s: one fan-out runs one command", p, doc.Command, command)
+		}
+		for i, r := range doc.Results {
+			k := [2]string{r.ID, r.Environment}
+			j, dup := at[k]
+			switch {
+			case !dup:
+				if len(out) >= maxResults {
+					return "", nil, errResults("more than %d results under %s", maxResults, dir)
+				}
+				at[k], attempt[k] = len(out), doc.Attempt
+				out = append(out, r)
+			case attempt[k] == doc.Attempt:
+				return "", nil, errResults("%s result %d: contract %q in %s is in two results files of attempt %d: one contract runs in one job", p, i, r.ID, r.Environment, doc.Attempt)
+			case doc.Attempt > attempt[k]:
+				out[j], attempt[k] = r, doc.Attempt
+			}
+		}
+	}
+	return command, out, nil
+}
+
+// readResultsFile reads and checks one results file.
+func readResultsFile(p string) (fanoutResults, int64, error) {
+	var doc fanoutResults
+	f, err := os.Open(p)
+	if err != nil {
+		return doc, 0, errResults("opening %s: %w", p, err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxResultsFileBytes+1))
+	if err != nil {
+		return doc, 0, errResults("reading %s: %w", p, err)
+	}
+	if len(b) > maxResultsFileBytes {
+		return doc, 0, errResults("%s is larger than %d bytes", p, maxResultsFileBytes)
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&doc); err != nil {
+		return doc, 0, errResults("%s is not a results file: %v", p, err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return doc, 0, errResults("%s holds more than one JSON document", p)
+	}
+	if doc.Version != resultsVersion {
+		return doc, 0, errResults("%s: version %d, want %d", p, doc.Version, resultsVersion)
+	}
+	if !slices.Contains(resultCommands, doc.Command) {
+		return doc, 0, errResults("%s: command %q, want one of %s", p, doc.Command, strings.Join(resultCommands, ", "))
+	}
+	if doc.Attempt < 1 || doc.Attempt > 1000 {
+		return doc, 0, errResults("%s: attempt %d, want 1 to 1000", p, doc.Attempt)
+	}
+	for i, r := range doc.Results {
+		if err := r.check(); err != nil {
+			return doc, 0, errResults("%s result %d: %v", p, i, err)
+		}
+	}
+	return doc, int64(len(b)), nil
+}
+
+// check refuses a result whose fields are not what a run writes. Free
+// text (path, detail, group) is bounded here and escaped where rendered.
+func (r fanoutResult) check() error {
+	verdicts := []runner.Verdict{runner.Pass, runner.Fail, runner.AwaitingApproval, runner.Errored}
+	switch {
+	case !schema.ValidID(r.ID):
+		return fmt.Errorf("contract id %q is not one a contract may have", r.ID)
+	case !runner.Environment(r.Environment).Valid():
+		return fmt.Errorf("environment %q: want dev, qa, prod or dr", r.Environment)
+	case !slices.Contains(resultCommands, r.Command):
+		return fmt.Errorf("command %q", r.Command)
+	case !slices.Contains(verdicts, runner.Verdict(r.Verdict)):
+		return fmt.Errorf("verdict %q", r.Verdict)
+	case r.Reason != "" && !reasonCode.MatchString(r.Reason):
+		return fmt.Errorf("reason %q is not a reason code (A_CODE_LIKE_THIS)", r.Reason)
+	case r.Digest != "" && !hexDigits.MatchString(r.Digest):
+		return fmt.Errorf("digest %q: want lowercase hex", r.Digest)
+	case r.Receipt != "" && !hexDigits.MatchString(r.Receipt):
+		return fmt.Errorf("receipt %q: want lowercase hex", r.Receipt)
+	case !utf8.ValidString(r.Path) || len(r.Path) > maxResultPath || strings.ContainsAny(r.Path, "\x00\r\n"):
+		return fmt.Errorf("path: want one line of UTF-8, at most %d bytes", maxResultPath)
+	case !utf8.ValidString(r.Detail) || utf8.RuneCountInString(r.Detail) > maxDetailText || strings.ContainsAny(r.Detail, "\x00\r\n"):
+		return fmt.Errorf("detail: want one line of UTF-8, at most %d characters", maxDetailText)
+	case !utf8.ValidString(r.Group) || len(r.Group) > maxResultGroup || strings.ContainsAny(r.Group, "\x00\r\n"):
+		return fmt.Errorf("group: want one line of UTF-8, at most %d bytes", maxResultGroup)
+	}
+	return nil
+}
+
+// view is the run a result stands for, as much of it as a summary row
+// reads.
+func (r fanoutResult) view() runView {
+	v := runView{Command: r.Command, ContractID: r.ID, Environment: r.Environment, Verdict: r.Verdict, Reason: r.Reason, PlanDigest: r.Digest, Receipt: r.Receipt}
+	if r.Detail != "" {
+		v.Stages = []stageView{{Verdict: runner.Fail, Findings: []runner.Finding{{Message: r.Detail}}}}
+	}
+	return v
+}
+
+// summaryCommand posts one summary per pull request and environment for
+// the contracts every job of a sharded fan-out ran, from the results
+// files under --from, and marks out of date the comments they stand for.
+// It reads no secret but the forge's token and runs nothing of the change.
+func summaryCommand(ctx context.Context, cfg Config, env Env) error {
+	command, results, err := readResults(cfg.ResultsFrom)
+	if err != nil {
+		return failed(env, cfg, err)
+	}
+	forge, err := connectForge(ctx, cfg)
+	if err != nil {
+		return failed(env, cfg, err)
+	}
+	if forge.thread == nil {
+		return failed(env, cfg, runner.Errorf(runner.ConfigInvalid, "nova summary posts on a pull request: this run is about none"))
+	}
+	views := make([]runView, len(results))
+	paths := map[string]string{}
+	groups := map[string]string{}
+	for i, r := range results {
+		views[i] = r.view()
+		paths[r.ID] = r.Path
+		if r.Group != "" && groups[r.Environment] == "" {
+			groups[r.Environment] = r.Group
+		}
+	}
+	cfg.Command = command
+	var warn bytes.Buffer
+	publishSummaries(ctx, cfg, forge, views, paths, fanoutKey, groups, io.MultiWriter(env.Stderr, &warn))
+	fmt.Fprintf(env.Stdout, "nova summary: %d result(s) of nova %s from %s\n", len(results), command, cfg.ResultsFrom)
+	if warn.Len() > 0 {
+		return runner.Errorf(runner.ForgeAPIFailed, "the summaries were not all posted")
+	}
+	return nil
+}

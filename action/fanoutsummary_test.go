@@ -1,0 +1,294 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/nova-platform/nova/runner"
+	"github.com/nova-platform/nova/templates"
+)
+
+// summaryEnv is the environment of the fan-out's summary job: the pull
+// request's event and the fake GitHub, no checkout.
+func summaryEnv(t *testing.T, api *githubAPI) map[string]string {
+	t.Helper()
+	event := filepath.Join(t.TempDir(), "event.json")
+	writeFile(t, event, `{"pull_request":{"number":7,"base":{"sha":"`+strings.Repeat("a", 40)+`"},"head":{"sha":"`+strings.Repeat("b", 40)+`"}}}`)
+	return map[string]string{
+		"GITHUB_ACTIONS": "true", "GITHUB_API_URL": api.srv.URL, "GITHUB_SERVER_URL": "https://github.example.com",
+		"GITHUB_REPOSITORY": "o/r", "GITHUB_EVENT_NAME": "pull_request", "GITHUB_EVENT_PATH": event, "GITHUB_TOKEN": "ghs_faketoken",
+		"GITHUB_RUN_ID": "99", "GITHUB_RUN_NUMBER": "9",
+	}
+}
+
+func novaSummary(t *testing.T, env map[string]string, from string) (int, string, string) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	code := exitCode(run(t.Context(), Env{
+		Args: []string{"summary", "--from", from}, Getenv: func(k string) string { return env[k] },
+		Environ: os.Environ(), Stdout: &stdout, Stderr: &stderr,
+	}))
+	return code, stdout.String(), stderr.String()
+}
+
+// shardResults writes the results files of a fan-out of n contracts
+// over shards jobs, each contract in environment envOf(i), as
+// download-artifact lays them out: one directory per artifact.
+func shardResults(t *testing.T, n, shards int, envOf func(int) string) string {
+	t.Helper()
+	dir := t.TempDir()
+	files := make([]fanoutResults, shards)
+	for s := range files {
+		files[s] = fanoutResults{Version: 1, Command: "run", Attempt: 1}
+	}
+	digest := strings.Repeat("0123456789abcdef", 4)
+	for i := range n {
+		r := fanoutResult{ID: budgetID(i), Path: fmt.Sprintf("svc/%04d/.nova/contract.yml", i), Environment: envOf(i), Command: "run", Verdict: "pass", Digest: digest}
+		switch i % 10 {
+		case 3:
+			r.Verdict, r.Group = "awaiting_approval", "platform-<b>leads</b>"
+		case 7:
+			r.Verdict, r.Reason, r.Detail = "fail", "POLICY_VIOLATION", "bucket <script>alert(1)</script> is **public**"
+		}
+		files[i%shards].Results = append(files[i%shards].Results, r)
+	}
+	for s, f := range files {
+		b, err := json.Marshal(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, filepath.Join(dir, fmt.Sprintf("nova-results-1-%d", s), "nova-results.json"), string(b))
+	}
+	return dir
+}
+
+// TestFanoutSummaryOfAThousandContracts: the results of 1 000 contracts
+// in four environments, from 256 shard jobs, become one summary per
+// environment, in parts under GitHub's comment limit, each with its own
+// marker; the per-contract comments an earlier run left are marked out
+// of date; and the summary job's API calls stay within three per
+// contract and environment. The change's text is escaped.
+func TestFanoutSummaryOfAThousandContracts(t *testing.T) {
+	const n, shards = 1000, 256
+	envs := []string{"dev", "dr", "prod", "qa"}
+	// Most in dev, so its summary needs more than one part.
+	envOf := func(i int) string { return envs[max(0, i%10-6)] }
+	api := newGitHubAPI(t)
+	// Earlier per-contract comments (before the change crossed the
+	// threshold): superseded by the summary.
+	for i := range 5 {
+		api.comments = append(api.comments, fakeComment{ID: int64(i + 1), Body: commentMarker(budgetID(i), envOf(i)) + "\nold report"})
+	}
+	dir := shardResults(t, n, shards, envOf)
+	env := summaryEnv(t, api)
+
+	code, stdout, stderr := novaSummary(t, env, dir)
+	if code != ExitPass {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	got := api.budget()
+	api.mu.Lock()
+	comments := slices.Clone(api.comments)
+	api.mu.Unlock()
+	parts := map[string]int{}
+	rows := map[string]int{}
+	for _, c := range comments[5:] {
+		var env string
+		for _, e := range envs {
+			if strings.HasPrefix(c.Body, summaryPrefix(e, fanoutKey)+" part=") {
+				env = e
+			}
+		}
+		if env == "" {
+			t.Fatalf("a comment that is no fan-out summary part: %.200s", c.Body)
+		}
+		parts[env]++
+		if !strings.HasPrefix(c.Body, summaryMarker(env, fanoutKey, parts[env])) {
+			t.Errorf("%s's part %d has the marker %.120s", env, parts[env], c.Body)
+		}
+		if l := utf8.RuneCountInString(c.Body); l > maxComment {
+			t.Errorf("%s part %d: %d characters, over GitHub's %d", env, parts[env], l, maxComment)
+		}
+		if strings.Contains(c.Body, "<script>") || strings.Contains(c.Body, "<b>leads</b>") {
+			t.Errorf("%s part %d shows the change's text unescaped", env, parts[env])
+		}
+		for i := range n {
+			if strings.Contains(c.Body, "<code>"+templates.EscapeMarkdown(budgetID(i))+"</code>") {
+				rows[budgetID(i)]++
+			}
+		}
+	}
+	for _, e := range envs {
+		if parts[e] < 1 || (e == "dev") != (parts[e] > 1) {
+			t.Errorf("%s: %d part(s), want dev's 700 rows split across two or more at the size limit, and one for the others' 100", e, parts[e])
+		}
+	}
+	if len(rows) != n {
+		t.Errorf("%d contracts have a row, want %d", len(rows), n)
+	}
+	for id, k := range rows {
+		if k != 1 {
+			t.Errorf("%s has %d rows, want 1", id, k)
+		}
+	}
+	for _, c := range comments[:5] {
+		if strings.Contains(c.Body, "old report") {
+			t.Errorf("the earlier per-contract comment %d is not marked out of date: %.200s", c.ID, c.Body)
+		}
+	}
+	t.Logf("summary job: %d requests, %d comments, %d bytes: %v", got.Requests, got.Comments, got.CommentBytes, got.ByRoute)
+	if got.Requests > 3*n {
+		t.Errorf("%d requests for %d contract-environments, more than 3 each", got.Requests, n)
+	}
+
+	// Run again (the job re-run): nothing changed, nothing is rewritten.
+	writes := got.ByRoute["POST /repos/o/r/issues/7/comments"]
+	if code, stdout, stderr := novaSummary(t, env, dir); code != ExitPass {
+		t.Fatalf("again: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	again := api.budget()
+	if again.Comments != got.Comments || again.ByRoute["POST /repos/o/r/issues/7/comments"] != writes {
+		t.Errorf("the second summary posted %d new comment(s)", again.Comments-got.Comments)
+	}
+}
+
+// TestFanoutResultsRefused: a results file that is not one nova writes,
+// or too large, is refused with FANOUT_RESULTS_INVALID before anything is
+// posted.
+func TestFanoutResultsRefused(t *testing.T) {
+	good := func() fanoutResult {
+		return fanoutResult{ID: budgetID(1), Path: "svc/.nova/contract.yml", Environment: "dev", Command: "run", Verdict: "pass"}
+	}
+	doc := func(rs ...fanoutResult) string {
+		b, _ := json.Marshal(fanoutResults{Version: 1, Command: "run", Attempt: 1, Results: rs})
+		return string(b)
+	}
+	with := func(f func(*fanoutResult)) string {
+		r := good()
+		f(&r)
+		return doc(r)
+	}
+	for name, c := range map[string]struct{ file, want string }{
+		"not json":        {`{"version":1,`, "not a results file"},
+		"unknown field":   {`{"version":1,"command":"run","attempt":1,"results":[],"token":"x"}`, "unknown field"},
+		"two documents":   {doc(good()) + doc(good()), "more than one JSON document"},
+		"version":         {`{"version":2,"command":"run","attempt":1,"results":[]}`, "version 2"},
+		"command":         {`{"version":1,"command":"destroy","attempt":1,"results":[]}`, "command"},
+		"id":              {with(func(r *fanoutResult) { r.ID = "x\n<!-- nova:summary" }), "contract id"},
+		"environment":     {with(func(r *fanoutResult) { r.Environment = "staging" }), "environment"},
+		"verdict":         {with(func(r *fanoutResult) { r.Verdict = "ok" }), "verdict"},
+		"reason":          {with(func(r *fanoutResult) { r.Reason = "not a code" }), "reason"},
+		"digest":          {with(func(r *fanoutResult) { r.Digest = "`rm -rf`" }), "digest"},
+		"path newline":    {with(func(r *fanoutResult) { r.Path = "a\n| forged | row |" }), "path"},
+		"detail too long": {with(func(r *fanoutResult) { r.Detail = strings.Repeat("x", maxDetailText+1) }), "detail"},
+		"duplicate":       {doc(good(), good()), "two results files"},
+		"oversized":       {`{"version":1,"command":"run","attempt":1,"results":[],"pad":"` + strings.Repeat("x", maxResultsFileBytes) + `"}`, "larger than"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			api := newGitHubAPI(t)
+			dir := t.TempDir()
+			writeFile(t, filepath.Join(dir, "nova-results-1-0", "nova-results.json"), c.file)
+			code, stdout, stderr := novaSummary(t, summaryEnv(t, api), dir)
+			if code != ExitError || !strings.Contains(stderr, string(runner.FanoutResultsInvalid)) || !strings.Contains(stderr, c.want) {
+				t.Errorf("exit %d, want %d with %s (%q)\n%s\n%s", code, ExitError, runner.FanoutResultsInvalid, c.want, stdout, stderr)
+			}
+			if got := api.budget(); got.Requests != 0 {
+				t.Errorf("%d requests to the forge for a refused file", got.Requests)
+			}
+		})
+	}
+	t.Run("symlink", func(t *testing.T) {
+		api := newGitHubAPI(t)
+		dir := t.TempDir()
+		if err := os.Symlink("/etc/passwd", filepath.Join(dir, "x.json")); err != nil {
+			t.Fatal(err)
+		}
+		code, _, stderr := novaSummary(t, summaryEnv(t, api), dir)
+		if code != ExitError || !strings.Contains(stderr, "symbolic link") {
+			t.Errorf("exit %d\n%s", code, stderr)
+		}
+	})
+}
+
+// TestFanoutNewestAttemptWins: a shard job run again uploads its results
+// under the new attempt; the summary shows the newer verdict.
+func TestFanoutNewestAttemptWins(t *testing.T) {
+	dir := t.TempDir()
+	r := fanoutResult{ID: budgetID(1), Path: "svc/.nova/contract.yml", Environment: "dev", Command: "run", Verdict: "error", Reason: string(runner.ForgeAPIFailed)}
+	for attempt, verdict := range map[int]string{1: "error", 2: "pass"} {
+		r.Verdict = verdict
+		if verdict == "pass" {
+			r.Reason = ""
+		}
+		b, _ := json.Marshal(fanoutResults{Version: 1, Command: "run", Attempt: attempt, Results: []fanoutResult{r}})
+		writeFile(t, filepath.Join(dir, fmt.Sprintf("nova-results-%d-0", attempt), "nova-results.json"), string(b))
+	}
+	_, got, err := readResults(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].Verdict != "pass" {
+		t.Errorf("results %+v, want attempt 2's pass alone", got)
+	}
+}
+
+// TestShardJobsLeaveTheCommentsToTheSummary: two shard jobs of a
+// summarized fan-out (--results) post commit statuses and check runs
+// and no comment; the summary job then posts the one summary of the
+// environment, with a row for each contract of both shards.
+func TestShardJobsLeaveTheCommentsToTheSummary(t *testing.T) {
+	const n = 4
+	m := newMonorepoRun(t)
+	m.env["PWD"] = m.root
+	api := newGitHubAPI(t)
+	pullRequestOf(m, api, n)
+	// Two shards as nova matrix --max-jobs 2 packs them (the matrix's
+	// own test checks it marks them summarized).
+	shard := func(is ...int) string {
+		var ms []shardMember
+		for _, i := range is {
+			ms = append(ms, shardMember{Path: fmt.Sprintf("svc/%04d/.nova/contract.yml", i), ID: budgetID(i)})
+		}
+		b, _ := json.Marshal(ms)
+		return string(b)
+	}
+	results := t.TempDir()
+	for i, e := range []string{shard(0, 2), shard(1, 3)} {
+		file := filepath.Join(results, fmt.Sprintf("nova-results-1-%d", i), "nova-results.json")
+		if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if code, stdout, stderr := m.nova("validate", "--shard", e, "--results", file); code != ExitPass {
+			t.Fatalf("shard %d: exit %d\n%s\n%s", i, code, stdout, stderr)
+		}
+	}
+	if code, _, stderr := m.nova("validate", "--results", filepath.Join(results, "x.json")); code != ExitError || !strings.Contains(stderr, string(runner.ConfigInvalid)) {
+		t.Errorf("--results without a selection: exit %d, want %d %s\n%s", code, ExitError, runner.ConfigInvalid, stderr)
+	}
+	shards := api.budget()
+	if shards.Comments != 0 || shards.Statuses != n || shards.CheckRuns != n {
+		t.Fatalf("the shard jobs posted %d comment(s), %d status(es), %d check run(s): want none, %d and %d", shards.Comments, shards.Statuses, shards.CheckRuns, n, n)
+	}
+	code, stdout, stderr := novaSummary(t, m.env, results)
+	if code != ExitPass {
+		t.Fatalf("summary: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	api.mu.Lock()
+	comments := slices.Clone(api.comments)
+	api.mu.Unlock()
+	if len(comments) != 1 || !strings.HasPrefix(comments[0].Body, summaryMarker("dev", fanoutKey, 1)) {
+		t.Fatalf("comments after the summary job: %d, want dev's one summary: %v", len(comments), comments)
+	}
+	for i := range n {
+		if !strings.Contains(comments[0].Body, "<code>"+templates.EscapeMarkdown(budgetID(i))+"</code>") {
+			t.Errorf("no row for %s:\n%s", budgetID(i), comments[0].Body)
+		}
+	}
+}
