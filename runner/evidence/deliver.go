@@ -85,6 +85,9 @@ func (s *Store) Record(ctx context.Context, e runner.Event) error {
 	if e.Type != runner.EventApplyAuthorized {
 		return nil
 	}
+	if err := s.SyncOutbox(); err != nil {
+		return err
+	}
 	return pushFailed(s.drainContract(ctx, dir), "pushing %s event %s", e.Type, e.ID)
 }
 

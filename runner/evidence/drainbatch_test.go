@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"testing"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -242,4 +243,77 @@ func TestACrashAfterTheBatchPushDoublesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkDeliveredOnce(t, repo, next, ids, nil)
+}
+
+// TestDeferredOutboxSyncSyncsWhatIsPending: with the outbox's sync
+// deferred, SyncOutbox syncs each outbox file that still holds events
+// once, and its directory after the files it created; files a drain
+// emptied are not synced, there being nothing in them to keep.
+func TestDeferredOutboxSyncSyncsWhatIsPending(t *testing.T) {
+	repo := newBareRepo(t)
+	stateDir := t.TempDir()
+	s := openStoreIn(t, repo, stateDir, newKeys(t))
+	s.DeferOutboxSync()
+	var synced []string
+	var mu sync.Mutex // SyncOutbox syncs several files at once
+	orig := syncPath
+	syncPath = func(p string) error {
+		mu.Lock()
+		synced = append(synced, p)
+		mu.Unlock()
+		return orig(p)
+	}
+	t.Cleanup(func() { syncPath = orig })
+	file := func(c string) string { return filepath.Join(stateDir, outboxDir, c+".jsonl") }
+
+	// Delivered: nothing left to sync.
+	recordOnly(t, s, []string{"c-1"}, 2)
+	if err := s.Drain(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	synced = nil
+	if err := s.SyncOutbox(); err != nil {
+		t.Fatal(err)
+	}
+	if slices.Contains(synced, file("c-1")) {
+		t.Errorf("synced %v: the drained outbox holds nothing to keep", synced)
+	}
+
+	// Not delivered (the push fails): every file synced once, then the
+	// directory.
+	ids := recordOnly(t, s, []string{"c-2", "c-3"}, 2)
+	s.target = &raceRemote{Remote: s.target, fail: errors.New("connection reset")}
+	if err := s.Drain(t.Context()); err == nil {
+		t.Fatal("Drain succeeded through a failing push")
+	}
+	synced = nil
+	if err := s.SyncOutbox(); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(stateDir, outboxDir)
+	for _, c := range []string{"c-2", "c-3"} {
+		if n := countOf(synced, file(c)); n != 1 {
+			t.Errorf("%s synced %d times (%v), want once", file(c), n, synced)
+		}
+		if i, j := slices.Index(synced, file(c)), slices.Index(synced, dir); j < i {
+			t.Errorf("syncs %v: the directory before the new file %s", synced, file(c))
+		}
+	}
+	if p, _ := s.Pending(); len(p) != len(ids["c-2"])+len(ids["c-3"]) {
+		t.Errorf("%d events pending, want 4", len(p))
+	}
+	synced = nil
+	if err := s.SyncOutbox(); err != nil || len(synced) != 0 {
+		t.Errorf("a second SyncOutbox synced %v (%v): nothing was appended since", synced, err)
+	}
+}
+
+func countOf(xs []string, x string) int {
+	n := 0
+	for _, y := range xs {
+		if y == x {
+			n++
+		}
+	}
+	return n
 }
