@@ -257,7 +257,8 @@ func (s *Store) Pending() ([]runner.Event, error) { return s.outbox.all() }
 // seen, as if the command had not run. An authorization is never
 // deferred: Record syncs every pending append before pushing it. One
 // sync per event was the second largest cost of validating 10 000
-// contracts: 40 000 journal commits.
+// contracts: 40 000 journal commits. Call it before anything is
+// recorded.
 func (s *Store) DeferOutboxSync() {
 	if s.outbox.unsynced == nil {
 		s.outbox.unsynced = &unsyncedFiles{paths: map[string]bool{}}
