@@ -141,6 +141,13 @@ func executeMany(ctx context.Context, cfg Config, env Env) error {
 	if !cfg.Check {
 		drainBefore(ctx, store, env)
 	}
+	if cfg.Command == "validate" {
+		// No stage of validate acts outside the process: its events are
+		// acted on at the end, pushed and then reported, so the outbox is
+		// synced once there rather than once per event (see
+		// evidence.Store.DeferOutboxSync).
+		store.DeferOutboxSync()
+	}
 	rec := recordInto(cfg, store)
 	forge, forgeErr := connectForge(ctx, cfg)
 	if forgeErr == nil {
@@ -188,6 +195,7 @@ func executeMany(ctx context.Context, cfg Config, env Env) error {
 	if !cfg.Check {
 		drainAfter(ctx, store, env, outs...)
 	}
+	syncOutbox(store, env, outs...)
 	// A job writing its results for the fan-out's summary job posts no
 	// comment: the summary job posts one summary for every shard.
 	deferred := cfg.ResultsFile != "" && !cfg.Check

@@ -103,6 +103,22 @@ func drainAfter(ctx context.Context, store *evidence.Store, env Env, outs ...*ru
 	}
 }
 
+// syncOutbox makes durable what the runs left in the outbox unsynced
+// (evidence.Store.DeferOutboxSync) before any outcome is reported: an
+// outcome whose events could be lost must not look like a clean pass.
+func syncOutbox(store *evidence.Store, env Env, outs ...*runner.Outcome) {
+	err := store.SyncOutbox()
+	if err == nil {
+		return
+	}
+	fmt.Fprintf(env.Stderr, "nova: %v\n", err)
+	for _, out := range outs {
+		if out.Verdict == runner.Pass {
+			out.Verdict, out.Reason = runner.Errored, runner.ReasonOf(err)
+		}
+	}
+}
+
 // contractRun is one contract's run: its outcome and what reports it.
 type contractRun struct {
 	out    runner.Outcome

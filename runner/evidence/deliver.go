@@ -1,12 +1,14 @@
 package evidence
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -83,6 +85,9 @@ func (s *Store) Record(ctx context.Context, e runner.Event) error {
 	if e.Type != runner.EventApplyAuthorized {
 		return nil
 	}
+	if err := s.SyncOutbox(); err != nil {
+		return err
+	}
 	return pushFailed(s.drainContract(ctx, dir), "pushing %s event %s", e.Type, e.ID)
 }
 
@@ -103,11 +108,32 @@ func pushFailed(err error, format string, args ...any) error {
 	return runner.Errorf(runner.EvidencePushFailed, format+": %w", append(args, err)...)
 }
 
+// maxBatchEvents bounds the events one push of Drain carries. Pushing a
+// whole outbox at once was the point: one push per contract (a pack
+// written and synced, the branch swapped, the head witnessed, packs
+// merged) was most of `nova validate --all`'s time on a monorepo. But a
+// push that loses the race to another writer is built again from the new
+// head, every event re-signed, so a batch stays small enough to redo.
+// (A variable so a test can make batches of a few events.)
+var maxBatchEvents = 2048
+
+// pendingContract is a contract's outbox as one delivery found it, and
+// what became of it.
+type pendingContract struct {
+	dir     string
+	pending []runner.Event
+	// err is why the contract's events (or some) were not delivered.
+	err error
+}
+
 // Drain pushes every event waiting in the outbox: each contract's in
-// order, contracts independently, so one contract that cannot be
-// delivered holds none of the others back. Call it at the end of a run
-// (and at the start of the next) so nothing waits in the outbox. The
-// error names every contract left undelivered.
+// order, many contracts' together in one push (one pack, one
+// compare-and-swap of the branch), up to maxBatchEvents. A contract whose
+// chain cannot be extended is left out of its batch, so it holds none of
+// the others back; a push that fails delivers none of its batch, whose
+// events all stay in the outbox. Call it at the end of a run (and at the
+// start of the next) so nothing waits in the outbox. The error names
+// every contract left undelivered.
 func (s *Store) Drain(ctx context.Context) error {
 	contracts, err := s.outbox.contracts()
 	if err != nil {
@@ -115,20 +141,31 @@ func (s *Store) Drain(ctx context.Context) error {
 	}
 	var errs []error
 	reason := runner.EvidencePushFailed
-	for i, dir := range contracts {
-		err := s.drainContract(ctx, dir)
-		if err == nil {
-			continue
+	for next := 0; next < len(contracts); {
+		batch, unlock, unread := s.takeBatch(contracts, &next)
+		errs = append(errs, unread...)
+		if len(batch) > 0 {
+			s.deliver(ctx, batch)
 		}
-		errs = append(errs, fmt.Errorf("contract %s: %w", dir, err))
-		if untrustedHead(err) || errors.Is(err, errUnreachable) || ctx.Err() != nil {
-			// The repo itself failed: every other contract would wait
-			// through the same retries and fail alike.
-			if rest := contracts[i+1:]; len(rest) > 0 {
-				errs = append(errs, fmt.Errorf("not tried: contract %s", strings.Join(rest, ", ")))
+		unlock()
+		stop := false
+		for _, p := range batch {
+			if p.err == nil {
+				continue
 			}
-			if untrustedHead(err) {
-				reason = runner.ReasonOf(err)
+			errs = append(errs, fmt.Errorf("contract %s: %w", p.dir, p.err))
+			if untrustedHead(p.err) || errors.Is(p.err, errUnreachable) || ctx.Err() != nil {
+				// The repo itself failed: every other contract would
+				// wait through the same retries and fail alike.
+				stop = true
+				if untrustedHead(p.err) {
+					reason = runner.ReasonOf(p.err)
+				}
+			}
+		}
+		if stop {
+			if rest := contracts[next:]; len(rest) > 0 {
+				errs = append(errs, fmt.Errorf("not tried: contract %s", strings.Join(rest, ", ")))
 			}
 			break
 		}
@@ -139,35 +176,95 @@ func (s *Store) Drain(ctx context.Context) error {
 	return runner.Errorf(reason, "draining the evidence outbox: %w", errors.Join(errs...))
 }
 
-// drainContract delivers a contract's outbox in order, as one batch.
-func (s *Store) drainContract(ctx context.Context, dir string) error {
+// takeBatch takes the contracts from contracts[*next] on whose outboxes
+// hold up to maxBatchEvents events (at least one contract's), holding
+// each one's delivery lock; unlock releases them. The locks are taken in
+// the order of contracts (sorted), one batch at a time, so two drains
+// cannot deadlock, and a Flush of one of them waits for the batch. unread
+// are the outboxes that could not be read, left for the next drain.
+func (s *Store) takeBatch(contracts []string, next *int) (batch []*pendingContract, unlock func(), unread []error) {
+	var held []*sync.Mutex
+	unlock = func() {
+		for _, mu := range held {
+			mu.Unlock()
+		}
+	}
+	events := 0
+	for ; *next < len(contracts) && events < maxBatchEvents; *next++ {
+		dir := contracts[*next]
+		mu := s.deliveryLock(dir)
+		mu.Lock()
+		pending, err := s.outbox.load(dir)
+		if err != nil {
+			mu.Unlock()
+			unread = append(unread, fmt.Errorf("contract %s: %w", dir, err))
+			continue
+		}
+		if len(pending) == 0 {
+			mu.Unlock()
+			continue
+		}
+		if events > 0 && events+len(pending) > maxBatchEvents {
+			mu.Unlock() // the next batch's first
+			break
+		}
+		held = append(held, mu)
+		batch = append(batch, &pendingContract{dir: dir, pending: pending})
+		events += len(pending)
+	}
+	return batch, unlock, unread
+}
+
+// deliveryLock is the lock that serialises the delivery of one
+// contract's outbox.
+func (s *Store) deliveryLock(dir string) *sync.Mutex {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	mu, ok := s.delivering[dir]
 	if !ok {
 		mu = &sync.Mutex{}
 		s.delivering[dir] = mu
 	}
-	s.mu.Unlock()
+	return mu
+}
+
+// drainContract delivers a contract's outbox in order, as one batch.
+func (s *Store) drainContract(ctx context.Context, dir string) error {
+	mu := s.deliveryLock(dir)
 	mu.Lock()
 	defer mu.Unlock()
 	pending, err := s.outbox.load(dir)
 	if err != nil || len(pending) == 0 {
 		return err
 	}
-	return s.deliver(ctx, dir, pending)
+	p := &pendingContract{dir: dir, pending: pending}
+	s.deliver(ctx, []*pendingContract{p})
+	return p.err
 }
 
-// deliver pushes pending, a contract's outbox in order, as one chain of
-// commits (one per event) with one compare-and-swap of the branch. On
-// every attempt it re-derives each event's place in its chain from the
-// head it builds on, re-signs, and pushes; losing the race means fetch
-// and again. An event whose id is already in its contract's directory was
-// delivered before (a crash between push and outbox update, or another
-// process draining the same outbox) and is dropped. The batch stops short
-// of an authorization the head forbids: what comes before it is
-// delivered, the authorization is dropped (it never took effect; kept, it
-// would block every later event behind it), and the error says why.
-func (s *Store) deliver(ctx context.Context, dir string, pending []runner.Event) error {
+// deliver pushes each contract's outbox in order, as one chain of commits
+// (one per event, the contracts' one after another) with one
+// compare-and-swap of the branch, and sets the err of each contract that
+// was not (wholly) delivered. The caller holds every contract's delivery
+// lock. On every attempt it re-derives each event's place in its chain
+// from the head it builds on, re-signs, and pushes; losing the race means
+// fetch and again, for the whole batch: the swap is of one branch, so
+// either every commit of the batch is in the repo or none is, and only
+// once it is does any outbox let go of its events. An event whose id is
+// already in its contract's directory was delivered before (a crash
+// between push and outbox update, or another process draining the same
+// outbox) and is dropped, so a retry never doubles one. A contract's part
+// stops short of an authorization the head forbids: what comes before it
+// is delivered, the authorization is dropped (it never took effect; kept,
+// it would block every later event behind it), and its err says why.
+func (s *Store) deliver(ctx context.Context, batch []*pendingContract) {
+	fail := func(err error) {
+		for _, p := range batch {
+			if p.err == nil {
+				p.err = err
+			}
+		}
+	}
 	conflicts, failures := 0, 0
 	failed := func(err error) error {
 		failures++
@@ -177,19 +274,25 @@ func (s *Store) deliver(ctx context.Context, dir string, pending []runner.Event)
 		return sleep(ctx, s.retry.delay(failures))
 	}
 	for {
+		for _, p := range batch {
+			p.err = nil
+		}
 		head, err := s.freshHead(ctx)
 		if untrustedHead(err) {
-			return err
+			fail(err)
+			return
 		}
 		if err != nil {
 			if err := failed(err); err != nil {
-				return err
+				fail(err)
+				return
 			}
 			continue
 		}
-		b, done, refused, err := s.prepare(head, dir, pending)
+		b, err := s.prepare(head, batch)
 		if err != nil {
-			return err
+			fail(err)
+			return
 		}
 		if len(b.commits) > 0 {
 			err = s.target.Push(ctx, head, b.head, b.objs)
@@ -198,47 +301,77 @@ func (s *Store) deliver(ctx context.Context, dir string, pending []runner.Event)
 				if !errors.Is(err, gitrepo.ErrConflict) {
 					err = failed(err)
 				} else if conflicts++; conflicts > s.retry.Conflicts {
-					err = fmt.Errorf("pushing %d event(s) of contract %s: gave up after %d conflicts: %w", len(b.commits), dir, conflicts, err)
+					err = fmt.Errorf("pushing %d event(s): gave up after %d conflicts: %w", len(b.commits), conflicts, err)
 				} else {
 					err = sleep(ctx, s.retry.delay(conflicts))
 				}
 				if err != nil {
-					return err
+					fail(err)
+					return
 				}
 				continue
 			}
 			if err := s.delivered(b); err != nil {
-				return err
+				fail(err)
+				return
 			}
 		}
-		if err := s.outbox.remove(dir, done...); err != nil {
-			return err
+		for _, part := range b.parts {
+			p := part.of
+			if err := s.outbox.remove(p.dir, part.done...); err != nil {
+				p.err = err
+				continue
+			}
+			p.err = part.refused
 		}
-		return refused
+		return
 	}
 }
 
-// prepare builds the commits that put pending on top of its contract's
-// chain at head, skipping events the chain already holds. done are the
-// ids of the events the batch delivers (or found delivered), refused the
-// reason an authorization in pending was not written; the batch ends
-// before it.
-func (s *Store) prepare(head plumbing.Hash, dir string, pending []runner.Event) (b *eventCommits, done []string, refused error, err error) {
+// prepare builds the commits that put each contract's pending events on
+// top of its chain at head, skipping events the chain already holds. A
+// contract whose chain cannot be read is left out of the batch with its
+// err set; an error writing the batch itself is returned.
+func (s *Store) prepare(head plumbing.Hash, batch []*pendingContract) (*eventCommits, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	g, err := s.gateHeadWith(head, dir, pending)
+	b, err := newEventCommits(s.objects, head)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, err
 	}
-	b, err = newEventCommits(s.objects, head, dir)
-	if err != nil {
-		return nil, nil, nil, err
+	// In shard order, so each shard directory is read once per batch.
+	order := slices.Clone(batch)
+	slices.SortStableFunc(order, func(x, y *pendingContract) int {
+		return cmp.Or(cmp.Compare(chain.ShardOf(x.dir), chain.ShardOf(y.dir)), cmp.Compare(x.dir, y.dir))
+	})
+	for _, p := range order {
+		// The contract's directory at head is what it is where its
+		// events go: no other part of the batch touches it.
+		g, err := s.gateHeadWith(head, p.dir, p.pending)
+		if err != nil {
+			p.err = err
+			continue
+		}
+		part, err := b.start(p.dir)
+		if err != nil {
+			return nil, err
+		}
+		part.of = p
+		if err := s.prepareContract(b, part, g, p.pending); err != nil {
+			return nil, err
+		}
 	}
+	return b, nil
+}
+
+// prepareContract writes pending, one contract's outbox, onto b at the
+// contract's gate head g. The caller holds s.mu.
+func (s *Store) prepareContract(b *eventCommits, part *contractCommits, g *gateHead, pending []runner.Event) error {
 	var added []runner.Event
 	sum := g.hash
 	for _, e := range pending {
 		if g.holds(e.ID) {
-			done = append(done, e.ID)
+			part.done = append(part.done, e.ID)
 			continue
 		}
 		if e.Type == runner.EventApplyAuthorized {
@@ -250,34 +383,34 @@ func (s *Store) prepare(head plumbing.Hash, dir string, pending []runner.Event) 
 				chain.Fold(a)
 			}
 			if open := chain.Env(runner.Environment(e.Environment)).Open; open != nil {
-				done = append(done, e.ID)
-				refused = runner.Errorf(runner.ApplyIndeterminate, "contract %s has an apply of unknown outcome (event %s); not authorizing another", e.ContractID, open.ID)
+				part.done = append(part.done, e.ID)
+				part.refused = runner.Errorf(runner.ApplyIndeterminate, "contract %s has an apply of unknown outcome (event %s); not authorizing another", e.ContractID, open.ID)
 				break
 			}
 		}
 		e.Seq, e.PrevEventHash = g.seq+int64(len(added))+1, sum
 		canon, err := e.Canonical()
 		if err != nil {
-			return nil, nil, nil, fmt.Errorf("encoding event %s: %w", e.ID, err)
+			return fmt.Errorf("encoding event %s: %w", e.ID, err)
 		}
 		sig, err := s.cfg.Keys.SignEvent(canon)
 		if err != nil {
-			return nil, nil, nil, err
+			return err
 		}
 		if err := b.add(e.Seq, e.Type, canon, sig, chain.CommitMessage(e), s.cfg.Keys.Commit, s.now()); err != nil {
-			return nil, nil, nil, err
+			return err
 		}
 		h := sha256.Sum256(canon)
 		sum = hex.EncodeToString(h[:])
 		added = append(added, e)
-		done = append(done, e.ID)
+		part.done = append(part.done, e.ID)
 	}
-	b.events, b.sum = added, sum
-	return b, done, refused, nil
+	part.events, part.sum = added, sum
+	return nil
 }
 
 // delivered records a pushed batch: in the witness first (this machine
-// vouches for the head from now on), then as the store's head, with the
+// vouches for the head from now on), then as the store's head, with each
 // contract's chain carried forward rather than read again.
 func (s *Store) delivered(b *eventCommits) error {
 	if err := s.witness(b.head); err != nil {
@@ -291,21 +424,26 @@ func (s *Store) delivered(b *eventCommits) error {
 	}
 	s.ticket++
 	s.head, s.synced, s.headTicket = b.head, true, s.ticket
-	if c, ok := s.chains[b.dir]; ok && c.tree == b.parentTree {
-		c.tree, c.hash = b.tree, b.sum
-		c.events = append(c.events, b.events...)
-		if c.summary != nil {
-			c.summary = c.summary.Clone()
+	for _, p := range b.parts {
+		if len(p.events) == 0 {
+			continue
 		}
-		for _, e := range b.events {
-			c.ids[e.ID] = true
+		if c, ok := s.chains[p.dir]; ok && c.tree == p.parentTree {
+			c.tree, c.hash = p.tree, p.sum
+			c.events = append(c.events, p.events...)
 			if c.summary != nil {
-				c.summary.Fold(e)
+				c.summary = c.summary.Clone()
+			}
+			for _, e := range p.events {
+				c.ids[e.ID] = true
+				if c.summary != nil {
+					c.summary.Fold(e)
+				}
 			}
 		}
-	}
-	if g := s.gates[b.dir]; g != nil && g.tree == b.parentTree {
-		s.gates[b.dir] = g.extend(b)
+		if g := s.gates[p.dir]; g != nil && g.tree == p.parentTree {
+			s.gates[p.dir] = g.extend(p)
+		}
 	}
 	return nil
 }

@@ -97,7 +97,7 @@ func (g *gateHead) holds(id string) bool {
 }
 
 // extend carries g forward over a batch this store delivered on top of it.
-func (g *gateHead) extend(b *eventCommits) *gateHead {
+func (g *gateHead) extend(b *contractCommits) *gateHead {
 	next := &gateHead{tree: b.tree, seq: g.seq + int64(len(b.events)), hash: b.sum, summary: g.summary.Clone(),
 		idsTree: g.idsTree, ids: g.ids, added: slices.Clone(g.added), unsaved: true}
 	for _, e := range b.events {

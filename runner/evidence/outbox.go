@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/nova-platform/nova/runner"
 	"github.com/nova-platform/nova/runner/evidence/chain"
@@ -26,6 +27,36 @@ import (
 type outbox struct {
 	dir  string
 	lock string
+	// unsynced, while deferring (Store.DeferOutboxSync), collects the
+	// files whose appends were not synced yet; nil syncs every append.
+	unsynced *unsyncedFiles
+}
+
+// unsyncedFiles are outbox files (and the outbox directory, when an
+// append created a file) written but not synced yet.
+type unsyncedFiles struct {
+	mu    sync.Mutex
+	paths map[string]bool
+}
+
+func (u *unsyncedFiles) add(paths ...string) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	for _, p := range paths {
+		u.paths[p] = true
+	}
+}
+
+// take returns the paths collected so far and forgets them.
+func (u *unsyncedFiles) take() []string {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	out := make([]string, 0, len(u.paths))
+	for p := range u.paths {
+		out = append(out, p)
+	}
+	clear(u.paths)
+	return out
 }
 
 // legacyOutbox is the single outbox of every contract that Nova kept
@@ -116,6 +147,9 @@ func (o outbox) addLocked(contract string, e runner.Event) error {
 	line, err := e.Canonical()
 	if err != nil {
 		return fmt.Errorf("encoding event: %w", err)
+	}
+	if o.unsynced != nil {
+		return appendUnsynced(path, line, o.unsynced)
 	}
 	return appendLine(path, line)
 }
@@ -259,6 +293,30 @@ func appendLine(path string, line []byte) error {
 		if err := syncDir(filepath.Dir(path)); err != nil {
 			return fmt.Errorf("syncing outbox dir: %w", err)
 		}
+	}
+	return nil
+}
+
+// appendUnsynced appends line as appendLine does, leaving the sync to
+// Store.SyncOutbox: it records the file, and the directory when the file
+// is new.
+func appendUnsynced(path string, line []byte, unsynced *unsyncedFiles) error {
+	_, statErr := os.Stat(path)
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+	if err != nil {
+		return fmt.Errorf("opening outbox: %w", err)
+	}
+	_, err = f.Write(append(line, '\n'))
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("appending to outbox: %w", err)
+	}
+	if errors.Is(statErr, os.ErrNotExist) {
+		unsynced.add(path, filepath.Dir(path))
+	} else {
+		unsynced.add(path)
 	}
 	return nil
 }

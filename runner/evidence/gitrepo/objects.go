@@ -2,6 +2,7 @@ package gitrepo
 
 import (
 	"fmt"
+	"io"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
@@ -69,4 +70,19 @@ func (o *Objects) add(obj plumbing.EncodedObject) plumbing.Hash {
 func (o *Objects) get(h plumbing.Hash) plumbing.EncodedObject {
 	obj, _ := o.st.EncodedObject(plumbing.AnyObject, h) // every hash in order is there
 	return obj
+}
+
+// Raw returns the content of object h when the set holds it.
+func (o *Objects) Raw(h plumbing.Hash) ([]byte, bool) {
+	obj, err := o.st.EncodedObject(plumbing.AnyObject, h)
+	if err != nil {
+		return nil, false
+	}
+	rd, err := obj.Reader()
+	if err != nil {
+		return nil, false
+	}
+	defer rd.Close()
+	b, err := io.ReadAll(rd)
+	return b, err == nil
 }
