@@ -153,3 +153,15 @@ echo
 echo '| forge, pull request | API calls per contract-environment (goal ≤ 3) | comments (bytes) | selection (`nova matrix --changed`) | fan-out (the job, every contract) | command |'
 echo '|---|---|---|---|---|---|'
 printf '%s\n' "${budget_rows[@]}"
+
+# The sharded fan-out's whole budget (docs/forge-limits.md): every shard
+# job and the summary job of one pull request, through the GitHub fake.
+bench fanoutbudget ./action BenchmarkFanoutBudget 1x
+echo
+echo '| fan-out of a pull request (GitHub fake, every job) | API calls per contract-environment (goal ≤ 3) | comments (bytes) | command |'
+echo '|---|---|---|---|'
+for n in 10 11 100 1000; do
+  b="BenchmarkFanoutBudget/github-$n"
+  printf '| %s contract(s) | %.2f | %.0f (%.0f bytes) | `%s` |\n' "$n" \
+    "$(metric fanoutbudget "$b" calls/contract-env)" "$(metric fanoutbudget "$b" comments)" "$(metric fanoutbudget "$b" comment-bytes)" "${cmd[fanoutbudget]}"
+done
