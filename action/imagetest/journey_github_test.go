@@ -427,6 +427,18 @@ func ignoredClaims(t *testing.T, url string, auth *githttp.BasicAuth) []string {
 // one is the only run an event started.
 func (j *githubJourney) one(runs []*ghRun) *ghRun {
 	j.t.Helper()
+	// GitHub starts every workflow an event names: the break-glass
+	// workflow answers comments too, but only on issues, so on the pull
+	// request it must run nothing.
+	runs = slices.DeleteFunc(slices.Clone(runs), func(r *ghRun) bool {
+		if !strings.HasSuffix(r.file, "-breakglass.yml") {
+			return false
+		}
+		if ran := r.ran(); len(ran) != 0 {
+			j.t.Errorf("run %d (%s) of %s ran %v on the pull request", r.id, r.event, r.file, ran)
+		}
+		return true
+	})
 	if len(runs) != 1 {
 		j.t.Fatalf("the event started %d runs, want 1", len(runs))
 	}
