@@ -3,7 +3,6 @@ package journey_test
 import (
 	"fmt"
 	"net/http"
-	"os/exec"
 	"regexp"
 	"strings"
 	"testing"
@@ -30,18 +29,10 @@ import (
 // and the evidence records the use, `nova evidence query --open-reviews`
 // lists it, and the evidence verifies.
 func TestJourneyBreakGlass(t *testing.T) {
-	for _, tool := range []string{"terraform", "git", "curl", "sha256sum", "bash"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Fatalf("%s is not on PATH, and the workflow's steps run it on this machine: %v (make tools puts the tools first on PATH)", tool, err)
-		}
-	}
-	j := newJourney(t)
-	defer func() {
-		if t.Failed() {
-			j.dump()
-		}
-		j.note()
-	}()
+	j := startJourney(t)
+	// Deferred, not a cleanup: the forge is read with the test's context,
+	// which ends before cleanups run.
+	defer j.finish()
 	j.breakglass = []string{j.sre.Name, j.sre2.Name}
 
 	j.scaffold()

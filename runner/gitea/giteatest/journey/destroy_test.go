@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os/exec"
 	"regexp"
 	"slices"
 	"strings"
@@ -35,18 +34,10 @@ import (
 // records the four destroys in the order dr, prod, qa, dev with each
 // state removed, nova's comments say so, and the evidence verifies.
 func TestJourneyDestroy(t *testing.T) {
-	for _, tool := range []string{"terraform", "git", "curl", "sha256sum", "bash"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Fatalf("%s is not on PATH, and the workflow's steps run it on this machine: %v (make tools puts the tools first on PATH)", tool, err)
-		}
-	}
-	j := newJourney(t)
-	defer func() {
-		if t.Failed() {
-			j.dump()
-		}
-		j.note()
-	}()
+	j := startJourney(t)
+	// Deferred, not a cleanup: the forge is read with the test's context,
+	// which ends before cleanups run.
+	defer j.finish()
 
 	j.scaffold()
 	j.reachDR(false)

@@ -72,20 +72,10 @@ var environments = []string{"dev", "qa", "prod", "dr"}
 // per job and jobs per journey"), and on failure dumps every run's nova
 // output, the pull request's comments and the head's statuses.
 func TestJourney(t *testing.T) {
-	for _, tool := range []string{"terraform", "git", "curl", "sha256sum", "bash"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Fatalf("%s is not on PATH, and the workflow's steps run it on this machine: %v (make tools puts the tools first on PATH)", tool, err)
-		}
-	}
-	j := newJourney(t)
+	j := startJourney(t)
 	// Deferred, not a cleanup: the forge is read with the test's context,
 	// which ends before cleanups run.
-	defer func() {
-		if t.Failed() {
-			j.dump()
-		}
-		j.note()
-	}()
+	defer j.finish()
 
 	j.scaffold()
 	j.reachDR(true)
@@ -205,6 +195,26 @@ type job struct {
 	task   actrunner.Task
 	events int
 	exits  string
+}
+
+// startJourney is newJourney once the tools the workflow's steps run on
+// this machine are known to be there: a missing one fails the test.
+func startJourney(t *testing.T, opts ...giteatest.Option) *journey {
+	for _, tool := range []string{"terraform", "git", "curl", "sha256sum", "bash"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Fatalf("%s is not on PATH, and the workflow's steps run it on this machine: %v (make tools puts the tools first on PATH)", tool, err)
+		}
+	}
+	return newJourney(t, opts...)
+}
+
+// finish logs the events each job wrote and, when the test failed, dumps
+// every run's nova output, the comments and the statuses.
+func (j *journey) finish() {
+	if j.t.Failed() {
+		j.dump()
+	}
+	j.note()
 }
 
 func newJourney(t *testing.T, opts ...giteatest.Option) *journey {

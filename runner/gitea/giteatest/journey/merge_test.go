@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os/exec"
 	"strings"
 	"testing"
 
@@ -39,21 +38,11 @@ import (
 //
 // and the evidence verifies at the end.
 func TestJourneyApplyOnMerge(t *testing.T) {
-	for _, tool := range []string{"terraform", "git", "curl", "sha256sum", "bash"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Fatalf("%s is not on PATH, and the workflow's steps run it on this machine: %v (make tools puts the tools first on PATH)", tool, err)
-		}
-	}
 	// Gitea signs its merge commits, as an operator whose prod wants
 	// signed commits has it do: an unsigned merge commit's provenance
 	// keeps prod below its confidence threshold after every merge.
-	j := newJourney(t, giteatest.SignMerges())
-	defer func() {
-		if t.Failed() {
-			j.dump()
-		}
-		j.note()
-	}()
+	j := startJourney(t, giteatest.SignMerges())
+	defer j.finish()
 
 	j.scaffold("--apply-on", "merge")
 

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -31,18 +30,10 @@ import (
 //
 // and the evidence verifies.
 func TestJourneyRollback(t *testing.T) {
-	for _, tool := range []string{"terraform", "git", "curl", "sha256sum", "bash"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Fatalf("%s is not on PATH, and the workflow's steps run it on this machine: %v (make tools puts the tools first on PATH)", tool, err)
-		}
-	}
-	j := newJourney(t)
-	defer func() {
-		if t.Failed() {
-			j.dump()
-		}
-		j.note()
-	}()
+	j := startJourney(t)
+	// Deferred, not a cleanup: the forge is read with the test's context,
+	// which ends before cleanups run.
+	defer j.finish()
 	// sre-lead's approver key, made on their machine: nova approve makes
 	// it on first use where XDG_CONFIG_HOME/nova/approvers/<login> is.
 	config := t.TempDir()
