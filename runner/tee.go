@@ -11,15 +11,27 @@ import (
 type Tee []Recorder
 
 var (
-	_ Recorder    = Tee(nil)
-	_ ChainHeader = Tee(nil)
-	_ Flusher     = Tee(nil)
+	_ Recorder          = Tee(nil)
+	_ CanonicalRecorder = Tee(nil)
+	_ ChainHeader       = Tee(nil)
+	_ Flusher           = Tee(nil)
 )
 
 // Record implements Recorder.
 func (t Tee) Record(ctx context.Context, e Event) error {
 	for _, r := range t {
 		if err := r.Record(ctx, e); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// RecordCanonical implements CanonicalRecorder, handing canonical to
+// every recorder that takes it.
+func (t Tee) RecordCanonical(ctx context.Context, e Event, canonical []byte) error {
+	for _, r := range t {
+		if err := record(ctx, r, e, canonical); err != nil {
 			return err
 		}
 	}

@@ -75,11 +75,17 @@ func sleep(ctx context.Context, d time.Duration) error {
 // and the outbox keeps the events for the next run. Every other event
 // only waits in the outbox, and Record returns nil.
 func (s *Store) Record(ctx context.Context, e runner.Event) error {
+	return s.RecordCanonical(ctx, e, nil)
+}
+
+// RecordCanonical implements runner.CanonicalRecorder: Record, with the
+// event's canonical form already computed (nil: compute it).
+func (s *Store) RecordCanonical(ctx context.Context, e runner.Event, canonical []byte) error {
 	if err := chain.CheckEventNames(e); err != nil {
 		return runner.Errorf(runner.EventWriteFailed, "recording event: %w", err)
 	}
 	dir := chain.Dir(e.ContractID)
-	if err := s.outbox.add(dir, e); err != nil {
+	if err := s.outbox.add(dir, e, canonical); err != nil {
 		return runner.Errorf(runner.EventWriteFailed, "recording %s event: %w", e.Type, err)
 	}
 	if e.Type != runner.EventApplyAuthorized {

@@ -100,7 +100,7 @@ func (f *gateHistory) runEnd(ctx context.Context, b *testing.B) time.Duration {
 		Time: time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC), DataContentType: "application/json", RunID: "run-next", ContractID: "c-gate",
 		Environment: string(runner.Dev), Data: []byte(`{"decisionId":"dec-next","chosenAction":"proceed"}`)}
 	o := outbox{dir: filepath.Join(state, outboxDir), lock: filepath.Join(state, lockName)}
-	if err := o.add(chain.Dir("c-gate"), e); err != nil {
+	if err := o.add(chain.Dir("c-gate"), e, nil); err != nil {
 		b.Fatal(err)
 	}
 	start := time.Now()
@@ -201,7 +201,7 @@ func (f *gateHistory) decide(ctx context.Context, b *testing.B, pending bool) ti
 			Time: time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC), DataContentType: "application/json", RunID: "run-next", ContractID: "c-gate",
 			Environment: string(runner.Dev), Data: []byte(`{"environment":"dev","imported":0}`)}
 		o := outbox{dir: filepath.Join(state, outboxDir), lock: filepath.Join(state, lockName)}
-		if err := o.add(chain.Dir("c-gate"), e); err != nil {
+		if err := o.add(chain.Dir("c-gate"), e, nil); err != nil {
 			b.Fatal(err)
 		}
 	}

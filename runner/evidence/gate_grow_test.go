@@ -79,7 +79,7 @@ func TestGrownGateHeadHoldsWhatItAdded(t *testing.T) {
 
 	s := openStoreIn(t, repo, state, keys)
 	defer s.Close()
-	if err := s.outbox.add(contract, events[len(events)-1]); err != nil {
+	if err := s.outbox.add(contract, events[len(events)-1], nil); err != nil {
 		t.Fatal(err)
 	}
 	got := gateSummaryOf(t, s, contract)

@@ -164,7 +164,7 @@ func TestGateSummaryAcrossProcesses(t *testing.T) {
 	fourth.Close()
 	delivered := chainOf(t, repo, keys, contract)
 	fifth := openStoreIn(t, repo, state, keys)
-	if err := fifth.outbox.add(contract, delivered[len(delivered)-1]); err != nil {
+	if err := fifth.outbox.add(contract, delivered[len(delivered)-1], nil); err != nil {
 		t.Fatal(err)
 	}
 	got = gateSummaryOf(t, fifth, contract)

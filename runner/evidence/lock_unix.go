@@ -17,14 +17,26 @@ func lockFile(path string) (*fileLock, error) {
 	if err != nil {
 		return nil, fmt.Errorf("opening lock %s: %w", path, err)
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+	l := &fileLock{f: f}
+	if err := l.relock(); err != nil {
 		f.Close()
-		return nil, fmt.Errorf("locking %s: %w", path, err)
+		return nil, err
 	}
-	return &fileLock{f: f}, nil
+	return l, nil
 }
 
+// relock takes the lock again after release, on the file kept open.
+func (l *fileLock) relock() error {
+	if err := syscall.Flock(int(l.f.Fd()), syscall.LOCK_EX); err != nil {
+		return fmt.Errorf("locking %s: %w", l.f.Name(), err)
+	}
+	return nil
+}
+
+// release lets go of the lock and keeps the file open for relock.
+func (l *fileLock) release() { _ = syscall.Flock(int(l.f.Fd()), syscall.LOCK_UN) }
+
 func (l *fileLock) unlock() {
-	_ = syscall.Flock(int(l.f.Fd()), syscall.LOCK_UN)
+	l.release()
 	_ = l.f.Close()
 }

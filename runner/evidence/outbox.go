@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -30,6 +31,29 @@ type outbox struct {
 	// unsynced, while deferring (Store.DeferOutboxSync), collects the
 	// files whose appends were not synced yet; nil syncs every append.
 	unsynced *unsyncedFiles
+	// held, when set, keeps the lock file open for the store's life:
+	// opening and closing it for every event was a tenth of validating
+	// many contracts. Nil opens it for each operation.
+	held *heldLock
+}
+
+// heldLock is the state dir's lock file, opened once and flocked for
+// each operation. Its mutex keeps the store's own goroutines apart, since
+// they share one open file, which flock does not tell apart; other
+// processes (and other stores) open their own, which it does.
+type heldLock struct {
+	mu sync.Mutex
+	l  *fileLock
+}
+
+// close closes the lock file; a later operation opens it again.
+func (h *heldLock) close() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.l != nil {
+		h.l.unlock()
+		h.l = nil
+	}
 }
 
 // unsyncedFiles are outbox files (and the outbox directory, when an
@@ -72,6 +96,21 @@ func (o outbox) file(contract string) string { return filepath.Join(o.dir, contr
 
 // locked runs fn holding the state dir's lock.
 func (o outbox) locked(fn func() error) error {
+	if h := o.held; h != nil {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		if h.l == nil {
+			l, err := lockFile(o.lock)
+			if err != nil {
+				return err
+			}
+			h.l = l
+		} else if err := h.l.relock(); err != nil {
+			return err
+		}
+		defer h.l.release()
+		return fn()
+	}
 	l, err := lockFile(o.lock)
 	if err != nil {
 		return err
@@ -123,13 +162,22 @@ func (o outbox) contracts() ([]string, error) {
 
 // add appends e unless an event with its id is already pending (a
 // redelivery), and syncs the file before returning.
-func (o outbox) add(contract string, e runner.Event) error {
-	return o.locked(func() error { return o.addLocked(contract, e) })
+// canonical, when not nil, is e.Canonical()'s bytes, computed already.
+func (o outbox) add(contract string, e runner.Event, canonical []byte) error {
+	return o.locked(func() error { return o.addLocked(contract, e, canonical) })
 }
 
-func (o outbox) addLocked(contract string, e runner.Event) error {
+func (o outbox) addLocked(contract string, e runner.Event, canonical []byte) error {
 	path := o.file(contract)
-	b, err := readOutbox(path)
+	// One open serves the duplicate check and the append: a read of the
+	// file and an append through separate opens (and a stat to tell a new
+	// file) were most of the system calls of recording an event.
+	f, created, err := openOutbox(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	b, err := readOpenOutbox(f)
 	if err != nil {
 		return err
 	}
@@ -144,14 +192,68 @@ func (o outbox) addLocked(contract string, e runner.Event) error {
 			return nil
 		}
 	}
-	line, err := e.Canonical()
+	line := canonical
+	if line == nil {
+		if line, err = e.Canonical(); err != nil {
+			return fmt.Errorf("encoding event: %w", err)
+		}
+	}
+	_, err = f.Write(append(line[:len(line):len(line)], '\n'))
+	if err == nil && o.unsynced == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
 	if err != nil {
-		return fmt.Errorf("encoding event: %w", err)
+		return fmt.Errorf("appending to outbox: %w", err)
 	}
-	if o.unsynced != nil {
-		return appendUnsynced(path, line, o.unsynced)
+	switch {
+	case o.unsynced != nil && created:
+		o.unsynced.add(path, filepath.Dir(path))
+	case o.unsynced != nil:
+		o.unsynced.add(path)
+	case created:
+		// A new file's directory entry must be durable too.
+		if err := syncDir(filepath.Dir(path)); err != nil {
+			return fmt.Errorf("syncing outbox dir: %w", err)
+		}
 	}
-	return appendLine(path, line)
+	return nil
+}
+
+// openOutbox opens an outbox file to read and append, creating it if
+// need be; created says it did (its directory entry is then to sync).
+func openOutbox(path string) (f *os.File, created bool, err error) {
+	f, err = os.OpenFile(path, os.O_RDWR|os.O_APPEND, 0o600)
+	if errors.Is(err, os.ErrNotExist) {
+		f, err = os.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE|os.O_EXCL, 0o600)
+		created = err == nil
+		if errors.Is(err, os.ErrExist) {
+			// Created meanwhile by a writer not holding the lock.
+			f, err = os.OpenFile(path, os.O_RDWR|os.O_APPEND, 0o600)
+		}
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("opening outbox: %w", err)
+	}
+	return f, created, nil
+}
+
+// readOpenOutbox reads an open outbox file as readOutbox does, cutting a
+// torn last line from it.
+func readOpenOutbox(f *os.File) ([]byte, error) {
+	b, err := io.ReadAll(f)
+	if err != nil {
+		return nil, fmt.Errorf("reading outbox: %w", err)
+	}
+	if i := bytes.LastIndexByte(b, '\n'); i != len(b)-1 {
+		b = b[:i+1]
+		if err := f.Truncate(int64(len(b))); err != nil {
+			return nil, fmt.Errorf("truncating torn outbox line: %w", err)
+		}
+	}
+	return b, nil
 }
 
 // remove marks the events with ids delivered once they are pushed, with
@@ -201,7 +303,7 @@ func (o outbox) migrate(legacy string) error {
 			return err
 		}
 		for _, e := range pending {
-			if err := o.addLocked(chain.Dir(e.ContractID), e); err != nil {
+			if err := o.addLocked(chain.Dir(e.ContractID), e, nil); err != nil {
 				return err
 			}
 		}
@@ -293,30 +395,6 @@ func appendLine(path string, line []byte) error {
 		if err := syncDir(filepath.Dir(path)); err != nil {
 			return fmt.Errorf("syncing outbox dir: %w", err)
 		}
-	}
-	return nil
-}
-
-// appendUnsynced appends line as appendLine does, leaving the sync to
-// Store.SyncOutbox: it records the file, and the directory when the file
-// is new.
-func appendUnsynced(path string, line []byte, unsynced *unsyncedFiles) error {
-	_, statErr := os.Stat(path)
-	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
-	if err != nil {
-		return fmt.Errorf("opening outbox: %w", err)
-	}
-	_, err = f.Write(append(line, '\n'))
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("appending to outbox: %w", err)
-	}
-	if errors.Is(statErr, os.ErrNotExist) {
-		unsynced.add(path, filepath.Dir(path))
-	} else {
-		unsynced.add(path)
 	}
 	return nil
 }

@@ -87,10 +87,10 @@ func TestOutboxDropsTornLastLine(t *testing.T) {
 	dir := t.TempDir()
 	o := outbox{dir: dir, lock: filepath.Join(dir, lockName)}
 	e := runner.Event{SpecVersion: "1.0", ID: "e-1", Type: "nova.test.step"}
-	if err := o.add("c", e); err != nil {
+	if err := o.add("c", e, nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := o.add("c", e); err != nil { // redelivery: no second line
+	if err := o.add("c", e, nil); err != nil { // redelivery: no second line
 		t.Fatal(err)
 	}
 	f, err := os.OpenFile(o.file("c"), os.O_APPEND|os.O_WRONLY, 0)
@@ -103,7 +103,7 @@ func TestOutboxDropsTornLastLine(t *testing.T) {
 	if err != nil || len(got) != 1 || got[0].ID != "e-1" {
 		t.Fatalf("load = %+v, %v; want just e-1", got, err)
 	}
-	if err := o.add("c", runner.Event{SpecVersion: "1.0", ID: "e-2", Type: "nova.test.step"}); err != nil {
+	if err := o.add("c", runner.Event{SpecVersion: "1.0", ID: "e-2", Type: "nova.test.step"}, nil); err != nil {
 		t.Fatal(err)
 	}
 	if got, err = o.load("c"); err != nil || len(got) != 2 {

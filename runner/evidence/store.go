@@ -106,6 +106,7 @@ type Store struct {
 
 var (
 	_ runner.Recorder          = (*Store)(nil)
+	_ runner.CanonicalRecorder = (*Store)(nil)
 	_ runner.ChainHeader       = (*Store)(nil)
 	_ runner.EvidenceReader    = (*Store)(nil)
 	_ runner.GateSummaryReader = (*Store)(nil)
@@ -173,7 +174,7 @@ func Open(ctx context.Context, cfg Config, opts ...Option) (*Store, error) {
 		branch:     plumbing.NewBranchReferenceName(chain.DefaultBranch),
 		commitKeys: cfg.Keys.Commit.KeyRing().With(cfg.AllowedCommitKeys),
 		eventKeys:  eventKeys,
-		outbox:     outbox{dir: filepath.Join(cfg.StateDir, outboxDir), lock: filepath.Join(cfg.StateDir, lockName)},
+		outbox:     outbox{dir: filepath.Join(cfg.StateDir, outboxDir), lock: filepath.Join(cfg.StateDir, lockName), held: &heldLock{}},
 		checked:    map[plumbing.Hash]bool{},
 		chains:     map[string]*chainState{},
 		gates:      map[string]*gateHead{},
@@ -186,6 +187,7 @@ func Open(ctx context.Context, cfg Config, opts ...Option) (*Store, error) {
 		return nil, runner.Errorf(runner.EventWriteFailed, "creating evidence state dir: %w", err)
 	}
 	if err := s.outbox.migrate(filepath.Join(cfg.StateDir, legacyOutbox)); err != nil {
+		s.outbox.held.close()
 		return nil, runner.Errorf(runner.EventWriteFailed, "moving the outbox to one file per contract: %w", err)
 	}
 	// The clone's config is a local file other processes may rewrite too.
@@ -194,6 +196,7 @@ func Open(ctx context.Context, cfg Config, opts ...Option) (*Store, error) {
 		return err
 	})
 	if err != nil {
+		s.outbox.held.close()
 		return nil, runner.Errorf(runner.EvidenceRepoUnavailable, "%w", err)
 	}
 	s.objects = gitrepo.NewReader(s.target.Objects())
@@ -235,6 +238,7 @@ func (s *Store) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.saveChains()
+	defer s.outbox.held.close()
 	return s.target.Close()
 }
 

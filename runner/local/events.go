@@ -20,9 +20,14 @@ import (
 type EventLog struct {
 	mu   sync.Mutex
 	path string
+	// made is set once the file's directory is known to exist.
+	made bool
 }
 
-var _ runner.Recorder = (*EventLog)(nil)
+var (
+	_ runner.Recorder          = (*EventLog)(nil)
+	_ runner.CanonicalRecorder = (*EventLog)(nil)
+)
 
 // NewEventLog returns a log writing to path; the file is created on the
 // first event.
@@ -32,17 +37,25 @@ func NewEventLog(path string) *EventLog { return &EventLog{path: path} }
 func (l *EventLog) Path() string { return l.path }
 
 // Record implements runner.Recorder.
-func (l *EventLog) Record(_ context.Context, e runner.Event) error {
+func (l *EventLog) Record(ctx context.Context, e runner.Event) error {
 	line, err := e.Canonical()
 	if err != nil {
 		return err
 	}
-	line = append(line, '\n')
+	return l.RecordCanonical(ctx, e, line)
+}
+
+// RecordCanonical implements runner.CanonicalRecorder.
+func (l *EventLog) RecordCanonical(_ context.Context, _ runner.Event, canonical []byte) error {
+	line := append(canonical[:len(canonical):len(canonical)], '\n')
 
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if err := os.MkdirAll(filepath.Dir(l.path), 0o755); err != nil {
-		return err
+	if !l.made {
+		if err := os.MkdirAll(filepath.Dir(l.path), 0o755); err != nil {
+			return err
+		}
+		l.made = true
 	}
 	f, err := os.OpenFile(l.path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
 	if err != nil {
