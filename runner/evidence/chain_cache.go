@@ -180,13 +180,18 @@ func writeAtomic(path string, b []byte) error {
 	if err != nil {
 		return err
 	}
-	defer os.Remove(tmp.Name())
 	_, err = tmp.Write(b)
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
 	}
-	if err != nil {
-		return err
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
 	}
-	return os.Rename(tmp.Name(), path)
+	if err != nil {
+		// Only a temp file left behind needs removing: after the rename
+		// there is none, and a remove per cached chain was a system call
+		// for nothing.
+		_ = os.Remove(tmp.Name())
+	}
+	return err
 }
