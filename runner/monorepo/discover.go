@@ -96,7 +96,22 @@ func Discover(root string) ([]Contract, error) {
 	}
 	defer r.Close()
 	var paths []string
-	if err := walkContracts(r, ".", &paths); err != nil {
+	err = fs.WalkDir(r.FS(), ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if p != "." && skipDir(p) {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		if IsContractFile(p) {
+			paths = append(paths, p)
+		}
+		return nil
+	})
+	if err != nil {
 		return nil, runner.Errorf(runner.ContractDiscoveryFailed, "looking for contracts under %s: %w", root, err)
 	}
 	found := identifyAll(len(paths), func(i int) Contract {
@@ -108,46 +123,6 @@ func Discover(root string) ([]Contract, error) {
 		return nil, err
 	}
 	return found, nil
-}
-
-// walkContracts appends to paths the contract files below dir, whose root
-// is r. Each directory is opened from its parent's descriptor: walking a
-// path from the top for every directory, as fs.WalkDir over the root's FS
-// does, was most of discovery's system time in a repository of 10 000
-// contracts. Only real directories are descended (a DirEntry reports a
-// link as a link), and r keeps every open inside the root.
-func walkContracts(r *os.Root, dir string, paths *[]string) error {
-	f, err := r.Open(".")
-	if err != nil {
-		return err
-	}
-	entries, err := f.ReadDir(-1)
-	f.Close()
-	if err != nil {
-		return fmt.Errorf("reading %s: %w", dir, err)
-	}
-	for _, e := range entries {
-		p := path.Join(dir, e.Name())
-		if !e.IsDir() {
-			if IsContractFile(p) {
-				*paths = append(*paths, p)
-			}
-			continue
-		}
-		if skipDir(p) {
-			continue
-		}
-		sub, err := r.OpenRoot(e.Name())
-		if err != nil {
-			return err
-		}
-		err = walkContracts(sub, p, paths)
-		sub.Close()
-		if err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // identifyAll returns identify(i) for 0..n-1, on every CPU: reading and
