@@ -75,15 +75,16 @@ func selectContracts(ctx context.Context, cfg Config, reg *registry.Registry) (m
 	if cfg.Select.ShardList != "" {
 		return shardSelection(cfg.Dir, cfg.Select.Shard)
 	}
+	found, err := monorepo.Discover(cfg.Dir)
+	if err != nil {
+		return monorepo.Selection{}, err
+	}
 	if !cfg.Select.Changed {
-		found, err := monorepo.Discover(cfg.Dir)
-		if err != nil {
-			return monorepo.Selection{}, err
-		}
 		return monorepo.All(found), nil
 	}
-	return monorepo.DiscoverChanged(ctx, monorepo.Change{
+	return monorepo.Changed(ctx, monorepo.Change{
 		Root:        cfg.Dir,
+		Contracts:   found,
 		Base:        cfg.Base,
 		Head:        firstNonEmpty(cfg.Select.Head, cfg.ForgeAPI.HeadSHA, "HEAD"),
 		RegistryDir: cfg.RegistryDir,

@@ -86,118 +86,64 @@ type Change struct {
 // by git's content similarity, so a moved contract keeps its state and
 // evidence chain whatever else changed with it.
 func Changed(ctx context.Context, ch Change) (Selection, error) {
-	h, err := readHistory(ctx, ch)
-	if err != nil {
-		return Selection{}, err
-	}
-	return h.selection(ch.Contracts, ch.Registry), nil
-}
-
-// DiscoverChanged is Discover(ch.Root) followed by Changed with the
-// contracts found (ch.Contracts is ignored), with the discovery done beside
-// the reading of git's history: one reads the worktree, the other the
-// object store, and a change to every contract of a large repository
-// spends about as long in each. A discovery error is returned before any
-// error of the history, as when the two run one after the other.
-func DiscoverChanged(ctx context.Context, ch Change) (Selection, error) {
-	type history struct {
-		h   *changeHistory
-		err error
-	}
-	done := make(chan history, 1)
-	go func() {
-		h, err := readHistory(ctx, ch)
-		done <- history{h, err}
-	}()
-	found, err := Discover(ch.Root)
-	h := <-done
-	if err != nil {
-		return Selection{}, err
-	}
-	if h.err != nil {
-		return Selection{}, h.err
-	}
-	return h.h.selection(found, ch.Registry), nil
-}
-
-// changeHistory is what a change's selection needs from git: the commits
-// compared, the paths the diff names, and the contracts of the base.
-type changeHistory struct {
-	base, head        string
-	prefix, regPrefix string
-	names             []string
-	before            []Contract
-}
-
-// readHistory reads from git what the selection of ch needs, without
-// looking at the worktree's contracts.
-func readHistory(ctx context.Context, ch Change) (*changeHistory, error) {
 	repo, prefix, closeRepo, err := openRepo(ch.Root)
 	if err != nil {
-		return nil, err
+		return Selection{}, err
 	}
 	defer closeRepo()
 	base, err := commitOf(repo, "base", ch.Base)
 	if err != nil {
-		return nil, err
+		return Selection{}, err
 	}
 	head, err := commitOf(repo, "head", ch.Head)
 	if err != nil {
-		return nil, err
+		return Selection{}, err
 	}
 	// Like a pull request's "files changed": what head did since it left
 	// base, not what base did since.
 	if mbs, err := base.MergeBase(head); err == nil && len(mbs) > 0 {
 		base = mbs[0]
 	} else if err != nil {
-		return nil, runner.Errorf(runner.ChangeRangeInvalid, "finding the merge base of %s and %s (a shallow clone needs the history: fetch with depth 0): %w", ch.Base, ch.Head, err)
+		return Selection{}, runner.Errorf(runner.ChangeRangeInvalid, "finding the merge base of %s and %s (a shallow clone needs the history: fetch with depth 0): %w", ch.Base, ch.Head, err)
 	}
 	baseTree, err := base.Tree()
 	if err != nil {
-		return nil, runner.Errorf(runner.ChangeRangeInvalid, "reading the tree of base %s: %w", short(base.Hash), err)
+		return Selection{}, runner.Errorf(runner.ChangeRangeInvalid, "reading the tree of base %s: %w", short(base.Hash), err)
 	}
 	headTree, err := head.Tree()
 	if err != nil {
-		return nil, runner.Errorf(runner.ChangeRangeInvalid, "reading the tree of head %s: %w", short(head.Hash), err)
+		return Selection{}, runner.Errorf(runner.ChangeRangeInvalid, "reading the tree of head %s: %w", short(head.Hash), err)
 	}
 	changes, err := object.DiffTreeWithOptions(ctx, baseTree, headTree, &object.DiffTreeOptions{})
 	if err != nil {
-		return nil, runner.Errorf(runner.ChangeRangeInvalid, "diffing %s..%s: %w", short(base.Hash), short(head.Hash), err)
+		return Selection{}, runner.Errorf(runner.ChangeRangeInvalid, "diffing %s..%s: %w", short(base.Hash), short(head.Hash), err)
 	}
 	before, err := treeContracts(baseTree, prefix)
 	if err != nil {
-		return nil, err
+		return Selection{}, err
 	}
 	regPrefix, err := registryPrefix(repo, ch.RegistryDir)
 	if err != nil {
-		return nil, err
+		return Selection{}, err
 	}
-	h := &changeHistory{base: base.Hash.String(), head: head.Hash.String(), prefix: prefix, regPrefix: regPrefix, before: before}
+	s := newSelector(ch.Contracts, before)
 	for _, c := range changes {
 		for _, name := range []string{c.From.Name, c.To.Name} {
-			if name != "" {
-				h.names = append(h.names, name)
+			if name == "" {
+				continue
+			}
+			if rel, ok := under(regPrefix, name); ok && regPrefix != "" {
+				s.registryChanged(rel)
+			}
+			if rel, ok := under(prefix, name); ok {
+				s.fileChanged(rel)
 			}
 		}
 	}
-	return h, nil
-}
-
-// selection attributes the history's changes to the head's contracts.
-func (h *changeHistory) selection(contracts []Contract, reg StackModules) Selection {
-	s := newSelector(contracts, h.before)
-	for _, name := range h.names {
-		if rel, ok := under(h.regPrefix, name); ok && h.regPrefix != "" {
-			s.registryChanged(rel)
-		}
-		if rel, ok := under(h.prefix, name); ok {
-			s.fileChanged(rel)
-		}
-	}
-	s.registryReach(reg)
+	s.registryReach(ch.Registry)
 	sel := s.moves()
-	sel.Base, sel.Head = h.base, h.head
-	return sel
+	sel.Base, sel.Head = base.Hash.String(), head.Hash.String()
+	return sel, nil
 }
 
 // inRuns reports whether a root-relative path lies in a checkout's runs.
