@@ -16,7 +16,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -481,7 +480,7 @@ func runRegistry(t *testing.T, bin, dir string) (string, error) {
 	cmd := exec.CommandContext(ctx, bin, "serve", cfgPath)
 	// A fixed secret keeps a warning out of the log; no traces are sent.
 	cmd.Env = append(os.Environ(), "REGISTRY_HTTP_SECRET="+randomHex(16), "OTEL_TRACES_EXPORTER=none", "OTEL_SDK_DISABLED=true")
-	var logs syncBuffer
+	var logs keylesstest.LockedBuffer
 	cmd.Stdout, cmd.Stderr = &logs, &logs
 	cmd.WaitDelay = 5 * time.Second
 	if err := cmd.Start(); err != nil {
@@ -532,23 +531,4 @@ func waitHTTP(url string, exited <-chan struct{}) error {
 		case <-tick.C:
 		}
 	}
-}
-
-// syncBuffer collects a process's output, written by exec's copying
-// goroutines while a failing test may read it.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

@@ -141,7 +141,7 @@ func startFulcio(t testing.TB, bin, dir, cfgPath string) (*Fulcio, error) {
 		"--ct-log-url", "",
 		"--log_type", "dev")
 	cmd.Dir = dir
-	var logs lockedBuffer
+	var logs LockedBuffer
 	cmd.Stdout, cmd.Stderr = &logs, &logs
 	cmd.WaitDelay = 5 * time.Second
 	if err := cmd.Start(); err != nil {
@@ -231,20 +231,20 @@ func freePort() (int, error) {
 	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
-// lockedBuffer collects the process's output, written by exec's copying
+// LockedBuffer collects a process's output, written by exec's copying
 // goroutines while a failing test may read it.
-type lockedBuffer struct {
+type LockedBuffer struct {
 	mu  sync.Mutex
 	buf bytes.Buffer
 }
 
-func (b *lockedBuffer) Write(p []byte) (int, error) {
+func (b *LockedBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.Write(p)
 }
 
-func (b *lockedBuffer) String() string {
+func (b *LockedBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
