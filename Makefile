@@ -96,14 +96,14 @@ workflows:
 	done
 
 ## tools: what the tests run for real: terraform and OpenTofu (tofu), gpg (git verify-commit),
-## cosign (verify-blob), fulcio (the keyless tests' CA), registry and jq (the signed-release test), conftest (policy parity and benchmark), gitea
+## cosign (verify-blob), fulcio (the keyless tests' CA), trillian and rekor (their transparency log), registry and jq (the signed-release test), conftest (policy parity and benchmark), gitea
 ## (the Gitea adapter's server), the PostgreSQL server (the pg backend and
 ## the cross-runner lock; tests start their own through .ci/postgres.sh),
 ## chromium (opens the audit report), and for the container action's tests
 ## the image's terraform and tofu, act and a static busybox (act's job container).
 ## Tests never install anything themselves: a missing tool fails them.
 tools:
-	@./.ci/tools.sh terraform opentofu gpg cosign conftest gitea postgres chromium terraform-image opentofu-image act busybox fulcio registry jq >/dev/null
+	@./.ci/tools.sh terraform opentofu gpg cosign conftest gitea postgres chromium terraform-image opentofu-image act busybox fulcio registry trillian rekor jq >/dev/null
 
 clean:
 	rm -rf bin

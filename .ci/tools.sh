@@ -17,6 +17,8 @@
 #   .ci/tools.sh opentofu-image  # the static tofu the action's image carries beside terraform (make image)
 #   .ci/tools.sh fulcio      # fulcio (keyless evidence tests: a loopback CA), always the pinned one
 #   .ci/tools.sh registry    # registry (an OCI registry on loopback: the signed-release test), always the pinned one
+#   .ci/tools.sh trillian    # trillian_log_server/_signer and their PostgreSQL schema (Rekor's storage), always the pinned one
+#   .ci/tools.sh rekor       # rekor-server (the keyless upload tests: a loopback transparency log), always the pinned one
 #   .ci/tools.sh jq          # jq (the release's provenance predicate, .ci/release-sign.sh), from Debian if missing
 set -euo pipefail
 
@@ -63,6 +65,13 @@ FULCIO_VERSION=v1.8.8
 # v3.1.2 is served whole by the module proxy, its go.mod has no replace
 # directive and asks for go 1.26.0, so go install builds it.
 REGISTRY_VERSION=v3.1.2
+# Rekor, Sigstore's transparency log, run on loopback by the keyless upload
+# tests over Trillian with PostgreSQL storage (no MySQL, no Redis). Rekor
+# v1.5.5 and later ask for go >= 1.27; v1.5.4 builds with Go 1.26 and
+# pins trillian v1.7.3, whose log server and signer have PostgreSQL
+# storage. Neither go.mod has a replace directive, so go install builds them.
+REKOR_VERSION=v1.5.4
+TRILLIAN_VERSION=v1.7.3
 
 install_terraform() {
   if command -v terraform >/dev/null 2>&1; then
@@ -243,6 +252,53 @@ install_registry() {
   ln -sfn "registry-$REGISTRY_VERSION" "$TOOLS_BIN/registry"
 }
 
+# Trillian's log server and signer, named with their version, and the
+# PostgreSQL schema of the same version beside them: the tests create it
+# in a fresh database before the servers start.
+install_trillian() {
+  local server="$TOOLS_BIN/trillian_log_server-$TRILLIAN_VERSION"
+  local signer="$TOOLS_BIN/trillian_log_signer-$TRILLIAN_VERSION"
+  local schema="$TOOLS_BIN/trillian-$TRILLIAN_VERSION-postgresql.sql"
+  if [ ! -x "$server" ] || [ ! -x "$signer" ]; then
+    echo "installing trillian $TRILLIAN_VERSION into $TOOLS_BIN (go install; takes a few minutes once)" >&2
+    # Into a directory of its own and renamed when done, so an interrupted
+    # build never leaves a binary under the name tests look for.
+    local tmp="$TOOLS_BIN/.trillian-build"
+    rm -rf "$tmp"
+    GOBIN="$tmp" GOFLAGS=-mod=mod GOTOOLCHAIN=local CGO_ENABLED=0 \
+      go install "github.com/google/trillian/cmd/trillian_log_server@$TRILLIAN_VERSION" \
+        "github.com/google/trillian/cmd/trillian_log_signer@$TRILLIAN_VERSION" >&2
+    mv "$tmp/trillian_log_server" "$server"
+    mv "$tmp/trillian_log_signer" "$signer"
+    rm -rf "$tmp"
+  fi
+  if [ ! -f "$schema" ]; then
+    local mod
+    # Outside any module, so no go.mod or go.sum is touched.
+    mod="$(cd "$TOOLS_CACHE" && GO111MODULE=on go mod download -json "github.com/google/trillian@$TRILLIAN_VERSION" |
+      sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')"
+    if [ -z "$mod" ] || [ ! -f "$mod/storage/postgresql/schema/storage.sql" ]; then
+      echo "go mod download gave no PostgreSQL schema for github.com/google/trillian@$TRILLIAN_VERSION" >&2
+      exit 1
+    fi
+    cp "$mod/storage/postgresql/schema/storage.sql" "$schema.tmp"
+    mv "$schema.tmp" "$schema"
+  fi
+}
+
+install_rekor() {
+  local bin="$TOOLS_BIN/rekor-server-$REKOR_VERSION"
+  if [ ! -x "$bin" ]; then
+    echo "installing rekor-server $REKOR_VERSION into $TOOLS_BIN (go install; takes a few minutes once)" >&2
+    local tmp="$TOOLS_BIN/.rekor-build"
+    rm -rf "$tmp"
+    GOBIN="$tmp" GOFLAGS=-mod=mod GOTOOLCHAIN=local CGO_ENABLED=0 \
+      go install "github.com/sigstore/rekor/cmd/rekor-server@$REKOR_VERSION" >&2
+    mv "$tmp/rekor-server" "$bin"
+    rm -rf "$tmp"
+  fi
+}
+
 # The release's provenance predicate is JSON built by jq from the job's
 # environment (jq escapes what it is given); GitHub's runners carry it.
 install_jq() {
@@ -366,6 +422,8 @@ for tool in "$@"; do
     opentofu-image) install_opentofu_image ;;
     fulcio) install_fulcio ;;
     registry) install_registry ;;
+    trillian) install_trillian ;;
+    rekor) install_rekor ;;
     jq) install_jq ;;
     *) echo "unknown tool: $tool" >&2; exit 2 ;;
   esac
