@@ -334,7 +334,8 @@ func readConfig(env Env) (Config, error) {
 type rawFlags struct {
 	env, evidenceRepo, branch, resolveEnv, forge string
 	backendConfig, keyFiles, commitKeys          listFlag
-	signers, fulcioRoot                          string
+	signers, fulcioRoot, rekorKey                string
+	requireLog                                   bool
 }
 
 // listVar registers a repeatable flag whose values may also be given
@@ -453,6 +454,8 @@ func (cfg *Config) flags(fs *flag.FlagSet, getenv func(string) string) *rawFlags
 		fs.StringVar(&cfg.Verify.Witness, "witness", "", "file of heads this machine pushed, to detect force-pushes (default: the local store's witness, when present)")
 		fs.StringVar(&f.signers, "signers", "", "keyless: the default branch's .nova/signers.yml naming whose keyless signatures count (default: $NOVA_SIGNERS_FILE)")
 		fs.StringVar(&f.fulcioRoot, "fulcio-root", "", "keyless: PEM file of the Fulcio CA keyless signatures chain to (default: $NOVA_FULCIO_ROOT / $NOVA_FULCIO_ROOT_FILE)")
+		fs.StringVar(&f.rekorKey, "rekor-public-key", "", "keyless: PEM file of the Rekor log's public key; the log entries keyless signatures carry are checked with it (default: $NOVA_REKOR_PUBLIC_KEY / $NOVA_REKOR_PUBLIC_KEY_FILE)")
+		fs.BoolVar(&f.requireLog, "require-tlog", false, "keyless: a keyless signature without a Rekor entry does not count (default: $NOVA_REKOR_REQUIRED)")
 	}
 	if slices.Contains(auditCommands, cmd) {
 		listVar(fs, &cfg.Audit.Contracts, "contract", "only this contract (repeatable)")
@@ -728,6 +731,16 @@ func (cfg *Config) keylessFlags(f *rawFlags) error {
 			return runner.Errorf(runner.SignersConfigInvalid, "--fulcio-root: %w", err)
 		}
 		k.Root = string(b)
+	}
+	if f.rekorKey != "" {
+		b, err := os.ReadFile(f.rekorKey)
+		if err != nil {
+			return runner.Errorf(runner.ConfigInvalid, "--rekor-public-key: %w", err)
+		}
+		k.RekorKey = string(b)
+	}
+	if f.requireLog {
+		k.RequireLog = true
 	}
 	trusted := cfg.localApprovers()
 	k.Trusted = &trusted

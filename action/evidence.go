@@ -112,18 +112,21 @@ func openEvidenceStore(ctx context.Context, s EvidenceConfig, env Env) (*evidenc
 		return nil, keys, err
 	}
 	if s.Keyless.Sign {
-		if keys.Keyless, err = s.Keyless.signer(ctx); err != nil {
-			return nil, keys, err
-		}
-		// A job whose identity signers.yml does not name (a pull
-		// request's run, a fork, another workflow) would write evidence
-		// nobody accepts: it stops here instead.
-		probe := []byte("nova keyless identity check")
-		sig, err := keys.Keyless.SigFile(probe)
+		r, err := s.Keyless.signer(ctx)
 		if err != nil {
 			return nil, keys, err
 		}
-		if _, err := signers.VerifyKeyless(probe, sig); err != nil {
+		keys.Keyless = r
+		// A job whose identity signers.yml does not name (a pull
+		// request's run, a fork, another workflow) would write evidence
+		// nobody accepts: it stops here instead. The probe is no event
+		// and is never uploaded to a log.
+		probe := []byte("nova keyless identity check")
+		sig, err := r.LocalSigFile(probe)
+		if err != nil {
+			return nil, keys, err
+		}
+		if _, err := signers.VerifyKeylessIdentity(probe, sig); err != nil {
 			return nil, keys, err
 		}
 	}

@@ -85,6 +85,8 @@ var actionInputs = []actionInput{
 	{Name: "signers", Env: "NOVA_SIGNERS_FILE", Description: "Keyless: the default branch's `.nova/signers.yml`, checked out apart from the change under review (default: read from the checkout's default branch)."},
 	{Name: "default-branch", Env: "NOVA_DEFAULT_BRANCH", Description: "Keyless: the default branch, whose ref the identities of signers.yml default to."},
 	{Name: "fulcio-root", Env: "NOVA_FULCIO_ROOT", Description: "Keyless: the PEM root (and intermediates) of that Fulcio, which keyless signatures must chain to."},
+	{Name: "rekor-url", Env: "NOVA_REKOR_URL", Description: "Keyless: upload every event signature to this Rekor transparency log (e.g. Sigstore's public https://rekor.sigstore.dev) and keep its entry in the event's bundle. Off when empty (the default): a private forge's jobs often cannot reach a public log, and a public log publishes the workflow's identity."},
+	{Name: "rekor-public-key", Env: "NOVA_REKOR_PUBLIC_KEY", Description: "Keyless: the PEM public key of that Rekor; log entries in keyless bundles are checked with it, and the upload refuses answers it did not sign."},
 	{Name: "commit-key", Env: "NOVA_COMMIT_KEY", Secret: true, Description: "Armored OpenPGP private key that signs evidence commits."},
 	{Name: "commit-key-passphrase", Env: "NOVA_COMMIT_KEY_PASSPHRASE", Secret: true, Description: "Passphrase of commit-key."},
 	{Name: "evidence-public-key", Env: "NOVA_EVIDENCE_PUBLIC_KEY", Description: "For verify: the public key (cosign.pub format) events must be signed with."},

@@ -44,6 +44,18 @@ type KeylessConfig struct {
 	// Trusted reads .nova/signers.yml from the checkout's trusted base
 	// (the default branch), never the working tree.
 	Trusted *local.TrustedApprovers
+	// RekorURL is NOVA_REKOR_URL: when set, every keyless event
+	// signature is uploaded to this transparency log and its entry kept
+	// in the event's bundle. Off by default (private forges).
+	RekorURL string
+	// RekorKey is the log's public key (PEM: NOVA_REKOR_PUBLIC_KEY, or
+	// the file NOVA_REKOR_PUBLIC_KEY_FILE; verify's --rekor-public-key):
+	// with it, verification checks the entries bundles carry, and the
+	// signer refuses answers not signed with it.
+	RekorKey string
+	// RequireLog is NOVA_REKOR_REQUIRED (verify's --require-tlog): a
+	// keyless signature without a log entry does not count.
+	RequireLog bool
 }
 
 func readKeylessConfig(getenv func(string) string) (KeylessConfig, error) {
@@ -53,6 +65,21 @@ func readKeylessConfig(getenv func(string) string) (KeylessConfig, error) {
 		TokenFile:   getenv("NOVA_OIDC_TOKEN_FILE"),
 		Root:        getenv("NOVA_FULCIO_ROOT"),
 		SignersFile: getenv("NOVA_SIGNERS_FILE"),
+	}
+	k.RekorURL, k.RekorKey = getenv("NOVA_REKOR_URL"), getenv("NOVA_REKOR_PUBLIC_KEY")
+	if f := getenv("NOVA_REKOR_PUBLIC_KEY_FILE"); f != "" && k.RekorKey == "" {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return k, runner.Errorf(runner.ConfigInvalid, "NOVA_REKOR_PUBLIC_KEY_FILE: %w", err)
+		}
+		k.RekorKey = string(b)
+	}
+	if v := getenv("NOVA_REKOR_REQUIRED"); v != "" {
+		on, err := strconv.ParseBool(v)
+		if err != nil {
+			return k, runner.Errorf(runner.ConfigInvalid, "NOVA_REKOR_REQUIRED=%q: want true or false", v)
+		}
+		k.RequireLog = on
 	}
 	if v := getenv("NOVA_KEYLESS"); v != "" {
 		on, err := strconv.ParseBool(v)
@@ -114,13 +141,23 @@ func (k KeylessConfig) policy() (*keyless.Policy, error) {
 	if err != nil {
 		return nil, err
 	}
-	return keyless.NewPolicy(s, []byte(k.Root))
+	p, err := keyless.NewPolicy(s, []byte(k.Root))
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case k.RekorKey != "":
+		return p.WithRekor([]byte(k.RekorKey), k.RequireLog)
+	case k.RequireLog:
+		return nil, runner.Errorf(runner.ConfigInvalid, "a Rekor entry is required (NOVA_REKOR_REQUIRED, --require-tlog) and no Rekor public key checks it (NOVA_REKOR_PUBLIC_KEY, --rekor-public-key)")
+	}
+	return p, nil
 }
 
 // signer obtains the run's keyless signer: the first certificate now,
 // later ones as they expire.
 func (k KeylessConfig) signer(ctx context.Context) (*keyless.Renewing, error) {
-	return keyless.NewRenewing(ctx, keyless.Options{FulcioURL: k.FulcioURL}, k.token)
+	return keyless.NewRenewing(ctx, keyless.Options{FulcioURL: k.FulcioURL, RekorURL: k.RekorURL, RekorPublicKey: []byte(k.RekorKey)}, k.token)
 }
 
 // token is the job's OIDC token for Fulcio (audience sigstore).

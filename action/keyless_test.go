@@ -307,3 +307,86 @@ func mustTool(t *testing.T, name string) string {
 	}
 	return p
 }
+
+// TestKeylessRunLoggedInRekor: with NOVA_REKOR_URL every event signature
+// of a keyless run is uploaded to a real Rekor on loopback (Trillian over
+// PostgreSQL) and its entry kept in the event's bundle: `nova evidence
+// verify` checks each with the log's key (--require-tlog), and stock
+// cosign verifies an exported event with the transparency log. A log that
+// cannot be reached fails the run with REKOR_UPLOAD_FAILED and records
+// nothing; events signed without the log are refused where an entry is
+// required.
+func TestKeylessRunLoggedInRekor(t *testing.T) {
+	cosign := mustTool(t, "cosign")
+	k := newKeylessConsumer(t)
+	r := keylesstest.StartRekor(t)
+	k.env["NOVA_REKOR_URL"] = r.URL
+	k.env["NOVA_REKOR_PUBLIC_KEY_FILE"] = r.PublicKeyFile
+	ctx := t.Context()
+	code, v, stderr := k.nova(ctx, "run")
+	if code != ExitPass {
+		t.Fatalf("keyless run with rekor: exit %d (%s)\n%v\n%s", code, v.Reason, verdicts(v), stderr)
+	}
+	logFlags := []string{"--rekor-public-key", r.PublicKeyFile, "--require-tlog"}
+	rep, _ := k.verify(ExitPass, logFlags...)
+	if rep.Events == 0 || len(rep.Signatures) != rep.Events {
+		t.Fatalf("verify checked %d events and reports %d signatures", rep.Events, len(rep.Signatures))
+	}
+	for _, s := range rep.Signatures {
+		if s.Kind != signing.KindKeyless || !strings.Contains(s.Identity, "rekor log index") {
+			t.Errorf("%s: signed %s by %q, want keyless with a log entry", s.Path, s.Kind, s.Identity)
+		}
+	}
+	logged := rep.Events
+
+	// Stock cosign, checking the log (no --insecure-ignore-tlog).
+	dir := k.clone()
+	var event string
+	err := filepath.WalkDir(filepath.Join(dir, "contracts"), func(p string, d os.DirEntry, err error) error {
+		if err == nil && event == "" && strings.HasSuffix(p, ".json") {
+			event = p
+		}
+		return err
+	})
+	if err != nil || event == "" {
+		t.Fatalf("no event in the evidence repo (%v)", err)
+	}
+	cmd := exec.Command(cosign, "verify-blob", "--bundle", strings.TrimSuffix(event, ".json")+".sig",
+		"--certificate-identity", keylesstest.WorkflowIdentity(trustedJob), "--certificate-oidc-issuer", k.iss.URL,
+		"--certificate-chain", k.fulcio.RootFile, "--insecure-ignore-sct", "--rekor-url", r.URL, event)
+	cmd.Env = append(os.Environ(), "SIGSTORE_REKOR_PUBLIC_KEY="+r.PublicKeyFile,
+		"TUF_ROOT="+filepath.Join(t.TempDir(), "tuf"), "TUF_MIRROR=http://127.0.0.1:1")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Errorf("cosign verify-blob with the log: %v\n%s", err, out)
+	}
+
+	// A log that cannot be reached: the run fails with the reason and the
+	// evidence repo holds what it held.
+	k.env["NOVA_REKOR_URL"] = "http://127.0.0.1:1"
+	k.writeContract(helloContract("unlogged", "dev"))
+	code, v, stderr = k.nova(ctx, "run")
+	if code != ExitError || v.Reason != string(runner.RekorUploadFailed) {
+		t.Fatalf("run with an unreachable rekor: exit %d (%s), want %d %s\n%s", code, v.Reason, ExitError, runner.RekorUploadFailed, stderr)
+	}
+	if rep, _ = k.verify(ExitPass, logFlags...); rep.Events != logged {
+		t.Fatalf("the evidence repo holds %d events after the failed upload, want the %d logged before", rep.Events, logged)
+	}
+
+	// Without the log, the run records events that have no entry: they
+	// verify where none is required, and are refused where one is.
+	delete(k.env, "NOVA_REKOR_URL")
+	code, v, stderr = k.nova(ctx, "run")
+	if code != ExitPass {
+		t.Fatalf("keyless run without rekor: exit %d (%s)\n%s", code, v.Reason, stderr)
+	}
+	k.verify(ExitPass, "--rekor-public-key", r.PublicKeyFile)
+	rep, _ = k.verify(ExitFail, logFlags...)
+	if len(rep.Findings) != rep.Events-logged || len(rep.Findings) == 0 {
+		t.Errorf("%d findings for %d unlogged events", len(rep.Findings), rep.Events-logged)
+	}
+	for _, f := range rep.Findings {
+		if f.Reason != string(runner.RekorEntryInvalid) {
+			t.Errorf("finding %s %s: %s", f.Reason, f.Path, f.Message)
+		}
+	}
+}

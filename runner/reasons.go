@@ -213,6 +213,9 @@ const (
 	KeylessCertificateExpired Reason = "KEYLESS_CERTIFICATE_EXPIRED"
 	SignerIdentityUntrusted   Reason = "SIGNER_IDENTITY_UNTRUSTED"
 	SignersConfigInvalid      Reason = "SIGNERS_CONFIG_INVALID"
+	// The optional transparency log (Rekor).
+	RekorUploadFailed Reason = "REKOR_UPLOAD_FAILED"
+	RekorEntryInvalid Reason = "REKOR_ENTRY_INVALID"
 )
 
 // Policy and NFR evaluation. Most of these are carried by PCRs (in
@@ -410,6 +413,8 @@ var reasonTable = []ReasonInfo{
 	{KeylessCertificateExpired, "evidence", KindError, "The short-lived signing certificate was no longer (or not yet) valid when Nova was about to sign with it; nothing is signed outside a certificate's validity."},
 	{SignerIdentityUntrusted, "evidence", KindVerdict, "A keyless signature's certificate does not chain to a trusted Fulcio root, or its identity (issuer, repository, workflow file and ref) is not one `.nova/signers.yml` on the default branch names: a pull request's edited workflow signs as another `job_workflow_ref` and does not count."},
 	{SignersConfigInvalid, "evidence", KindError, "`.nova/signers.yml` does not parse, has an unknown field, or names an identity without issuer, repository or workflow; or keyless signatures are to be verified and no Fulcio root is configured."},
+	{RekorUploadFailed, "evidence", KindError, "Keyless signing uploads to a transparency log (NOVA_REKOR_URL) and the log could not be reached, refused the entry, or answered with one that does not verify (its inclusion proof, checkpoint or signed entry timestamp, or the signature, certificate and digest it records): the event is not recorded."},
+	{RekorEntryInvalid, "evidence", KindVerdict, "A keyless event's Rekor entry does not verify with the configured Rekor key (inclusion proof, signed checkpoint, signed entry timestamp), records another signature, certificate or digest, or was logged outside the certificate's validity; or a log entry is required (NOVA_REKOR_REQUIRED, verify's --require-tlog) and the event has none."},
 	{ApplyIndeterminate, "evidence", KindVerdict, "An earlier apply of this contract was interrupted or unreadable; record `nova evidence resolve` before applying again."},
 
 	{PolicyEngineError, "policy", KindError, "A policy engine could not evaluate (it crashed, exited abnormally or returned an error); recorded as an `error` PCR naming the engine, and the run continues."},

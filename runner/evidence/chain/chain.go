@@ -189,10 +189,11 @@ func (f *File) Apply(c Check) {
 		f.Findings = append(f.Findings, Finding{Reason: reason, Path: f.Path, Message: msg})
 	}
 	if c.SigErr != nil {
-		// A keyless signature by an identity signers.yml does not name
-		// says so; anything else about a signature is invalid.
+		// A keyless signature by an identity signers.yml does not name,
+		// or whose log entry does not verify, says so; anything else
+		// about a signature is invalid.
 		reason := runner.EvidenceSignatureInvalid
-		if r := runner.ReasonOf(c.SigErr); r == runner.SignerIdentityUntrusted {
+		if r := runner.ReasonOf(c.SigErr); r == runner.SignerIdentityUntrusted || r == runner.RekorEntryInvalid {
 			reason = r
 		}
 		add(reason, c.SigErr.Error())

@@ -5,12 +5,14 @@ import (
 	"crypto"
 	"crypto/sha256"
 	"crypto/x509"
+	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/url"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -126,6 +128,11 @@ type Policy struct {
 	rootsRaw      [][]byte
 	intermediates []*x509.Certificate
 	fingerprint   string
+	// rekor checks the transparency log entries keyless bundles carry
+	// (nil: entries are not checked); requireLog refuses a bundle
+	// without one.
+	rekor      signature.Verifier
+	requireLog bool
 	// checked remembers each certificate's verdict: one job's certificate
 	// signs all of its events, so a chain of thousands holds a few.
 	checked sync.Map // sha256 of cert.Raw -> certVerdict
@@ -172,6 +179,21 @@ func NewPolicy(s *Signers, rootsPEM []byte) (*Policy, error) {
 	return p, nil
 }
 
+// WithRekor returns a copy of p that checks, with the Rekor public key
+// pubPEM, the log entry of every keyless signature that carries one, and
+// when require is set refuses a signature without one. Its fingerprint
+// changes, so evidence verified without the log is verified again.
+func (p *Policy) WithRekor(pubPEM []byte, require bool) (*Policy, error) {
+	v, err := RekorVerifier(pubPEM)
+	if err != nil {
+		return nil, err
+	}
+	c := &Policy{identities: p.identities, roots: p.roots, rootsRaw: p.rootsRaw, intermediates: p.intermediates, rekor: v, requireLog: require}
+	sum := sha256.Sum256(pubPEM)
+	c.fingerprint = p.fingerprint + "+rekor:" + hex.EncodeToString(sum[:]) + "+required:" + strconv.FormatBool(require)
+	return c, nil
+}
+
 // Identities are the identities p accepts.
 func (p *Policy) Identities() []Identity { return slices.Clone(p.identities) }
 
@@ -184,7 +206,41 @@ func (p *Policy) Fingerprint() string { return p.fingerprint }
 // key, the certificate chain to a trusted root (checked at its own
 // issuance, as cosign does without a transparency log), and its identity
 // match one of the policy's.
+//
+// With a Rekor key (WithRekor), a bundle's log entry is checked too: the
+// log's inclusion proof and signed entry timestamp, that it records this
+// signature, certificate and digest, and that it was logged while the
+// certificate was valid.
 func (p *Policy) VerifyKeyless(msg, sigFile []byte) (string, error) {
+	who, err := p.VerifyKeylessIdentity(msg, sigFile)
+	if err != nil || p.rekor == nil {
+		return who, err
+	}
+	b, cert, _, _, err := ParseBundle(sigFile)
+	if err != nil {
+		return "", err
+	}
+	if b.RekorBundle == nil && b.RekorInclusionProof == nil {
+		if p.requireLog {
+			return "", runner.Errorf(runner.RekorEntryInvalid, "keyless signature by %s has no Rekor entry, and one is required", who)
+		}
+		return who, nil
+	}
+	certPEM, err := base64.StdEncoding.DecodeString(b.Cert)
+	if err != nil {
+		return "", err
+	}
+	index, err := verifyLogged(b, p.rekor, msg, certPEM, cert.NotBefore, cert.NotAfter)
+	if err != nil {
+		return "", runner.Errorf(runner.RekorEntryInvalid, "keyless signature by %s: %w", who, err)
+	}
+	return who + ", rekor log index " + index, nil
+}
+
+// VerifyKeylessIdentity is VerifyKeyless without the log: the signature,
+// its certificate's chain and identity. For a signer's probe of its own
+// identity, which is never uploaded.
+func (p *Policy) VerifyKeylessIdentity(msg, sigFile []byte) (string, error) {
 	_, cert, chain, sig, err := ParseBundle(sigFile)
 	if err != nil {
 		return "", err

@@ -77,6 +77,15 @@ func (r *Renewing) SigFile(msg []byte) ([]byte, error) {
 	return s.SigFile(msg)
 }
 
+// LocalSigFile is Signer.LocalSigFile with a current certificate.
+func (r *Renewing) LocalSigFile(msg []byte) ([]byte, error) {
+	s, err := r.current()
+	if err != nil {
+		return nil, err
+	}
+	return s.LocalSigFile(msg)
+}
+
 // SignCertified signs msg and returns the certificate that signed it.
 func (r *Renewing) SignCertified(msg []byte) ([]byte, []byte, error) {
 	s, err := r.current()

@@ -22,6 +22,7 @@ import (
 	"strings"
 	"time"
 
+	cbundle "github.com/sigstore/cosign/v2/pkg/cosign/bundle"
 	"github.com/sigstore/fulcio/pkg/api"
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
 	"github.com/sigstore/sigstore/pkg/oauthflow"
@@ -49,6 +50,15 @@ type Bundle struct {
 	// configured with, never in this copy; it is kept so the evidence
 	// shows the whole path it was issued on.
 	CertChain string `json:"certChain,omitempty"`
+	// RekorBundle is the entry Rekor logged for this signature (when the
+	// signer uploads: Options.RekorURL), as cosign writes it: the entry's
+	// body, log index and integrated time, with the log's signed entry
+	// timestamp over them. `cosign verify-blob --bundle` checks it with
+	// the log's key.
+	RekorBundle *cbundle.RekorBundle `json:"rekorBundle,omitempty"`
+	// RekorInclusionProof proves the entry is in the log, up to a
+	// checkpoint the log signed; cosign's bundle has no field for it.
+	RekorInclusionProof *InclusionProof `json:"rekorInclusionProof,omitempty"`
 }
 
 // IsBundle reports whether a .sig file's content is a keyless Bundle
@@ -67,6 +77,14 @@ type Options struct {
 	// Now is the clock (time.Now when nil): a certificate is only used
 	// inside its validity.
 	Now func() time.Time
+	// RekorURL, when set, is the transparency log every event signature
+	// is uploaded to before it is recorded. Off by default: a private
+	// forge's jobs often cannot reach a public log, and a public log
+	// publishes the workflow's identity with every signature.
+	RekorURL string
+	// RekorPublicKey (PEM) checks the log's answers; when empty the key
+	// the log serves is used.
+	RekorPublicKey []byte
 }
 
 // Signer signs with an ephemeral key certified by Fulcio. The private key
@@ -78,6 +96,8 @@ type Signer struct {
 	certPEM  []byte
 	chainPEM []byte
 	now      func() time.Time
+	ctx      context.Context
+	rekor    *rekorLog
 }
 
 // New makes the ephemeral key and obtains its certificate for opts.Token.
@@ -140,7 +160,14 @@ func New(ctx context.Context, opts Options) (*Signer, error) {
 	if !ok || !pub.Equal(&priv.PublicKey) {
 		return nil, runner.Errorf(runner.KeylessCertificateRefused, "fulcio %s certified another key than the one sent", opts.FulcioURL)
 	}
-	return &Signer{sv: sv, cert: cert[0], certPEM: resp.CertPEM, chainPEM: resp.ChainPEM, now: opts.Now}, nil
+	signer := &Signer{sv: sv, cert: cert[0], certPEM: resp.CertPEM, chainPEM: resp.ChainPEM, now: opts.Now, ctx: ctx}
+	if opts.RekorURL != "" {
+		// Reached now, so a job that cannot log fails before it plans.
+		if signer.rekor, err = openRekor(ctx, opts.RekorURL, opts.RekorPublicKey); err != nil {
+			return nil, err
+		}
+	}
+	return signer, nil
 }
 
 // redact keeps the token out of an error that might quote the request.
@@ -197,21 +224,59 @@ func (s *Signer) SignCertified(msg []byte) ([]byte, []byte, error) {
 	return sig, s.CertificatePEM(), nil
 }
 
-// SigFile returns the .sig file content for an event: a Bundle.
+// SigFile returns the .sig file content for an event: a Bundle, with
+// the entry the transparency log recorded for the signature when the
+// signer uploads. A signature the log did not take is an error, and no
+// .sig: an event is recorded with its entry or not at all.
 func (s *Signer) SigFile(msg []byte) ([]byte, error) {
-	sig, err := s.Sign(msg)
+	b, err := s.bundle(msg)
 	if err != nil {
 		return nil, err
 	}
-	b, err := json.Marshal(Bundle{
+	if s.rekor != nil {
+		der, err := base64.StdEncoding.DecodeString(b.Base64Signature)
+		if err != nil {
+			return nil, err
+		}
+		e, err := s.rekor.upload(s.ctx, msg, der, s.certPEM)
+		if err != nil {
+			return nil, err
+		}
+		if b, err = withEntry(b, e); err != nil {
+			return nil, runner.Errorf(runner.RekorUploadFailed, "rekor %s: %v", s.rekor.url, err)
+		}
+	}
+	return marshalBundle(b)
+}
+
+// LocalSigFile is SigFile without the upload: for a probe of the
+// signer's identity, which is no event and has no place in a public log.
+func (s *Signer) LocalSigFile(msg []byte) ([]byte, error) {
+	b, err := s.bundle(msg)
+	if err != nil {
+		return nil, err
+	}
+	return marshalBundle(b)
+}
+
+func (s *Signer) bundle(msg []byte) (Bundle, error) {
+	sig, err := s.Sign(msg)
+	if err != nil {
+		return Bundle{}, err
+	}
+	return Bundle{
 		Base64Signature: string(sig),
 		Cert:            base64.StdEncoding.EncodeToString(s.certPEM),
 		CertChain:       base64.StdEncoding.EncodeToString(s.chainPEM),
-	})
+	}, nil
+}
+
+func marshalBundle(b Bundle) ([]byte, error) {
+	out, err := json.Marshal(b)
 	if err != nil {
 		return nil, fmt.Errorf("encoding the signature bundle: %w", err)
 	}
-	return b, nil
+	return out, nil
 }
 
 // ParseBundle reads a keyless .sig file.
