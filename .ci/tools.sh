@@ -281,7 +281,10 @@ install_trillian() {
       echo "go mod download gave no PostgreSQL schema for github.com/google/trillian@$TRILLIAN_VERSION" >&2
       exit 1
     fi
+    # The module cache's files are read-only; the copy is not.
+    rm -f "$schema.tmp"
     cp "$mod/storage/postgresql/schema/storage.sql" "$schema.tmp"
+    chmod 644 "$schema.tmp"
     mv "$schema.tmp" "$schema"
   fi
 }
