@@ -106,9 +106,10 @@ func (s *Store) Flush(ctx context.Context, contractID string) error {
 }
 
 // pushFailed gives a failed push EVIDENCE_PUSH_FAILED, unless the head
-// was refused or an authorization was: their own reasons say more.
+// was refused, an authorization was, or the transparency log did not take
+// a signature: their own reasons say more.
 func pushFailed(err error, format string, args ...any) error {
-	if err == nil || untrustedHead(err) || runner.ReasonOf(err) == runner.ApplyIndeterminate {
+	if err == nil || untrustedHead(err) || runner.ReasonOf(err) == runner.ApplyIndeterminate || runner.ReasonOf(err) == runner.RekorUploadFailed {
 		return err
 	}
 	return runner.Errorf(runner.EvidencePushFailed, format+": %w", append(args, err)...)
@@ -160,6 +161,10 @@ func (s *Store) Drain(ctx context.Context) error {
 				continue
 			}
 			errs = append(errs, fmt.Errorf("contract %s: %w", p.dir, p.err))
+			if runner.ReasonOf(p.err) == runner.RekorUploadFailed && reason == runner.EvidencePushFailed {
+				// The repo was fine; the log did not take a signature.
+				reason = runner.RekorUploadFailed
+			}
 			if untrustedHead(p.err) || errors.Is(p.err, errUnreachable) || ctx.Err() != nil {
 				// The repo itself failed: every other contract would
 				// wait through the same retries and fail alike.
