@@ -222,7 +222,7 @@ func (p *Policy) VerifyKeyless(msg, sigFile []byte) (string, error) {
 	}
 	if b.RekorBundle == nil && b.RekorInclusionProof == nil {
 		if p.requireLog {
-			return "", runner.Errorf(runner.RekorEntryInvalid, "keyless signature by %s has no Rekor entry, and one is required", who)
+			return "", runner.Errorf(runner.RekorEntryInvalid, "%s: the signature has no Rekor entry, and one is required", who)
 		}
 		return who, nil
 	}
@@ -232,7 +232,7 @@ func (p *Policy) VerifyKeyless(msg, sigFile []byte) (string, error) {
 	}
 	index, err := verifyLogged(b, p.rekor, msg, certPEM, cert.NotBefore, cert.NotAfter)
 	if err != nil {
-		return "", runner.Errorf(runner.RekorEntryInvalid, "keyless signature by %s: %w", who, err)
+		return "", runner.Errorf(runner.RekorEntryInvalid, "%s: %w", who, err)
 	}
 	return who + ", rekor log index " + index, nil
 }
