@@ -111,6 +111,11 @@ func openEvidenceStore(ctx context.Context, s EvidenceConfig, env Env) (*evidenc
 	if err != nil {
 		return nil, keys, err
 	}
+	if s.Keyless.RekorURL != "" && !s.Keyless.Sign {
+		// Only keyless signatures are uploaded: a key-signed job told to
+		// log would otherwise record nothing in the log, silently.
+		return nil, keys, runner.Errorf(runner.ConfigInvalid, "NOVA_REKOR_URL (rekor-url) uploads keyless signatures, and this job signs with a key: set NOVA_KEYLESS=true (keyless: true) or unset it")
+	}
 	if s.Keyless.Sign {
 		r, err := s.Keyless.signer(ctx)
 		if err != nil {

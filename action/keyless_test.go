@@ -390,3 +390,14 @@ func TestKeylessRunLoggedInRekor(t *testing.T) {
 		}
 	}
 }
+
+// TestRekorURLWithoutKeylessRefused: only keyless signatures are uploaded,
+// so a key-signed job given a log says so instead of logging nothing.
+func TestRekorURLWithoutKeylessRefused(t *testing.T) {
+	c := newConsumer(t, helloContract("world", "dev"))
+	c.env["NOVA_REKOR_URL"] = "http://127.0.0.1:1"
+	code, v, stderr := c.nova(t.Context(), "run")
+	if code != ExitError || v.Reason != string(runner.ConfigInvalid) {
+		t.Fatalf("a key-signed run with NOVA_REKOR_URL: exit %d (%s), want %d %s\n%s", code, v.Reason, ExitError, runner.ConfigInvalid, stderr)
+	}
+}
