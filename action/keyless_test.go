@@ -333,7 +333,7 @@ func TestKeylessRunLoggedInRekor(t *testing.T) {
 		t.Fatalf("verify checked %d events and reports %d signatures", rep.Events, len(rep.Signatures))
 	}
 	for _, s := range rep.Signatures {
-		if s.Kind != signing.KindKeyless || !strings.Contains(s.Identity, "rekor log index") {
+		if s.Kind != signing.KindKeyless || !strings.Contains(s.Identity, "logged in Rekor") {
 			t.Errorf("%s: signed %s by %q, want keyless with a log entry", s.Path, s.Kind, s.Identity)
 		}
 	}

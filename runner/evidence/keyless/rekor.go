@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"strconv"
 	"time"
 
 	"github.com/go-openapi/strfmt"
@@ -204,19 +203,18 @@ func checkEntry(ctx context.Context, e *models.LogEntryAnon, v signature.Verifie
 
 // verifyLogged checks the Rekor entry of a bundle with the log's key v,
 // and that the log saw the signature while its certificate was valid.
-// It returns the entry's log index.
-func verifyLogged(b Bundle, v signature.Verifier, msg, certPEM []byte, certNotBefore, certNotAfter time.Time) (string, error) {
+func verifyLogged(b Bundle, v signature.Verifier, msg, certPEM []byte, certNotBefore, certNotAfter time.Time) error {
 	e, err := b.logEntry()
 	if err != nil {
-		return "", err
+		return err
 	}
 	if err := checkEntry(context.Background(), e, v, msg, b.Base64Signature, certPEM); err != nil {
-		return "", fmt.Errorf("the Rekor entry does not verify: %w", err)
+		return fmt.Errorf("the Rekor entry does not verify: %w", err)
 	}
 	at := time.Unix(*e.IntegratedTime, 0)
 	if at.Before(certNotBefore) || at.After(certNotAfter) {
-		return "", fmt.Errorf("rekor logged the signature at %s, outside its certificate's validity (%s to %s)",
+		return fmt.Errorf("rekor logged the signature at %s, outside its certificate's validity (%s to %s)",
 			at.UTC().Format(time.RFC3339), certNotBefore.UTC().Format(time.RFC3339), certNotAfter.UTC().Format(time.RFC3339))
 	}
-	return strconv.FormatInt(*e.LogIndex, 10), nil
+	return nil
 }

@@ -162,7 +162,8 @@ func New(ctx context.Context, opts Options) (*Signer, error) {
 	}
 	signer := &Signer{sv: sv, cert: cert[0], certPEM: resp.CertPEM, chainPEM: resp.ChainPEM, now: opts.Now, ctx: ctx}
 	if opts.RekorURL != "" {
-		// Reached now, so a job that cannot log fails before it plans.
+		// Without a configured key the log is asked for its own now: a
+		// job that cannot reach it fails before it plans.
 		if signer.rekor, err = openRekor(ctx, opts.RekorURL, opts.RekorPublicKey); err != nil {
 			return nil, err
 		}
