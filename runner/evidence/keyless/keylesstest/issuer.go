@@ -1,8 +1,9 @@
 // Package keylesstest runs what keyless signing talks to, for real and on
 // loopback: an OIDC issuer that mints tokens shaped like GitHub Actions'
 // (Issuer) and the real Fulcio binary from the tools cache trusting it
-// (StartFulcio). Tests of keyless evidence and of signed releases build on
-// both; nothing here reaches the internet.
+// (StartFulcio), and a Rekor transparency log over Trillian and PostgreSQL
+// (StartRekor). Tests of keyless evidence and of signed releases build on
+// them; nothing here reaches the internet.
 package keylesstest
 
 import (
