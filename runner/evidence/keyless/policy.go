@@ -2,6 +2,7 @@ package keyless
 
 import (
 	"bytes"
+	"context"
 	"crypto"
 	"crypto/sha256"
 	"crypto/x509"
@@ -28,6 +29,35 @@ import (
 // never from the change under review: a pull request that adds its own
 // workflow here must not make that workflow's signatures count.
 const SignersFile = ".nova/signers.yml"
+
+// MaxSignersBytes bounds signers.yml: a list of workflows.
+const MaxSignersBytes = 64 << 10
+
+// ReadTrustedSigners reads signers.yml at path (from the repository's
+// root) from the forge's trusted base, as runner.ForgeApprovers reads the
+// approver config: through the forge's API, at the commit the forge says
+// the trusted branch is at. A job's checkout is not read at all: whoever
+// edits the workflow decides what its checkout steps fetch, so a copy
+// there could name any identity. Identities without a ref get the trusted
+// branch's. Missing, unreadable or invalid, it is SIGNERS_CONFIG_INVALID.
+func ReadTrustedSigners(ctx context.Context, base runner.TrustedBase, path string) (*Signers, error) {
+	data, where, err := base.TrustedFile(ctx, path)
+	if err != nil {
+		return nil, runner.Errorf(runner.SignersConfigInvalid, "reading %s from the trusted base: %w", path, err)
+	}
+	if len(data) > MaxSignersBytes {
+		return nil, runner.Errorf(runner.SignersConfigInvalid, "%s at %s is larger than %d bytes", path, where, MaxSignersBytes)
+	}
+	defaultRef := ""
+	if where.Branch != "" {
+		defaultRef = "refs/heads/" + where.Branch
+	}
+	s, err := ParseSigners(data, defaultRef)
+	if err != nil {
+		return nil, fmt.Errorf("%s (read from %s): %w", path, where, err)
+	}
+	return s, nil
+}
 
 // GitHubIssuer is GitHub Actions' OIDC token issuer.
 const GitHubIssuer = "https://token.actions.githubusercontent.com"
