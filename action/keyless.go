@@ -163,8 +163,9 @@ func (k KeylessConfig) token(ctx context.Context) (string, error) {
 type forgeSigners struct {
 	forge Forge
 	api   ForgeConfig
-	// dir is the checkout: the file is .nova/signers.yml beside the
-	// approver config, named by its path from the repository's root.
+	// dir is the checkout: the file is its .nova/signers.yml, asked of
+	// the forge by its path from the repository's root, as the approver
+	// config is.
 	dir string
 
 	once    sync.Once

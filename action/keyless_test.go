@@ -363,7 +363,9 @@ func TestKeylessSignersReadThroughTheForge(t *testing.T) {
 	writeFile(t, filepath.Join(k.dir, keyless.SignersFile), trusted+"  - issuer: "+k.iss.URL+"\n    repository: acme/infra\n    workflow: "+mallory.Workflow+"\n    ref: "+mallory.Ref+"\n")
 	gitCommit(t, k.dir)
 	k.useToken(mallory)
-	onForge := func(api *httptest.Server, extra map[string]string) (int, runView, string) {
+	// onForge runs `nova run` as the job would, with its text output,
+	// which says why it stopped.
+	onForge := func(api *httptest.Server) (string, error) {
 		t.Helper()
 		env := map[string]string{
 			"GITHUB_ACTIONS": "true", "GITHUB_API_URL": api.URL, "GITHUB_SERVER_URL": "https://github.example.com",
@@ -374,21 +376,20 @@ func TestKeylessSignersReadThroughTheForge(t *testing.T) {
 				env[name] = v
 			}
 		}
-		for name, v := range extra {
-			env[name] = v
-		}
-		return novaOnForge(t.Context(), t, k.consumer, env, "run", "--evidence-repo", "file://"+k.remote)
+		var out bytes.Buffer
+		err := run(t.Context(), Env{Args: []string{"run", "--dir", k.dir, "--state-dir", k.stateDir, "--evidence-repo", "file://" + k.remote},
+			Getenv: func(n string) string { return env[n] }, Environ: os.Environ(), Stdout: &out, Stderr: &out})
+		return out.String(), err
 	}
 
 	api := trustedRepoAPI(t, map[string]string{keyless.SignersFile: trusted})
-	code, v, stderr := onForge(api, nil)
-	if code != ExitError || v.Reason != string(runner.SignerIdentityUntrusted) || !strings.Contains(stderr, "mallory.yml") {
-		t.Fatalf("a job of the workflow only the checkout's signers.yml names: exit %d reason %s, want %d %s\n%s", code, v.Reason, ExitError, runner.SignerIdentityUntrusted, stderr)
+	out, err := onForge(api)
+	if runner.ReasonOf(err) != runner.SignerIdentityUntrusted || !strings.Contains(out, "mallory.yml") {
+		t.Fatalf("a job of the workflow only the checkout's signers.yml names: %v, want %s naming it\n%s", err, runner.SignerIdentityUntrusted, out)
 	}
-
-	code, v, stderr = onForge(trustedRepoAPI(t, nil), nil)
-	if code != ExitError || v.Reason != string(runner.SignersConfigInvalid) || !strings.Contains(stderr, "not in the trusted base main at c5b97d5ae6c1") {
-		t.Fatalf("no signers.yml on the default branch: exit %d reason %s, want %d %s saying so\n%s", code, v.Reason, ExitError, runner.SignersConfigInvalid, stderr)
+	out, err = onForge(trustedRepoAPI(t, nil))
+	if runner.ReasonOf(err) != runner.SignersConfigInvalid || !strings.Contains(out, "not in the trusted base main at c5b97d5ae6c1") {
+		t.Fatalf("no signers.yml on the default branch: %v, want %s saying so\n%s", err, runner.SignersConfigInvalid, out)
 	}
 
 	for name, v := range map[string]string{"NOVA_SIGNERS_FILE": filepath.Join(k.dir, keyless.SignersFile), "NOVA_DEFAULT_BRANCH": "mallory"} {
