@@ -25,6 +25,7 @@ func TestKeylessWorkflowsGrantIDTokenOnlyToSigningJobs(t *testing.T) {
 	}{
 		"github": {GitHubWorkflow, w}, "github-rollback": {GitHubRollbackWorkflow, w},
 		"github-apply-on-merge": {GitHubWorkflow, merge}, "github-merge": {GitHubMergeWorkflow, merge},
+		"github-breakglass": {GitHubBreakGlassWorkflow, w},
 	} {
 		out, err := RenderWorkflow(r.kind, r.w)
 		if err != nil {
