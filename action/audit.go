@@ -72,7 +72,7 @@ func (cfg *Config) checkAudit() error {
 // is). The error carries verify's reason code.
 func verifiedIndex(ctx context.Context, cfg Config) (*chain.Repo, *index.Index, error) {
 	s := cfg.Evidence
-	opts, err := verifyOptions(cfg)
+	opts, err := verifyOptions(ctx, cfg)
 	if err != nil {
 		return nil, nil, err
 	}

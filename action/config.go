@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/nova-platform/nova/runner"
+	"github.com/nova-platform/nova/runner/evidence/keyless"
 	"github.com/nova-platform/nova/runner/local"
 	"github.com/nova-platform/nova/stages/policy/report"
 	"github.com/nova-platform/nova/stages/schema"
@@ -634,7 +635,7 @@ func (cfg *Config) complete(f *rawFlags, env Env) error {
 			// queue entry would pass, having compared nothing.
 			return runner.Errorf(runner.ConfigInvalid, "--merge-queue compares the queue's commit with the approvals in the evidence repository, and no evidence-repo is set (NOVA_EVIDENCE_REPO)")
 		}
-		if err := cfg.keylessFlags(f); err != nil {
+		if err := cfg.keylessFlags(f, env.ForgeRetry); err != nil {
 			return err
 		}
 	}
@@ -718,9 +719,13 @@ func (cfg *Config) complete(f *rawFlags, env Env) error {
 	return nil
 }
 
-// keylessFlags applies verify's --signers and --fulcio-root, and points
-// keyless verification at the checkout's trusted base otherwise.
-func (cfg *Config) keylessFlags(f *rawFlags) error {
+// keylessFlags applies verify's --signers, --fulcio-root,
+// --rekor-public-key and --require-tlog, and says
+// where .nova/signers.yml is read: in a forge's job from the trusted base
+// through the forge's API (from the checkout's git history without a
+// token), as the approver config is; elsewhere from --signers, else the
+// checkout's trusted base. retry is how the forge's API is retried.
+func (cfg *Config) keylessFlags(f *rawFlags, retry forgehttp.Policy) error {
 	k := &cfg.Evidence.Keyless
 	if f.signers != "" {
 		k.SignersFile = f.signers
@@ -741,6 +746,23 @@ func (cfg *Config) keylessFlags(f *rawFlags) error {
 	}
 	if f.requireLog {
 		k.RequireLog = true
+	}
+	if cfg.Forge != NoForge {
+		// Whoever edits a workflow decides what its steps check out and
+		// pass: a file or branch named there could be the change's own,
+		// naming the change's workflow. Refused, not ignored, so a
+		// workflow relying on it learns it does not count.
+		if k.SignersFile != "" {
+			return runner.Errorf(runner.SignersConfigInvalid, "signers / NOVA_SIGNERS_FILE / --signers: in a forge's job %s is read from the default branch through the forge's API, never from a file the job names (the file is for verifying outside a forge); remove it", keyless.SignersFile)
+		}
+		if k.DefaultRef != "" {
+			return runner.Errorf(runner.SignersConfigInvalid, "default-branch / NOVA_DEFAULT_BRANCH: in a forge's job the identities of %s default to the ref of the branch it is read from, never one the job names; remove it", keyless.SignersFile)
+		}
+		if fc := cfg.ForgeAPI; fc.Token != "" && fc.Owner != "" {
+			fc.Retry = retry
+			k.Forge = &forgeSigners{forge: cfg.Forge, api: fc, dir: cfg.Dir}
+			return nil
+		}
 	}
 	trusted := cfg.localApprovers()
 	k.Trusted = &trusted

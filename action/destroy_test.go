@@ -273,12 +273,12 @@ func TestDestroyADeletedContract(t *testing.T) {
 // trustedFiles is a forge's trusted base holding files by path.
 type trustedFiles map[string]string
 
-func (f trustedFiles) TrustedFile(_ context.Context, path string) ([]byte, string, error) {
+func (f trustedFiles) TrustedFile(_ context.Context, path string) ([]byte, runner.BaseCommit, error) {
 	data, ok := f[path]
 	if !ok {
-		return nil, "", fs.ErrNotExist
+		return nil, runner.BaseCommit{}, fs.ErrNotExist
 	}
-	return []byte(data), "main at c0ffee", nil
+	return []byte(data), runner.BaseCommit{Branch: "main", Commit: "c0ffee"}, nil
 }
 
 // TestBaseContractThroughTheForge: in a forge's job, a deleted contract

@@ -107,7 +107,7 @@ func openEvidenceStore(ctx context.Context, s EvidenceConfig, env Env) (*evidenc
 	if err != nil {
 		return nil, keys, err
 	}
-	signers, err := s.Keyless.policy()
+	signers, err := s.Keyless.policy(ctx)
 	if err != nil {
 		return nil, keys, err
 	}
@@ -197,7 +197,7 @@ func trustedEvidenceKeys(s EvidenceConfig) ([]crypto.PublicKey, *signing.CommitK
 
 func evidenceVerify(ctx context.Context, cfg Config, env Env) error {
 	s := cfg.Evidence
-	opts, err := verifyOptions(cfg)
+	opts, err := verifyOptions(ctx, cfg)
 	if err != nil {
 		return failed(env, cfg, err)
 	}
@@ -228,11 +228,11 @@ func evidenceVerify(ctx context.Context, cfg Config, env Env) error {
 // verifyOptions reads what a verification trusts from the verify flags:
 // the keys, and the witness (--witness, else the local store's when there
 // is one).
-func verifyOptions(cfg Config) (chain.VerifyOptions, error) {
+func verifyOptions(ctx context.Context, cfg Config) (chain.VerifyOptions, error) {
 	s := cfg.Evidence
 	opts := chain.VerifyOptions{Contract: cfg.Verify.Contract, Since: cfg.Verify.Since}
 	var err error
-	signers, err := s.Keyless.policy()
+	signers, err := s.Keyless.policy(ctx)
 	if err != nil {
 		return opts, err
 	}

@@ -58,7 +58,7 @@ func connectForge(ctx context.Context, cfg Config) (*forgeAdapters, error) {
 	var trusted runner.TrustedBase
 	switch cfg.Forge {
 	case GitHub:
-		c, err := github.New(github.Config{APIURL: fc.APIURL, Token: fc.Token, Owner: fc.Owner, Repo: fc.Repo, PullRequest: int(fc.PullRequest), RunID: fc.RunID, Retry: fc.Retry})
+		c, err := newGitHub(fc)
 		if err != nil {
 			return nil, err
 		}
@@ -76,7 +76,7 @@ func connectForge(ctx context.Context, cfg Config) (*forgeAdapters, error) {
 			a.change, a.commenter, a.thread = c.PullRequest(), commenter, commenter.Thread()
 		}
 	case Gitea:
-		c, err := gitea.New(ctx, gitea.Config{URL: fc.ServerURL, Token: fc.Token, Owner: fc.Owner, Repo: fc.Repo, PullRequest: fc.PullRequest, Retry: fc.Retry})
+		c, err := newGitea(ctx, fc)
 		if err != nil {
 			return nil, err
 		}
@@ -102,6 +102,34 @@ func connectForge(ctx context.Context, cfg Config) (*forgeAdapters, error) {
 	}
 	a.approvers, a.trusted = &runner.ForgeApprovers{Base: trusted, Path: path}, trusted
 	return a, nil
+}
+
+func newGitHub(fc ForgeConfig) (*github.Client, error) {
+	return github.New(github.Config{APIURL: fc.APIURL, Token: fc.Token, Owner: fc.Owner, Repo: fc.Repo, PullRequest: int(fc.PullRequest), RunID: fc.RunID, Retry: fc.Retry})
+}
+
+func newGitea(ctx context.Context, fc ForgeConfig) (*gitea.Client, error) {
+	return gitea.New(ctx, gitea.Config{URL: fc.ServerURL, Token: fc.Token, Owner: fc.Owner, Repo: fc.Repo, PullRequest: fc.PullRequest, Retry: fc.Retry})
+}
+
+// forgeTrustedBase is the forge's trusted base alone: what reads the
+// keyless signers before the rest of the forge is wired (connectForge).
+func forgeTrustedBase(ctx context.Context, forge Forge, fc ForgeConfig) (runner.TrustedBase, error) {
+	switch forge {
+	case GitHub:
+		c, err := newGitHub(fc)
+		if err != nil {
+			return nil, err
+		}
+		return c.TrustedBase(), nil
+	case Gitea:
+		c, err := newGitea(ctx, fc)
+		if err != nil {
+			return nil, err
+		}
+		return c.TrustedBase(), nil
+	}
+	return nil, runner.Errorf(runner.ConfigInvalid, "no forge API to read the trusted base through")
 }
 
 // eventSource is the comment the event delivered, when it delivered one.

@@ -2,10 +2,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 
+	"github.com/go-git/go-git/v5"
 	"github.com/sigstore/cosign/v2/pkg/providers"
 	// Registers GitHub Actions' token provider: the job's id-token,
 	// requested with ACTIONS_ID_TOKEN_REQUEST_URL/TOKEN.
@@ -15,9 +18,6 @@ import (
 	"github.com/nova-platform/nova/runner/evidence/keyless"
 	"github.com/nova-platform/nova/runner/local"
 )
-
-// maxSignersBytes bounds .nova/signers.yml: a list of workflows.
-const maxSignersBytes = 64 << 10
 
 // KeylessConfig is how events are signed without a key, and whose keyless
 // signatures count. Read from the environment once (readKeylessConfig).
@@ -35,12 +35,16 @@ type KeylessConfig struct {
 	// NOVA_FULCIO_ROOT_FILE) keyless signatures must chain to.
 	Root string
 	// SignersFile is an explicit signers.yml (NOVA_SIGNERS_FILE, verify's
-	// --signers): an auditor's copy of the default branch's. Without it
-	// the checkout's trusted base (Trusted) is read.
+	// --signers): an auditor's copy of the default branch's, for verifying
+	// outside a forge's job. In a forge's job it is refused (keylessFlags).
 	SignersFile string
-	// DefaultRef is the ref signers.yml's identities default to:
-	// refs/heads/ + NOVA_DEFAULT_BRANCH, else the trusted base's branch.
+	// DefaultRef is the ref the identities of SignersFile or of Trusted's
+	// copy default to: refs/heads/ + NOVA_DEFAULT_BRANCH, else the
+	// trusted base's branch. Refused in a forge's job, like SignersFile.
 	DefaultRef string
+	// Forge reads .nova/signers.yml from the trusted base through the
+	// forge's API: a forge's job with a token. It wins over the others.
+	Forge *forgeSigners
 	// Trusted reads .nova/signers.yml from the checkout's trusted base
 	// (the default branch), never the working tree.
 	Trusted *local.TrustedApprovers
@@ -109,12 +113,19 @@ func (k KeylessConfig) configured() bool {
 
 // policy is the verifier of keyless signatures: the Fulcio root and the
 // identities signers.yml names. Nil when keyless is not configured.
-func (k KeylessConfig) policy() (*keyless.Policy, error) {
+func (k KeylessConfig) policy(ctx context.Context) (*keyless.Policy, error) {
 	if !k.configured() {
 		return nil, nil
 	}
 	if k.Root == "" {
 		return nil, runner.Errorf(runner.SignersConfigInvalid, "keyless signatures need the Fulcio root they chain to (NOVA_FULCIO_ROOT or NOVA_FULCIO_ROOT_FILE; Sigstore's public one for fulcio.sigstore.dev)")
+	}
+	if k.Forge != nil {
+		s, err := k.Forge.read(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return keyless.NewPolicy(s, []byte(k.Root))
 	}
 	var data []byte
 	defaultRef := k.DefaultRef
@@ -126,7 +137,7 @@ func (k KeylessConfig) policy() (*keyless.Policy, error) {
 		}
 		data = b
 	case k.Trusted != nil:
-		b, branch, err := k.Trusted.TrustedFile(keyless.SignersFile, maxSignersBytes, runner.SignersConfigInvalid)
+		b, branch, err := k.Trusted.TrustedFile(keyless.SignersFile, keyless.MaxSignersBytes, runner.SignersConfigInvalid)
 		if err != nil {
 			return nil, err
 		}
@@ -181,4 +192,43 @@ func (k KeylessConfig) token(ctx context.Context) (string, error) {
 		return "", runner.Errorf(runner.KeylessTokenMissing, "requesting the job's OIDC token: %v", err)
 	}
 	return tok, nil
+}
+
+// forgeSigners reads .nova/signers.yml from the forge's trusted base
+// through its API, once per process, as the approver config is read in a
+// forge's job (runner.ForgeApprovers).
+type forgeSigners struct {
+	forge Forge
+	api   ForgeConfig
+	// dir is the checkout: the file is its .nova/signers.yml, asked of
+	// the forge by its path from the repository's root, as the approver
+	// config is.
+	dir string
+
+	once    sync.Once
+	signers *keyless.Signers
+	err     error
+}
+
+func (f *forgeSigners) read(ctx context.Context) (*keyless.Signers, error) {
+	f.once.Do(func() {
+		path, err := local.RepoPath(f.dir, keyless.SignersFile)
+		if errors.Is(err, git.ErrRepositoryNotExists) {
+			// A job without a checkout (an auditor's verify): the
+			// repository's own, which is read from the trusted base all
+			// the same.
+			path, err = keyless.SignersFile, nil
+		}
+		if err != nil {
+			f.err = runner.Errorf(runner.SignersConfigInvalid, "naming %s in the repository: %w", keyless.SignersFile, err)
+			return
+		}
+		base, err := forgeTrustedBase(ctx, f.forge, f.api)
+		if err != nil {
+			f.err = err
+			return
+		}
+		f.signers, f.err = keyless.ReadTrustedSigners(ctx, base, path)
+	})
+	return f.signers, f.err
 }

@@ -2,9 +2,14 @@ package main
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -399,5 +404,94 @@ func TestRekorURLWithoutKeylessRefused(t *testing.T) {
 	code, v, stderr := c.nova(t.Context(), "run")
 	if code != ExitError || v.Reason != string(runner.ConfigInvalid) {
 		t.Fatalf("a key-signed run with NOVA_REKOR_URL: exit %d (%s), want %d %s\n%s", code, v.Reason, ExitError, runner.ConfigInvalid, stderr)
+	}
+}
+
+// trustedRepoAPI is GitHub's API for acme/infra as far as reading the
+// default branch's files goes: main at mainSHA holding files.
+func trustedRepoAPI(t *testing.T, files map[string]string) *httptest.Server {
+	t.Helper()
+	const mainSHA = "c5b97d5ae6c19d5c5df71a34c7fbeeda2479ccbc"
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /repos/acme/infra", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(mustJSON(map[string]any{"name": "infra", "full_name": "acme/infra", "default_branch": "main"}))
+	})
+	mux.HandleFunc("GET /repos/acme/infra/branches/main", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(mustJSON(map[string]any{"name": "main", "protected": true, "commit": map[string]any{"sha": mainSHA}}))
+	})
+	mux.HandleFunc("GET /repos/acme/infra/contents/{path...}", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		text, ok := files[r.PathValue("path")]
+		if !ok || r.URL.Query().Get("ref") != mainSHA {
+			w.WriteHeader(http.StatusNotFound)
+			w.Write([]byte(`{"message": "Not Found"}`))
+			return
+		}
+		w.Write(mustJSON(map[string]any{"type": "file", "encoding": "base64", "name": path.Base(r.PathValue("path")), "path": r.PathValue("path"),
+			"content": base64.StdEncoding.EncodeToString([]byte(text)), "size": len(text)}))
+	})
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		t.Errorf("unexpected %s %s", r.Method, r.URL.Path)
+		w.WriteHeader(http.StatusNotFound)
+	})
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// TestKeylessSignersReadThroughTheForge: in a GitHub job Nova reads
+// .nova/signers.yml from the default branch through the API, never the
+// checkout. A pull request that adds its author's workflow to the
+// checkout's copy does not make that workflow's certificate count: the
+// job refuses to sign with it. Without signers.yml on the default branch
+// the job fails with SIGNERS_CONFIG_INVALID, and a signers file or default
+// branch the job names is refused rather than trusted.
+func TestKeylessSignersReadThroughTheForge(t *testing.T) {
+	k := newKeylessConsumer(t)
+	mallory := keylesstest.Job{Repository: "acme/infra", Workflow: ".github/workflows/mallory.yml", Ref: "refs/heads/mallory"}
+	trusted := "signers:\n  - issuer: " + k.iss.URL + "\n    repository: acme/infra\n    workflow: .github/workflows/nova.yml\n"
+	// The change under review, checked out: its signers.yml names its
+	// author's workflow too.
+	writeFile(t, filepath.Join(k.dir, keyless.SignersFile), trusted+"  - issuer: "+k.iss.URL+"\n    repository: acme/infra\n    workflow: "+mallory.Workflow+"\n    ref: "+mallory.Ref+"\n")
+	gitCommit(t, k.dir)
+	k.useToken(mallory)
+	// onForge runs `nova run` as the job would, with its text output,
+	// which says why it stopped.
+	onForge := func(api *httptest.Server) (string, error) {
+		t.Helper()
+		env := map[string]string{
+			"GITHUB_ACTIONS": "true", "GITHUB_API_URL": api.URL, "GITHUB_SERVER_URL": "https://github.example.com",
+			"GITHUB_REPOSITORY": "acme/infra", "GITHUB_EVENT_NAME": "push", "GITHUB_TOKEN": "ghs_faketoken", "GITHUB_RUN_ID": "7",
+		}
+		for name, v := range k.env {
+			if name != "NOVA_DEFAULT_BRANCH" {
+				env[name] = v
+			}
+		}
+		var out bytes.Buffer
+		err := run(t.Context(), Env{Args: []string{"run", "--dir", k.dir, "--state-dir", k.stateDir, "--evidence-repo", "file://" + k.remote},
+			Getenv: func(n string) string { return env[n] }, Environ: os.Environ(), Stdout: &out, Stderr: &out})
+		return out.String(), err
+	}
+
+	api := trustedRepoAPI(t, map[string]string{keyless.SignersFile: trusted})
+	out, err := onForge(api)
+	if runner.ReasonOf(err) != runner.SignerIdentityUntrusted || !strings.Contains(out, "mallory.yml") {
+		t.Fatalf("a job of the workflow only the checkout's signers.yml names: %v, want %s naming it\n%s", err, runner.SignerIdentityUntrusted, out)
+	}
+	out, err = onForge(trustedRepoAPI(t, nil))
+	if runner.ReasonOf(err) != runner.SignersConfigInvalid || !strings.Contains(out, "not in the trusted base main at c5b97d5ae6c1") {
+		t.Fatalf("no signers.yml on the default branch: %v, want %s saying so\n%s", err, runner.SignersConfigInvalid, out)
+	}
+
+	for name, v := range map[string]string{"NOVA_SIGNERS_FILE": filepath.Join(k.dir, keyless.SignersFile), "NOVA_DEFAULT_BRANCH": "mallory"} {
+		var stderr bytes.Buffer
+		env := map[string]string{"GITHUB_ACTIONS": "true", "GITHUB_API_URL": api.URL, "GITHUB_REPOSITORY": "acme/infra", "GITHUB_TOKEN": "ghs_faketoken", "HOME": k.env["HOME"], name: v}
+		err := run(t.Context(), Env{Args: []string{"run", "--dir", k.dir, "--state-dir", k.stateDir}, Getenv: func(n string) string { return env[n] }, Environ: os.Environ(), Stdout: io.Discard, Stderr: &stderr})
+		if runner.ReasonOf(err) != runner.SignersConfigInvalid {
+			t.Errorf("%s in a GitHub job: %v, want %s\n%s", name, err, runner.SignersConfigInvalid, stderr.String())
+		}
 	}
 }

@@ -15,8 +15,22 @@ import (
 // who approves.
 type TrustedBase interface {
 	// TrustedFile returns the file at path (relative to the repository's
-	// root) and names where it was read ("main at 1a2b3c4d5e6f").
-	TrustedFile(ctx context.Context, path string) (data []byte, where string, err error)
+	// root) and where it was read.
+	TrustedFile(ctx context.Context, path string) (data []byte, where BaseCommit, err error)
+}
+
+// BaseCommit is where a file of the trusted base was read: the branch and
+// the commit it was at. The branch matters beyond messages: the keyless
+// signers' identities default to its ref.
+type BaseCommit struct {
+	// Branch is the branch's name (main), not its ref.
+	Branch string
+	Commit string
+}
+
+// String names it for messages: "main at 1a2b3c4d5e6f".
+func (b BaseCommit) String() string {
+	return b.Branch + " at " + ShortDigest(b.Commit)
 }
 
 // ForgeApprovers reads the approver config from the forge's trusted base,

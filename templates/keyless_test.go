@@ -10,7 +10,10 @@ import (
 // TestKeylessWorkflowsGrantIDTokenOnlyToSigningJobs: with Keyless, every
 // job that runs Nova's action with keyless: true may request an id-token,
 // and no other job may: a job that holds no signing role has no identity
-// to lend. No rendered workflow then asks for the signing-key secret.
+// to lend. No rendered workflow then asks for the signing-key secret. A
+// signing job names no signers file or default branch (Nova refuses both
+// in a forge's job: it reads .nova/signers.yml from the default branch
+// through the API, which its token may read: contents: read).
 func TestKeylessWorkflowsGrantIDTokenOnlyToSigningJobs(t *testing.T) {
 	w := sample()
 	w.Keyless = true
@@ -22,6 +25,7 @@ func TestKeylessWorkflowsGrantIDTokenOnlyToSigningJobs(t *testing.T) {
 	}{
 		"github": {GitHubWorkflow, w}, "github-rollback": {GitHubRollbackWorkflow, w},
 		"github-apply-on-merge": {GitHubWorkflow, merge}, "github-merge": {GitHubMergeWorkflow, merge},
+		"github-breakglass": {GitHubBreakGlassWorkflow, w},
 	} {
 		out, err := RenderWorkflow(r.kind, r.w)
 		if err != nil {
@@ -41,20 +45,23 @@ func TestKeylessWorkflowsGrantIDTokenOnlyToSigningJobs(t *testing.T) {
 		}
 		signers := 0
 		for job, j := range wf.Jobs {
-			signs, trusted := false, false
+			signs := false
 			for _, s := range j.Steps {
 				if s.With["keyless"] == "true" {
 					signs = true
-					if !trusted || s.With["signers"] != ".nova-trusted/.nova/signers.yml" {
-						t.Errorf("%s: job %s signs keylessly without the default branch's signers.yml checked out before", name, job)
+					if _, ok := s.With["signers"]; ok {
+						t.Errorf("%s: job %s passes a signers file, which Nova refuses in a forge's job", name, job)
 					}
-				}
-				if strings.HasPrefix(s.Uses, "actions/checkout@") && s.With["path"] == ".nova-trusted" {
-					trusted = s.With["ref"] == "${{ github.event.repository.default_branch }}"
+					if _, ok := s.With["default-branch"]; ok {
+						t.Errorf("%s: job %s passes default-branch, which Nova refuses in a forge's job", name, job)
+					}
 				}
 			}
 			if signs {
 				signers++
+				if j.Permissions["contents"] != "read" {
+					t.Errorf("%s: job %s signs keylessly, and its token may not read the default branch's signers.yml (contents: %q)", name, job, j.Permissions["contents"])
+				}
 			}
 			if got := j.Permissions["id-token"] == "write"; got != signs {
 				t.Errorf("%s: job %s signs keylessly: %t, has id-token: write: %t", name, job, signs, got)

@@ -21,14 +21,14 @@ var _ runner.TrustedBase = (*TrustedBase)(nil)
 func (c *Client) TrustedBase() *TrustedBase { return &TrustedBase{c: c} }
 
 // TrustedFile implements runner.TrustedBase.
-func (t *TrustedBase) TrustedFile(ctx context.Context, path string) ([]byte, string, error) {
+func (t *TrustedBase) TrustedFile(ctx context.Context, path string) ([]byte, runner.BaseCommit, error) {
 	// Resolved on every read: runner.ForgeApprovers reads the one file
 	// a run needs once.
 	branch, sha, err := t.resolve(ctx)
 	if err != nil {
-		return nil, "", err
+		return nil, runner.BaseCommit{}, err
 	}
-	where := fmt.Sprintf("%s at %s", branch, runner.ShortDigest(sha))
+	where := runner.BaseCommit{Branch: branch, Commit: sha}
 	c := t.c
 	activity := fmt.Sprintf("reading %s at %s", path, where)
 	data, resp, err := c.api(ctx).GetFile(c.owner, c.repo, sha, path)

@@ -49,7 +49,7 @@ func TestTrustedBaseOnGitea(t *testing.T) {
 				t.Errorf("qa members %v, want [%s]", got, tt.wantMember)
 			}
 			_, where, err := c.TrustedBase().TrustedFile(t.Context(), path)
-			if err != nil || !strings.HasPrefix(where, tt.where) {
+			if err != nil || !strings.HasPrefix(where.String(), tt.where) {
 				t.Errorf("read from %q (%v), want %s…", where, err, tt.where)
 			}
 			if _, _, err := c.TrustedBase().TrustedFile(t.Context(), "svc/"+path); err == nil || !strings.Contains(err.Error(), "not in the trusted base") || !errors.Is(err, fs.ErrNotExist) {

@@ -26,14 +26,14 @@ var _ runner.TrustedBase = (*TrustedBase)(nil)
 func (c *Client) TrustedBase() *TrustedBase { return &TrustedBase{c: c} }
 
 // TrustedFile implements runner.TrustedBase.
-func (t *TrustedBase) TrustedFile(ctx context.Context, path string) ([]byte, string, error) {
+func (t *TrustedBase) TrustedFile(ctx context.Context, path string) ([]byte, runner.BaseCommit, error) {
 	// Resolved on every read: runner.ForgeApprovers reads the one file
 	// a run needs once.
 	branch, sha, err := t.resolve(ctx)
 	if err != nil {
-		return nil, "", err
+		return nil, runner.BaseCommit{}, err
 	}
-	where := fmt.Sprintf("%s at %s", branch, runner.ShortDigest(sha))
+	where := runner.BaseCommit{Branch: branch, Commit: sha}
 	c := t.c
 	file, _, resp, err := c.gh.Repositories.GetContents(ctx, c.owner, c.repo, path, &gh.RepositoryContentGetOptions{Ref: sha})
 	if resp != nil && resp.StatusCode == http.StatusNotFound {

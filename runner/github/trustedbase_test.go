@@ -74,7 +74,7 @@ func TestTrustedBase(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if string(data) != tt.want || where != tt.where {
+			if string(data) != tt.want || where.String() != tt.where {
 				t.Errorf("read %q from %s, want %q from %s", data, where, tt.want, tt.where)
 			}
 			cfg, err := (&runner.ForgeApprovers{Base: f.client().TrustedBase(), Path: ".nova/approvers.yml"}).Approvers(t.Context())

@@ -125,6 +125,79 @@ func TestReusableWorkflowCalledFromAnotherRepoRefused(t *testing.T) {
 	wantReason(t, err, runner.SignerIdentityUntrusted)
 }
 
+// TestTrustedWorkflowCalledAsReusableRefused: a workflow of the same
+// repository, at the same ref, that calls the trusted workflow file as a
+// reusable one gets a certificate naming that file; it started elsewhere
+// (its Build Config URI is the caller) and does not count.
+func TestTrustedWorkflowCalledAsReusableRefused(t *testing.T) {
+	iss := keylesstest.NewIssuer(t)
+	f := keylesstest.StartFulcio(t, iss)
+	caller := keylesstest.Job{Repository: "acme/infra", Workflow: ".github/workflows/other.yml", Ref: "refs/heads/main",
+		JobWorkflowRef: "acme/infra/.github/workflows/nova.yml@refs/heads/main"}
+	msg := []byte(`{}`)
+	sig, err := newSigner(t, iss, f, caller).SigFile(msg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = policy(t, iss, f).VerifyKeyless(msg, sig)
+	wantReason(t, err, runner.SignerIdentityUntrusted)
+	if !strings.Contains(err.Error(), "other.yml") {
+		t.Errorf("the refusal does not name the caller: %v", err)
+	}
+}
+
+// TestReusableSignerPinnedToItsCaller: an identity with reusableWorkflow
+// accepts that reusable workflow's signature only when the run started
+// from the named caller, in the named repository at the named ref (the
+// Build Config URI and Source Repository extensions); another caller, the
+// caller's pull request run, or another version of the reusable workflow
+// do not count.
+func TestReusableSignerPinnedToItsCaller(t *testing.T) {
+	iss := keylesstest.NewIssuer(t)
+	f := keylesstest.StartFulcio(t, iss)
+	const deploy = "nova-platform/nova/.github/workflows/deploy.yml@refs/tags/v1"
+	s, err := keyless.ParseSigners([]byte("signers:\n  - issuer: "+iss.URL+"\n    repository: acme/infra\n    workflow: .github/workflows/nova.yml\n    reusableWorkflow: "+deploy+"\n"), "refs/heads/main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := keyless.NewPolicy(s, f.RootPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caller := keylesstest.Job{Repository: "acme/infra", Workflow: ".github/workflows/nova.yml", Ref: "refs/heads/main", JobWorkflowRef: deploy}
+	msg := []byte(`{}`)
+	sign := func(job keylesstest.Job) []byte {
+		t.Helper()
+		sig, err := newSigner(t, iss, f, job).SigFile(msg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sig
+	}
+	who, err := p.VerifyKeyless(msg, sign(caller))
+	if err != nil {
+		t.Fatalf("the reusable workflow called by the trusted caller: %v", err)
+	}
+	if !strings.Contains(who, "deploy.yml@refs/tags/v1 called by https://github.com/acme/infra/.github/workflows/nova.yml@refs/heads/main") {
+		t.Errorf("verified as %q, want the reusable workflow and its caller", who)
+	}
+	other := caller
+	other.Workflow = ".github/workflows/mallory.yml"
+	pr := caller
+	pr.Ref, pr.EventName = "refs/pull/7/merge", "pull_request"
+	v2 := caller
+	v2.JobWorkflowRef = "nova-platform/nova/.github/workflows/deploy.yml@refs/heads/mallory"
+	forked := caller
+	forked.Repository = "mallory/infra"
+	for name, job := range map[string]keylesstest.Job{"another caller": other, "the caller's pull request run": pr, "another version": v2, "another repository": forked} {
+		_, err := p.VerifyKeyless(msg, sign(job))
+		var re *runner.Error
+		if !errors.As(err, &re) || re.Reason != runner.SignerIdentityUntrusted {
+			t.Errorf("%s: %v, want %s", name, err, runner.SignerIdentityUntrusted)
+		}
+	}
+}
+
 // TestAnotherFulciosCertificateRefused: a certificate from a CA the
 // verifier was not configured with proves nothing, whatever it names.
 func TestAnotherFulciosCertificateRefused(t *testing.T) {
@@ -181,10 +254,12 @@ func TestFulcioRefusesAnExpiredToken(t *testing.T) {
 
 func TestParseSignersRefusesPullRequestRefsAndUnknownFields(t *testing.T) {
 	for name, doc := range map[string]string{
-		"pull ref":      "signers:\n  - issuer: https://token.actions.githubusercontent.com\n    repository: a/b\n    workflow: .github/workflows/n.yml\n    ref: refs/pull/1/merge\n",
-		"unknown field": "signers:\n  - issuer: https://token.actions.githubusercontent.com\n    repository: a/b\n    workflow: .github/workflows/n.yml\n    branch: main\n",
-		"no workflow":   "signers:\n  - issuer: https://token.actions.githubusercontent.com\n    repository: a/b\n",
-		"empty":         "signers: []\n",
+		"pull ref":               "signers:\n  - issuer: https://token.actions.githubusercontent.com\n    repository: a/b\n    workflow: .github/workflows/n.yml\n    ref: refs/pull/1/merge\n",
+		"unknown field":          "signers:\n  - issuer: https://token.actions.githubusercontent.com\n    repository: a/b\n    workflow: .github/workflows/n.yml\n    branch: main\n",
+		"no workflow":            "signers:\n  - issuer: https://token.actions.githubusercontent.com\n    repository: a/b\n",
+		"empty":                  "signers: []\n",
+		"reusable at a pull ref": "signers:\n  - issuer: https://token.actions.githubusercontent.com\n    repository: a/b\n    workflow: .github/workflows/n.yml\n    reusableWorkflow: nova-platform/nova/.github/workflows/deploy.yml@refs/pull/1/merge\n",
+		"reusable without ref":   "signers:\n  - issuer: https://token.actions.githubusercontent.com\n    repository: a/b\n    workflow: .github/workflows/n.yml\n    reusableWorkflow: nova-platform/nova/.github/workflows/deploy.yml\n",
 	} {
 		_, err := keyless.ParseSigners([]byte(doc), "refs/heads/main")
 		var re *runner.Error

@@ -2,6 +2,7 @@ package keyless
 
 import (
 	"bytes"
+	"context"
 	"crypto"
 	"crypto/sha256"
 	"crypto/x509"
@@ -31,14 +32,45 @@ import (
 // workflow here must not make that workflow's signatures count.
 const SignersFile = ".nova/signers.yml"
 
+// MaxSignersBytes bounds signers.yml: a list of workflows.
+const MaxSignersBytes = 64 << 10
+
+// ReadTrustedSigners reads signers.yml at path (from the repository's
+// root) from the forge's trusted base, as runner.ForgeApprovers reads the
+// approver config: through the forge's API, at the commit the forge says
+// the trusted branch is at. A job's checkout is not read at all: whoever
+// edits the workflow decides what its checkout steps fetch, so a copy
+// there could name any identity. Identities without a ref get the trusted
+// branch's. Missing, unreadable or invalid, it is SIGNERS_CONFIG_INVALID.
+func ReadTrustedSigners(ctx context.Context, base runner.TrustedBase, path string) (*Signers, error) {
+	data, where, err := base.TrustedFile(ctx, path)
+	if err != nil {
+		return nil, runner.Errorf(runner.SignersConfigInvalid, "reading %s from the trusted base: %w", path, err)
+	}
+	if len(data) > MaxSignersBytes {
+		return nil, runner.Errorf(runner.SignersConfigInvalid, "%s at %s is larger than %d bytes", path, where, MaxSignersBytes)
+	}
+	defaultRef := ""
+	if where.Branch != "" {
+		defaultRef = "refs/heads/" + where.Branch
+	}
+	s, err := ParseSigners(data, defaultRef)
+	if err != nil {
+		return nil, fmt.Errorf("%s (read from %s): %w", path, where, err)
+	}
+	return s, nil
+}
+
 // GitHubIssuer is GitHub Actions' OIDC token issuer.
 const GitHubIssuer = "https://token.actions.githubusercontent.com"
 
 // Identity is one workflow whose signatures count: the token issuer, the
 // repository it ran in, the workflow file and the ref it ran from. Fulcio
 // (type github-workflow) writes https://github.com/<job_workflow_ref> as
-// the certificate's identity, so a pull request's run of an edited copy of
-// the workflow (job_workflow_ref …@refs/pull/7/merge) is another identity.
+// the certificate's identity (the Build Signer URI) and
+// https://github.com/<workflow_ref>, the workflow the run started from, as
+// its Build Config URI; a pull request's run of an edited copy of the
+// workflow (…@refs/pull/7/merge) is another identity in both.
 type Identity struct {
 	Issuer     string `yaml:"issuer"`
 	Repository string `yaml:"repository"`
@@ -47,15 +79,35 @@ type Identity struct {
 	Workflow string `yaml:"workflow"`
 	// Ref defaults to the default branch's (refs/heads/<default>).
 	Ref string `yaml:"ref,omitempty"`
+	// ReusableWorkflow, when set, is the reusable workflow that signs on
+	// behalf of Workflow, which calls it (owner/repo/.github/workflows/
+	// file.yml@ref, the job_workflow_ref GitHub gives its jobs): the
+	// certificate's identity is then it, and its Build Config URI must be
+	// Workflow at Ref. Unset, the workflow signs itself and both are it.
+	ReusableWorkflow string `yaml:"reusableWorkflow,omitempty"`
 }
 
 // Subject is the certificate identity (SAN URI) Fulcio gives a run of i:
 // what `cosign verify-blob --certificate-identity` takes.
 func (i Identity) Subject() string {
+	if i.ReusableWorkflow != "" {
+		return "https://github.com/" + i.ReusableWorkflow
+	}
+	return i.BuildConfig()
+}
+
+// BuildConfig is the Build Config URI Fulcio gives a run of i: the
+// workflow the run started from.
+func (i Identity) BuildConfig() string {
 	return "https://github.com/" + i.Repository + "/" + i.Workflow + "@" + i.Ref
 }
 
-func (i Identity) String() string { return i.Subject() + " (" + i.Issuer + ")" }
+func (i Identity) String() string {
+	if i.ReusableWorkflow != "" {
+		return i.Subject() + " called by " + i.BuildConfig() + " (" + i.Issuer + ")"
+	}
+	return i.Subject() + " (" + i.Issuer + ")"
+}
 
 // Signers is .nova/signers.yml.
 type Signers struct {
@@ -66,6 +118,10 @@ var (
 	repoName     = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9._-]+$`) })
 	workflowPath = sync.OnceValue(func() *regexp.Regexp {
 		return regexp.MustCompile(`^\.github/workflows/[A-Za-z0-9._-]+\.ya?ml$`)
+	})
+	// A reusable workflow is called by a branch, a tag or a commit.
+	reusableRef = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9._-]+/\.github/workflows/[A-Za-z0-9._-]+\.ya?ml@(refs/(heads|tags)/[A-Za-z0-9._/-]+|[0-9a-f]{40})$`)
 	})
 )
 
@@ -115,6 +171,9 @@ func (i Identity) check() error {
 	}
 	if !strings.HasPrefix(i.Ref, "refs/heads/") && !strings.HasPrefix(i.Ref, "refs/tags/") {
 		return fmt.Errorf("ref %q is not a branch or tag (refs/heads/…, refs/tags/…)", i.Ref)
+	}
+	if i.ReusableWorkflow != "" && !reusableRef().MatchString(i.ReusableWorkflow) {
+		return fmt.Errorf("reusableWorkflow %q is not owner/repo/.github/workflows/<file>@<branch ref, tag ref or commit>", i.ReusableWorkflow)
 	}
 	return nil
 }
@@ -271,9 +330,17 @@ type CertIdentity struct {
 	// SourceRepositoryURI and SourceRepositoryRef are where the run was.
 	SourceRepositoryURI string
 	SourceRepositoryRef string
+	// BuildConfigURI is the workflow the run started from: the caller,
+	// when Subject is a reusable workflow.
+	BuildConfigURI string
 }
 
-func (c CertIdentity) String() string { return c.Subject + " (" + c.Issuer + ")" }
+func (c CertIdentity) String() string {
+	if c.BuildConfigURI != "" && c.BuildConfigURI != c.Subject {
+		return c.Subject + " called by " + c.BuildConfigURI + " (" + c.Issuer + ")"
+	}
+	return c.Subject + " (" + c.Issuer + ")"
+}
 
 // ReadIdentity reads a Fulcio certificate's identity without judging it.
 func ReadIdentity(cert *x509.Certificate) (CertIdentity, error) {
@@ -285,7 +352,7 @@ func ReadIdentity(cert *x509.Certificate) (CertIdentity, error) {
 	if len(sans) != 1 {
 		return CertIdentity{}, fmt.Errorf("certificate names %d identities, want one", len(sans))
 	}
-	return CertIdentity{Subject: sans[0], Issuer: ext.Issuer, SourceRepositoryURI: ext.SourceRepositoryURI, SourceRepositoryRef: ext.SourceRepositoryRef}, nil
+	return CertIdentity{Subject: sans[0], Issuer: ext.Issuer, SourceRepositoryURI: ext.SourceRepositoryURI, SourceRepositoryRef: ext.SourceRepositoryRef, BuildConfigURI: ext.BuildConfigURI}, nil
 }
 
 func (p *Policy) checkCert(cert *x509.Certificate, chain []*x509.Certificate) (string, error) {
@@ -320,6 +387,13 @@ func (p *Policy) checkCert(cert *x509.Certificate, chain []*x509.Certificate) (s
 		// this repository, for this ref.
 		if got.SourceRepositoryURI != "https://github.com/"+id.Repository || got.SourceRepositoryRef != id.Ref {
 			lastErr = fmt.Errorf("ran in %s at %s", got.SourceRepositoryURI, got.SourceRepositoryRef)
+			continue
+		}
+		// The run must have started from the workflow named: for a
+		// reusable signer its caller, else the workflow itself, which
+		// another workflow calling it as a reusable one is not.
+		if got.BuildConfigURI != id.BuildConfig() {
+			lastErr = fmt.Errorf("started from %q", got.BuildConfigURI)
 			continue
 		}
 		return "keyless " + got.String(), nil
