@@ -21,6 +21,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/go-git/go-git/v5/plumbing"
 	"go.yaml.in/yaml/v3"
 
 	"github.com/nova-platform/nova/runner"
@@ -56,6 +57,10 @@ type Contract struct {
 	// Err is why the file could not be read far enough to know its id;
 	// the contract is run anyway, and the run says what is wrong.
 	Err error `json:"-"`
+	// blob is the git blob id of the bytes Discover read, zero when it
+	// read none: a base contract with this blob at this path is this
+	// contract, and needs no reading or parsing of its own (Changed).
+	blob plumbing.Hash
 }
 
 // Path is the contract file relative to the root, slash-separated.
@@ -116,7 +121,11 @@ func Discover(root string) ([]Contract, error) {
 	}
 	found := identifyAll(len(paths), func(i int) Contract {
 		data, err := checkout.ReadFile(root, paths[i], maxContractBytes)
-		return identify(paths[i], data, err)
+		c := identify(paths[i], data, err)
+		if err == nil {
+			c.blob = plumbing.ComputeHash(plumbing.BlobObject, data)
+		}
+		return c
 	})
 	sort.Slice(found, func(i, j int) bool { return found[i].Path() < found[j].Path() })
 	if err := checkDuplicates(found); err != nil {
