@@ -6,8 +6,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/go-git/go-git/v5/plumbing/object"
-
 	"github.com/nova-platform/nova/runner"
 )
 
@@ -114,11 +112,12 @@ func Changed(ctx context.Context, ch Change) (Selection, error) {
 	if err != nil {
 		return Selection{}, runner.Errorf(runner.ChangeRangeInvalid, "reading the tree of head %s: %w", short(head.Hash), err)
 	}
-	changes, err := object.DiffTreeWithOptions(ctx, baseTree, headTree, &object.DiffTreeOptions{})
-	if err != nil {
+	r := newTrees(repo.Storer)
+	var changed []string
+	if err := r.diff(ctx, baseTree, headTree, func(p string) { changed = append(changed, p) }); err != nil {
 		return Selection{}, runner.Errorf(runner.ChangeRangeInvalid, "diffing %s..%s: %w", short(base.Hash), short(head.Hash), err)
 	}
-	before, err := treeContracts(baseTree, prefix)
+	before, err := r.baseContracts(baseTree, prefix, ch.Contracts)
 	if err != nil {
 		return Selection{}, err
 	}
@@ -127,17 +126,12 @@ func Changed(ctx context.Context, ch Change) (Selection, error) {
 		return Selection{}, err
 	}
 	s := newSelector(ch.Contracts, before)
-	for _, c := range changes {
-		for _, name := range []string{c.From.Name, c.To.Name} {
-			if name == "" {
-				continue
-			}
-			if rel, ok := under(regPrefix, name); ok && regPrefix != "" {
-				s.registryChanged(rel)
-			}
-			if rel, ok := under(prefix, name); ok {
-				s.fileChanged(rel)
-			}
+	for _, name := range changed {
+		if rel, ok := under(regPrefix, name); ok && regPrefix != "" {
+			s.registryChanged(rel)
+		}
+		if rel, ok := under(prefix, name); ok {
+			s.fileChanged(rel)
 		}
 	}
 	s.registryReach(ch.Registry)

@@ -21,6 +21,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/go-git/go-git/v5/plumbing"
 	"go.yaml.in/yaml/v3"
 
 	"github.com/nova-platform/nova/runner"
@@ -56,6 +57,10 @@ type Contract struct {
 	// Err is why the file could not be read far enough to know its id;
 	// the contract is run anyway, and the run says what is wrong.
 	Err error `json:"-"`
+	// blob is the git blob id of the bytes Discover read, zero when it
+	// read none: a base contract with this blob at this path is this
+	// contract, and needs no reading or parsing of its own (Changed).
+	blob plumbing.Hash
 }
 
 // Path is the contract file relative to the root, slash-separated.
@@ -95,7 +100,25 @@ func Discover(root string) ([]Contract, error) {
 		return nil, runner.Errorf(runner.ContractDiscoveryFailed, "opening %s to look for contracts: %w", root, err)
 	}
 	defer r.Close()
-	var paths []string
+	// Each contract is read and parsed as soon as the walk finds it, on
+	// every CPU, while the walk goes on: parsing is most of a discovery's
+	// time in a repository of thousands, the walk most of the rest, and
+	// neither waits for the other.
+	found := make(chan string, 256)
+	read := make([][]Contract, runtime.GOMAXPROCS(0))
+	var wg sync.WaitGroup
+	for w := range read {
+		wg.Go(func() {
+			for p := range found {
+				data, err := checkout.ReadFile(root, p, maxContractBytes)
+				c := identify(p, data, err)
+				if err == nil {
+					c.blob = plumbing.ComputeHash(plumbing.BlobObject, data)
+				}
+				read[w] = append(read[w], c)
+			}
+		})
+	}
 	err = fs.WalkDir(r.FS(), ".", func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -107,22 +130,24 @@ func Discover(root string) ([]Contract, error) {
 			return nil
 		}
 		if IsContractFile(p) {
-			paths = append(paths, p)
+			found <- p
 		}
 		return nil
 	})
+	close(found)
+	wg.Wait()
 	if err != nil {
 		return nil, runner.Errorf(runner.ContractDiscoveryFailed, "looking for contracts under %s: %w", root, err)
 	}
-	found := identifyAll(len(paths), func(i int) Contract {
-		data, err := checkout.ReadFile(root, paths[i], maxContractBytes)
-		return identify(paths[i], data, err)
-	})
-	sort.Slice(found, func(i, j int) bool { return found[i].Path() < found[j].Path() })
-	if err := checkDuplicates(found); err != nil {
+	contracts := []Contract{}
+	for _, r := range read {
+		contracts = append(contracts, r...)
+	}
+	sort.Slice(contracts, func(i, j int) bool { return contracts[i].Path() < contracts[j].Path() })
+	if err := checkDuplicates(contracts); err != nil {
 		return nil, err
 	}
-	return found, nil
+	return contracts, nil
 }
 
 // identifyAll returns identify(i) for 0..n-1, on every CPU: reading and

@@ -1,7 +1,6 @@
 package monorepo
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -122,49 +121,73 @@ func under(prefix, p string) (string, bool) {
 	return rel, ok
 }
 
-// treeContracts lists the contracts of a commit's tree below prefix. A
-// contract that is a link in the tree is listed without an identity: it
-// cannot be followed without a checkout. The tree is walked without
-// reading the blobs of other files, and the contracts read from it are
-// parsed on every CPU (identifyAll), as in Discover.
-func treeContracts(t *object.Tree, prefix string) ([]Contract, error) {
-	type found struct {
+// baseContracts lists the contracts of the base tree below prefix, in
+// the order of the tree. A contract that is a link in the tree is listed
+// without an identity: it cannot be followed without a checkout. A
+// contract whose blob is the very file the checkout holds at its path
+// (head, from Discover) has the identity read there; the others are read
+// from git and parsed on every CPU (identifyAll), as in Discover.
+func (r *trees) baseContracts(t *object.Tree, prefix string, head []Contract) ([]Contract, error) {
+	files, err := r.contractFiles(t.Hash, 0)
+	if err != nil {
+		return nil, runner.Errorf(runner.ChangeRangeInvalid, "listing the contracts of the base: %w", err)
+	}
+	checkedOut := make(map[string]Contract, len(head))
+	for _, c := range head {
+		if !c.blob.IsZero() {
+			checkedOut[c.Path()] = c
+		}
+	}
+	type toParse struct {
+		at   int
 		rel  string
 		data []byte
 		err  error
 	}
-	var files []found
-	w := object.NewTreeWalker(t, true, nil)
-	defer w.Close()
-	for {
-		name, entry, err := w.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, runner.Errorf(runner.ChangeRangeInvalid, "listing the contracts of the base: %w", err)
-		}
-		if entry.Mode == filemode.Dir || entry.Mode == filemode.Submodule {
-			continue
-		}
-		rel, ok := under(prefix, name)
+	var (
+		out   []Contract
+		parse []toParse
+	)
+	for _, f := range files {
+		rel, ok := under(prefix, f.rel)
 		if !ok || !IsContractFile(rel) || inRuns(rel) {
 			continue
 		}
-		f, err := t.TreeEntryFile(&entry)
-		switch {
-		case err != nil:
-			return nil, runner.Errorf(runner.ChangeRangeInvalid, "reading %s in the base: %w", rel, err)
-		case f.Mode == filemode.Symlink:
-			files = append(files, found{rel: rel, err: fmt.Errorf("%s is a symbolic link in the base tree", rel)})
-		case f.Size > maxContractBytes:
-			files = append(files, found{rel: rel, err: fmt.Errorf("%s is larger than %d bytes", rel, maxContractBytes)})
-		default:
-			data, err := f.Contents()
-			files = append(files, found{rel: rel, data: []byte(data), err: err})
+		if c, ok := checkedOut[rel]; ok && c.blob == f.hash && f.mode != filemode.Symlink {
+			// The same bytes at the same path: the same identity.
+			out = append(out, c)
+			continue
 		}
+		b, err := object.GetBlob(r.s, f.hash)
+		if err != nil {
+			return nil, runner.Errorf(runner.ChangeRangeInvalid, "reading %s in the base: %w", rel, err)
+		}
+		p := toParse{at: len(out), rel: rel}
+		switch {
+		case f.mode == filemode.Symlink:
+			p.err = fmt.Errorf("%s is a symbolic link in the base tree", rel)
+		case b.Size > maxContractBytes:
+			p.err = fmt.Errorf("%s is larger than %d bytes", rel, maxContractBytes)
+		default:
+			p.data, p.err = blobBytes(b)
+		}
+		out = append(out, Contract{})
+		parse = append(parse, p)
 	}
-	return identifyAll(len(files), func(i int) Contract { return identify(files[i].rel, files[i].data, files[i].err) }), nil
+	parsed := identifyAll(len(parse), func(i int) Contract { return identify(parse[i].rel, parse[i].data, parse[i].err) })
+	for i, p := range parse {
+		out[p.at] = parsed[i]
+	}
+	return out, nil
+}
+
+func blobBytes(b *object.Blob) ([]byte, error) {
+	rd, err := b.Reader()
+	if err != nil {
+		return nil, err
+	}
+	defer rd.Close()
+	return io.ReadAll(rd)
 }
 
 func short(h plumbing.Hash) string { return h.String()[:12] }
