@@ -69,7 +69,7 @@ type storedGate struct {
 // numbered as they will be written — the chain Chain returns, folded.
 func (s *Store) GateSummary(ctx context.Context, contractID string) (*runner.GateSummary, error) {
 	dir := chain.Dir(contractID)
-	pending, head, err := s.pendingAtHead(ctx, dir)
+	pending, lines, head, err := s.pendingAtHead(ctx, dir)
 	if err != nil {
 		return nil, err
 	}
@@ -80,7 +80,7 @@ func (s *Store) GateSummary(ctx context.Context, contractID string) (*runner.Gat
 		return nil, err
 	}
 	sum := g.summary.Clone()
-	if _, _, err := onTop(pending, g.seq, g.hash, g.holds, sum.Fold); err != nil {
+	if _, _, err := onTop(pending, lines, g.seq, g.hash, g.holds, sum.Fold); err != nil {
 		return nil, err
 	}
 	return sum, nil
