@@ -5,7 +5,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"sync"
 
@@ -113,6 +115,7 @@ func (cfg Config) forContract(c monorepo.Contract) Config {
 // does not stop or hide the others.
 func executeMany(ctx context.Context, cfg Config, env Env) error {
 	env = env.serialized()
+	defer lessFrequentGC()()
 	reg, err := loadRegistry(cfg.RegistryDir)
 	if err != nil {
 		return manyAbort(cfg, env, err)
@@ -376,4 +379,23 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.w.Write(p)
+}
+
+// manyGCPercent is the garbage collector's target while many contracts
+// run. Their runs allocate tens of times what stays live (validating
+// 10 000 contracts: about 75 MB live, gigabytes allocated, mostly
+// encodings that live for one event), so the default, a collection each
+// time the heap doubles, marked the same live heap some hundred times: a
+// sixth of the command's CPU. Collecting at five times the live heap
+// instead holds a few hundred MB at most at that size.
+const manyGCPercent = 400
+
+// lessFrequentGC sets manyGCPercent unless GOGC says otherwise, and
+// returns what puts the previous setting back.
+func lessFrequentGC() (restore func()) {
+	if _, set := os.LookupEnv("GOGC"); set {
+		return func() {}
+	}
+	old := debug.SetGCPercent(manyGCPercent)
+	return func() { debug.SetGCPercent(old) }
 }

@@ -204,6 +204,29 @@ func (m *monorepoRun) state(id string) *tfjson.State {
 	return st
 }
 
+// TestValidateAllTwiceVerifies: `validate --all` records every
+// contract's events in one drain, stores what it verified of each chain
+// for the next process without reading back its own files, and signs the
+// outbox's lines as they stand: a second run on that state dir, and a
+// third on a fresh one, extend every chain, and the evidence verifies.
+func TestValidateAllTwiceVerifies(t *testing.T) {
+	m := newMonorepoRun(t)
+	m.contract("svc/a/.nova/contract.yml", idA, "alpha")
+	m.contract("svc/b/.nova/contract.yml", idB, "beta")
+	m.contract("svc/c/.nova/contract.yml", idC, "gamma")
+	fresh := t.TempDir()
+	for i, state := range []string{m.stateDir, m.stateDir, fresh} {
+		m.stateDir = state
+		if code, stdout, stderr := m.nova("validate", "--all"); code != ExitPass {
+			t.Fatalf("validate %d: exit %d\n%s\n%s", i+1, code, stdout, stderr)
+		}
+	}
+	code, stdout, stderr := m.nova("evidence", "verify")
+	if code != ExitPass || !strings.Contains(stdout, "result           OK") {
+		t.Fatalf("evidence verify: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+}
+
 // The text report of a many-run: each contract's stage lines together,
 // then one line per contract and the one result.
 func TestManyTextSummary(t *testing.T) {

@@ -184,6 +184,9 @@ func (w wiring) run(ctx context.Context, rep *reporter) *contractRun {
 	}
 	rep.start(st)
 	out := p.Run(ctx, st)
+	if err := events.Close(); err != nil {
+		fmt.Fprintf(w.env.Stderr, "nova: the run's event log %s: %v\n", events.Path(), err)
+	}
 	eventsPath := events.Path()
 	if cfg.Check {
 		eventsPath = ""

@@ -97,3 +97,39 @@ func TestRedactedTargetKeepsShapeNotValues(t *testing.T) {
 		t.Errorf("redacted target still holds the value: %s", b)
 	}
 }
+
+// TestCanonicalOverData: the Emitter encodes only an event's envelope and
+// puts its data, canonical already, in as it is; the bytes, hashed and
+// signed, must be exactly those of encoding the whole event, whatever the
+// data holds.
+func TestCanonicalOverData(t *testing.T) {
+	e := Event{SpecVersion: "1.0", ID: "id-1", Source: "urn:nova:test", Type: "nova.test.step", Subject: "c",
+		DataContentType: "application/json", RunID: "run <1>", ContractID: "c", Environment: "dev", Seq: 7, PrevEventHash: "abc"}
+	for _, data := range []any{
+		map[string]any{"z": 1, "a": []any{true, nil, 1.5, "x"}, "m": map[string]any{"b": "<&>", "a": "é\u2028"}},
+		json.RawMessage(`{"n": 1.50, "s": "\u00e9\ud83d\ude00", "dup": 1, "dup": 2, "e": {}, "l": []}`),
+		"a string", 12, nil, []any{}, map[string]any{},
+		struct {
+			Z string `json:"z"`
+			A []int  `json:"a,omitempty"`
+		}{Z: strings.Repeat("\\\"\t", 3)},
+	} {
+		raw, err := Canonical(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		whole := e
+		whole.Data = raw
+		want, err := whole.Canonical()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := whole.canonicalOver(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != string(want) {
+			t.Errorf("data %s:\n got %s\nwant %s", raw, got, want)
+		}
+	}
+}

@@ -1,11 +1,13 @@
 package runner
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -79,6 +81,27 @@ type Event struct {
 // Canonical returns the event's canonical serialization: the exact bytes
 // that are hashed into the next event's preveventhash and signed.
 func (e Event) Canonical() ([]byte, error) { return Canonical(e) }
+
+// canonicalOver is e.Canonical() for an event whose Data is data, already
+// canonical (Canonical's output): only the envelope is encoded, decoded
+// and sorted, and data goes in as it is. Canonical of canonical JSON is
+// itself, so the bytes are those of e.Canonical(); encoding the whole
+// event's data twice more was a tenth of what an Emit cost.
+func (e Event) canonicalOver(data json.RawMessage) ([]byte, error) {
+	e.Data = nil
+	envelope, err := Canonical(e)
+	if err != nil || len(data) == 0 {
+		return envelope, err
+	}
+	var fields map[string]any
+	dec := json.NewDecoder(bytes.NewReader(envelope))
+	dec.UseNumber()
+	if err := dec.Decode(&fields); err != nil {
+		return nil, fmt.Errorf("re-reading JSON: %w", err)
+	}
+	fields["data"] = data
+	return marshalNoEscape(fields)
+}
 
 // Hash is the lowercase hex sha256 of the canonical serialization; a file
 // holding the canonical bytes therefore matches `sha256sum`.
@@ -204,7 +227,7 @@ func (em *Emitter) Emit(ctx context.Context, typ, contractID string, env Environ
 		Data:            raw,
 	}
 	// The event's hash is Digest(e): the sha256 of this canonical form.
-	canonical, err := e.Canonical()
+	canonical, err := e.canonicalOver(raw)
 	if err != nil {
 		return Event{}, Errorf(EventWriteFailed, "hashing %s event: %w", typ, err)
 	}

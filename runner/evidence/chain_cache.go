@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 
@@ -100,11 +101,26 @@ func readChainCache(path, dir, keys string) (*chainState, error) {
 // saveChains writes the chains verified or extended since they were loaded. A chain
 // that cannot be stored is only a cache miss for the next process. The
 // caller holds s.mu.
+//
+// What to write is settled here, reading the repo as need be; the files,
+// independent of each other (each written whole under its own name),
+// are then written on every core: after a command that ran many
+// contracts, three small files each were most of what closing cost.
 func (s *Store) saveChains() {
+	type save struct {
+		dir      string
+		c        *chainState
+		chain    bool      // the chain cache is to write
+		gate     *gateHead // the gate summary to write, nil when stored
+		hashes   []uint64
+		written  gateWrite
+		chainErr error
+	}
+	var saves []*save
 	for dir, c := range s.chains {
 		if c.tree != c.filesTree && !c.tree.IsZero() {
 			// Deliveries carried the chain forward: read the files they
-			// added (this store's own events, a few signature checks) so
+			// added (this store's own events, whose checks it knows) so
 			// the next process starts from the head.
 			fresh, err := s.readChain(dir, c.tree, c)
 			if err != nil {
@@ -116,15 +132,42 @@ func (s *Store) saveChains() {
 		if c.filesTree.IsZero() {
 			continue
 		}
-		if !c.stored {
-			if err := writeChainCache(s.chainCachePath(dir), dir, s.eventKeys.Fingerprint(), c); err != nil {
-				s.logf("evidence: storing the chain of %s: %v", dir, err)
-				continue
+		sv := &save{dir: dir, c: c, chain: !c.stored}
+		if g := s.loadGateHead(dir); g == nil || g.tree != c.filesTree || g.unsaved {
+			g := c.gateHead()
+			sv.gate = &gateHead{tree: c.filesTree, seq: g.seq, hash: g.hash, summary: g.summary}
+			sv.hashes = make([]uint64, 0, len(c.events))
+			for _, e := range c.events {
+				sv.hashes = append(sv.hashes, idHash(e.ID))
 			}
-			c.stored = true
 		}
-		if err := s.saveGateHead(dir, c); err != nil {
-			s.logf("evidence: storing the gate summary of %s: %v", dir, err)
+		saves = append(saves, sv)
+	}
+	keys := s.eventKeys.Fingerprint()
+	_ = chain.ForEachChunk(runtime.GOMAXPROCS(0), len(saves), func(_, lo, hi int) error {
+		for _, sv := range saves[lo:hi] {
+			if sv.chain {
+				if sv.chainErr = writeChainCache(s.chainCachePath(sv.dir), sv.dir, keys, sv.c); sv.chainErr != nil {
+					continue
+				}
+			}
+			if sv.gate != nil {
+				sv.written = s.writeGateFiles(sv.dir, keys, sv.gate, sv.hashes)
+			}
+		}
+		return nil
+	})
+	for _, sv := range saves {
+		if sv.chainErr != nil {
+			s.logf("evidence: storing the chain of %s: %v", sv.dir, sv.chainErr)
+			continue
+		}
+		sv.c.stored = true
+		if sv.gate != nil {
+			s.savedGateHead(sv.dir, sv.gate, sv.written)
+			if err := sv.written.err; err != nil {
+				s.logf("evidence: storing the gate summary of %s: %v", sv.dir, err)
+			}
 		}
 	}
 	s.saveCarriedGates()

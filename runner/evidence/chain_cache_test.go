@@ -107,3 +107,71 @@ func TestChainCacheDoesNotHideTampering(t *testing.T) {
 		t.Fatalf("Chain after an event was deleted = %v, want EVIDENCE_CHAIN_BROKEN", err)
 	}
 }
+
+// TestChainCacheOfOwnDelivery: a store that delivered its own events
+// reads its chain at the new head (as Close does, for the cache) without
+// reading back and verifying those files: it knows what checking them
+// would find. That must be exactly what reading and verifying the repo
+// from nothing finds: the same files, sums, signers and events, in memory
+// and in the cache.
+func TestChainCacheOfOwnDelivery(t *testing.T) {
+	ctx := context.Background()
+	repo, keys, state := newBareRepo(t), newKeys(t), t.TempDir()
+	s := openStoreIn(t, repo, state, keys)
+	s.DeferOutboxSync()
+	contracts := []string{"c-a", "c-b", "c-c"}
+	em := runner.NewEmitter(s, "urn:nova:test", "run-1", testClock())
+	for _, c := range contracts {
+		// The chain is read first, as a run's gate reads it, so the
+		// delivery carries it forward.
+		if _, err := s.Chain(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+		for i := range 3 {
+			if _, err := em.Emit(ctx, "nova.test.step", c, runner.Environment("dev"), map[string]any{"i": i, "c": c}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := s.Drain(ctx); err != nil {
+		t.Fatal(err)
+	}
+	fresh := openStore(t, repo, keys)
+	head := headOf(t, repo)
+	for _, c := range contracts {
+		carried := s.chains[c]
+		if got := len(carried.checks); got != 3 {
+			t.Fatalf("%s: the delivery left %d known checks, want 3", c, got)
+		}
+		own, err := s.readChain(c, carried.tree, carried)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := fresh.chainAt(head, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(want.events) != 3 {
+			t.Fatalf("%s: %d events in the repo, want 3", c, len(want.events))
+		}
+		if diff := cmp.Diff(want.files, own.files); diff != "" {
+			t.Fatalf("%s: files differ (-verified +known):\n%s", c, diff)
+		}
+		if diff := cmp.Diff(want.checks, own.checks); diff != "" {
+			t.Fatalf("%s: checks differ (-verified +known):\n%s", c, diff)
+		}
+		if diff := cmp.Diff(want.events, own.events); diff != "" || want.hash != own.hash {
+			t.Fatalf("%s: events differ (-verified +known):\n%s", c, diff)
+		}
+	}
+	s.Close()
+	for _, c := range contracts {
+		cached, err := readChainCache(s.chainCachePath(c), c, s.eventKeys.Fingerprint())
+		if err != nil {
+			t.Fatalf("%s: %v", c, err)
+		}
+		if diff := cmp.Diff(chainOf(t, repo, keys, c), cached.events); diff != "" {
+			t.Fatalf("%s: cached events differ (-repo +cache):\n%s", c, diff)
+		}
+	}
+}

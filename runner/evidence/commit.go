@@ -58,6 +58,16 @@ type contractCommits struct {
 	refused error
 	// of is the outbox the part delivers.
 	of *pendingContract
+	// checks are the checks of the event files the part wrote, known
+	// without reading them back (prepareContract).
+	checks []ownCheck
+}
+
+// ownCheck is the check of an event file the store wrote, by its key in
+// chainState.checks.
+type ownCheck struct {
+	key   [2]plumbing.Hash
+	check chain.Check
 }
 
 // newEventCommits starts a batch on parent, reading parent's trees
@@ -103,7 +113,10 @@ func (b *eventCommits) start(dir string) (*contractCommits, error) {
 // path are rewritten, none of which holds more than a hundred of the
 // contract's events or a 256th of the repo's contracts, so the cost does
 // not grow with the contract's history and barely with the repo.
-func (b *eventCommits) add(seq int64, typ string, event, sig []byte, msg string, cs *signing.CommitSigner, when time.Time) error {
+//
+// It returns the key of the event's check: its file's blob and its
+// signature's.
+func (b *eventCommits) add(seq int64, typ string, event, sig []byte, msg string, cs *signing.CommitSigner, when time.Time) ([2]plumbing.Hash, error) {
 	file := func(name string, content []byte) gitrepo.Entry {
 		return gitrepo.Entry{Name: name, Mode: filemode.Regular, Hash: b.objs.Put(plumbing.BlobObject, content)}
 	}
@@ -117,12 +130,14 @@ func (b *eventCommits) add(seq int64, typ string, event, sig []byte, msg string,
 		if h := gitrepo.FindDir(b.contract, name); !h.IsZero() {
 			var err error
 			if b.bucket, err = b.subtree(h); err != nil {
-				return err
+				return [2]plumbing.Hash{}, err
 			}
 		}
 	}
 	name := chain.EventFileName(seq, typ, "json")
-	b.bucket = gitrepo.Upsert(gitrepo.Upsert(b.bucket, file(name, event)), file(chain.SigPath(name), sig))
+	eventFile, sigFile := file(name, event), file(chain.SigPath(name), sig)
+	key := [2]plumbing.Hash{eventFile.Hash, sigFile.Hash}
+	b.bucket = gitrepo.Upsert(gitrepo.Upsert(b.bucket, eventFile), sigFile)
 	b.contract = gitrepo.Upsert(b.contract, tree(b.bucketName, b.bucket, gitrepo.FindDir(b.contract, b.bucketName)))
 	dirEntry := tree(b.cur.dir, b.contract, b.cur.tree)
 	b.shard = gitrepo.Upsert(b.shard, dirEntry)
@@ -136,15 +151,15 @@ func (b *eventCommits) add(seq int64, typ string, event, sig []byte, msg string,
 		c.ParentHashes = []plumbing.Hash{b.head}
 	}
 	if err := cs.SignCommit(c); err != nil {
-		return err
+		return key, err
 	}
 	h, err := b.objs.PutCommit(c)
 	if err != nil {
-		return err
+		return key, err
 	}
 	b.head, b.cur.tree = h, dirEntry.Hash
 	b.commits = append(b.commits, h)
-	return nil
+	return key, nil
 }
 
 // subtree returns a copy of tree h's entries: the reader's are shared. A

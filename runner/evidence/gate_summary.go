@@ -69,7 +69,7 @@ type storedGate struct {
 // numbered as they will be written — the chain Chain returns, folded.
 func (s *Store) GateSummary(ctx context.Context, contractID string) (*runner.GateSummary, error) {
 	dir := chain.Dir(contractID)
-	pending, head, err := s.pendingAtHead(ctx, dir)
+	pending, lines, head, err := s.pendingAtHead(ctx, dir)
 	if err != nil {
 		return nil, err
 	}
@@ -80,7 +80,7 @@ func (s *Store) GateSummary(ctx context.Context, contractID string) (*runner.Gat
 		return nil, err
 	}
 	sum := g.summary.Clone()
-	if _, _, err := onTop(pending, g.seq, g.hash, g.holds, sum.Fold); err != nil {
+	if _, _, err := onTop(pending, lines, g.seq, g.hash, g.holds, sum.Fold); err != nil {
 		return nil, err
 	}
 	return sum, nil
@@ -230,20 +230,6 @@ func (s *Store) loadGateHead(dir string) *gateHead {
 	return g
 }
 
-// saveGateHead stores c's gate head unless the stored one is of its tree
-// already. The caller holds s.mu, and c's events are those of its files.
-func (s *Store) saveGateHead(dir string, c *chainState) error {
-	if g := s.loadGateHead(dir); g != nil && g.tree == c.filesTree && !g.unsaved {
-		return nil
-	}
-	g := c.gateHead()
-	hashes := make([]uint64, 0, len(c.events))
-	for _, e := range c.events {
-		hashes = append(hashes, idHash(e.ID))
-	}
-	return s.writeGateHead(dir, &gateHead{tree: c.filesTree, seq: g.seq, hash: g.hash, summary: g.summary}, hashes)
-}
-
 // saveCarriedGates stores the gate heads that deliveries carried forward
 // and no chain read stored since. The caller holds s.mu.
 func (s *Store) saveCarriedGates() {
@@ -269,24 +255,49 @@ func (s *Store) saveCarriedGates() {
 // writeGateHead writes g and, unless hashes is nil, the hashes of its
 // chain's event ids. The caller holds s.mu.
 func (s *Store) writeGateHead(dir string, g *gateHead, hashes []uint64) error {
+	w := s.writeGateFiles(dir, s.eventKeys.Fingerprint(), g, hashes)
+	s.savedGateHead(dir, g, w)
+	return w.err
+}
+
+// gateWrite is what writeGateFiles wrote: the summary (or not), and the
+// ids when they were written too.
+type gateWrite struct {
+	summary bool
+	ids     *idsFile
+	err     error
+}
+
+// writeGateFiles writes g's summary and, unless hashes is nil, the
+// hashes of its chain's event ids, under event keys keys. It touches
+// nothing of the store's, so many are written at once (saveChains).
+func (s *Store) writeGateFiles(dir, keys string, g *gateHead, hashes []uint64) gateWrite {
 	err := writeSealed(s.gateCachePath(dir), gateSummaryMagic, storedGate{
-		Keys: s.eventKeys.Fingerprint(), Version: runner.GateSummaryVersion, Dir: dir, Tree: g.tree, Seq: g.seq, Hash: g.hash, Summary: g.summary})
+		Keys: keys, Version: runner.GateSummaryVersion, Dir: dir, Tree: g.tree, Seq: g.seq, Hash: g.hash, Summary: g.summary})
 	if err != nil {
-		return err
+		return gateWrite{err: err}
 	}
-	saved := &gateHead{tree: g.tree, seq: g.seq, hash: g.hash, summary: g.summary}
-	s.gates[dir] = saved
 	if hashes == nil {
 		// Ids of another tree are a miss: pending events then read the
 		// chain once.
-		return nil
+		return gateWrite{summary: true}
 	}
 	// Written after the summary: ids of another tree are a miss, so a
 	// crash in between costs a read of the chain, nothing else.
-	ids, err := writeIDs(s.gateIDsPath(dir), idsHeader{Keys: s.eventKeys.Fingerprint(), Dir: dir, Tree: g.tree}, hashes)
-	if err != nil {
-		return err
+	ids, err := writeIDs(s.gateIDsPath(dir), idsHeader{Keys: keys, Dir: dir, Tree: g.tree}, hashes)
+	return gateWrite{summary: true, ids: ids, err: err}
+}
+
+// savedGateHead records what writeGateFiles wrote of g: the stored gate
+// head from now on, with its ids when they were written. The caller
+// holds s.mu.
+func (s *Store) savedGateHead(dir string, g *gateHead, w gateWrite) {
+	if !w.summary {
+		return
 	}
-	saved.idsTree, saved.ids = g.tree, ids
-	return nil
+	saved := &gateHead{tree: g.tree, seq: g.seq, hash: g.hash, summary: g.summary}
+	if w.ids != nil {
+		saved.idsTree, saved.ids = g.tree, w.ids
+	}
+	s.gates[dir] = saved
 }

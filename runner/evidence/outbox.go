@@ -119,13 +119,14 @@ func (o outbox) locked(fn func() error) error {
 	return fn()
 }
 
-// load returns the contract's pending events in order.
-func (o outbox) load(contract string) (pending []runner.Event, err error) {
+// load returns the contract's pending events in order, and each one's
+// line: its canonical form as recorded (see canonicalAt).
+func (o outbox) load(contract string) (pending []runner.Event, lines [][]byte, err error) {
 	err = o.locked(func() error {
-		pending, err = loadOutbox(o.file(contract))
+		pending, lines, err = loadOutbox(o.file(contract))
 		return err
 	})
-	return pending, err
+	return pending, lines, err
 }
 
 // all returns every contract's pending events, contract by contract.
@@ -136,7 +137,7 @@ func (o outbox) all() ([]runner.Event, error) {
 	}
 	var all []runner.Event
 	for _, c := range contracts {
-		pending, err := o.load(c)
+		pending, _, err := o.load(c)
 		if err != nil {
 			return nil, err
 		}
@@ -184,7 +185,7 @@ func (o outbox) addLocked(contract string, e runner.Event, canonical []byte) err
 	// Only a file that mentions the id anywhere can hold the event; the
 	// others (every new event's) are not decoded at all.
 	if e.ID != "" && bytes.Contains(b, []byte(e.ID)) {
-		pending, err := parseOutbox(path, b)
+		pending, _, err := parseOutbox(path, b)
 		if err != nil {
 			return err
 		}
@@ -267,7 +268,7 @@ func (o outbox) remove(contract string, ids ...string) error {
 	}
 	return o.locked(func() error {
 		path := o.file(contract)
-		pending, err := loadOutbox(path)
+		pending, _, err := loadOutbox(path)
 		if err != nil {
 			return err
 		}
@@ -298,7 +299,7 @@ func (o outbox) remove(contract string, ids ...string) error {
 // those already moved.
 func (o outbox) migrate(legacy string) error {
 	return o.locked(func() error {
-		pending, err := loadOutbox(legacy)
+		pending, _, err := loadOutbox(legacy)
 		if err != nil {
 			return err
 		}
@@ -318,10 +319,10 @@ func (o outbox) migrate(legacy string) error {
 // last line without its newline is a write torn by a crash: that Record
 // never returned, so the event was never acknowledged and is dropped (and
 // cut from the file so later appends start on a clean line).
-func loadOutbox(path string) ([]runner.Event, error) {
+func loadOutbox(path string) ([]runner.Event, [][]byte, error) {
 	b, err := readOutbox(path)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	return parseOutbox(path, b)
 }
@@ -344,9 +345,11 @@ func readOutbox(path string) ([]byte, error) {
 	return b, nil
 }
 
-// parseOutbox returns the pending events of an outbox file's content.
-func parseOutbox(path string, b []byte) ([]runner.Event, error) {
+// parseOutbox returns the pending events of an outbox file's content,
+// and each one's line.
+func parseOutbox(path string, b []byte) ([]runner.Event, [][]byte, error) {
 	var events []runner.Event
+	var lines [][]byte
 	delivered := map[string]bool{}
 	for n, line := range bytes.Split(bytes.TrimSuffix(b, []byte("\n")), []byte("\n")) {
 		if len(line) == 0 {
@@ -359,19 +362,37 @@ func parseOutbox(path string, b []byte) ([]runner.Event, error) {
 		}
 		var e runner.Event
 		if err := json.Unmarshal(line, &e); err != nil {
-			return nil, fmt.Errorf("reading %s line %d: %w", filepath.Base(path), n+1, err)
+			return nil, nil, fmt.Errorf("reading %s line %d: %w", filepath.Base(path), n+1, err)
 		}
 		events = append(events, e)
+		lines = append(lines, line)
 	}
 	seen := map[string]bool{}
-	pending := events[:0]
-	for _, e := range events {
+	pending, pendingLines := events[:0], lines[:0]
+	for i, e := range events {
 		if !delivered[e.ID] && !seen[e.ID] {
-			pending = append(pending, e)
+			pending, pendingLines = append(pending, e), append(pendingLines, lines[i])
 			seen[e.ID] = true
 		}
 	}
-	return pending, nil
+	return pending, pendingLines, nil
+}
+
+// canonicalAt returns the canonical form of pending event e (line, as the
+// outbox holds it) numbered seq after the event of hash prev. An event
+// goes into the outbox as its canonical form (Record, or the Emitter's
+// bytes through RecordCanonical), numbered as its emitter saw the chain:
+// when that is still its place, the line is that form, and computing it
+// again (a JSON encoding, decoding and sorted encoding per event) was the
+// largest cost of delivering many contracts' events. Otherwise the event
+// is renumbered and encoded anew.
+func canonicalAt(e runner.Event, line []byte, seq int64, prev string) (runner.Event, []byte, error) {
+	if line != nil && e.Seq == seq && e.PrevEventHash == prev {
+		return e, line, nil
+	}
+	e.Seq, e.PrevEventHash = seq, prev
+	canon, err := e.Canonical()
+	return e, canon, err
 }
 
 func appendLine(path string, line []byte) error {

@@ -99,14 +99,14 @@ func TestOutboxDropsTornLastLine(t *testing.T) {
 	}
 	_, _ = f.WriteString(`{"id":"torn","ty`) // a crash mid-append
 	f.Close()
-	got, err := o.load("c")
+	got, _, err := o.load("c")
 	if err != nil || len(got) != 1 || got[0].ID != "e-1" {
 		t.Fatalf("load = %+v, %v; want just e-1", got, err)
 	}
 	if err := o.add("c", runner.Event{SpecVersion: "1.0", ID: "e-2", Type: "nova.test.step"}, nil); err != nil {
 		t.Fatal(err)
 	}
-	if got, err = o.load("c"); err != nil || len(got) != 2 {
+	if got, _, err = o.load("c"); err != nil || len(got) != 2 {
 		t.Fatalf("after append: %d events, %v", len(got), err)
 	}
 }
@@ -245,5 +245,46 @@ func TestOpenMovesTheLegacyOutbox(t *testing.T) {
 	}
 	if rep := verifyRepo(t, repo, verifyOptions(t, keys)); !rep.OK() || rep.Events != 2 {
 		t.Fatalf("verify: %d events%s", rep.Events, dumpFindings(rep))
+	}
+}
+
+// TestOutboxLinesAreCanonical: what a delivery signs without encoding it
+// again (canonicalAt) is the outbox line of an event still at the place
+// its emitter numbered it, so each line must be exactly the canonical form
+// of the event it holds, whether the recorder was handed that form or
+// computed it; an event renumbered since is encoded anew.
+func TestOutboxLinesAreCanonical(t *testing.T) {
+	ctx := context.Background()
+	s := openStore(t, newBareRepo(t), newKeys(t))
+	em := runner.NewEmitter(s, "urn:nova:test", "run-1", testClock())
+	if _, err := em.Emit(ctx, "nova.test.step", "c", runner.Environment("dev"), map[string]any{"b": "<&>", "a": []any{1.5, "x"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Record(ctx, runner.Event{SpecVersion: "1.0", ID: "e-plain", Type: "nova.test.step", ContractID: "c", Seq: 2, Data: []byte(`{"z":1,"a":"\u00e9"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	pending, lines, err := s.outbox.load("c")
+	if err != nil || len(pending) != 2 || len(lines) != 2 {
+		t.Fatalf("load = %d events, %d lines, %v; want 2", len(pending), len(lines), err)
+	}
+	for i, e := range pending {
+		want, err := e.Canonical()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(lines[i]) != string(want) {
+			t.Fatalf("line %d is not its event's canonical form:\n got %s\nwant %s", i, lines[i], want)
+		}
+		_, same, err := canonicalAt(e, lines[i], e.Seq, e.PrevEventHash)
+		if err != nil || string(same) != string(want) {
+			t.Fatalf("canonicalAt at the event's own place = %s, %v; want its line", same, err)
+		}
+		moved, renumbered, err := canonicalAt(e, lines[i], e.Seq+1, "other")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want, _ := moved.Canonical(); moved.Seq != e.Seq+1 || moved.PrevEventHash != "other" || string(renumbered) != string(want) {
+			t.Fatalf("canonicalAt of a renumbered event = %s (seq %d), want %s", renumbered, moved.Seq, want)
+		}
 	}
 }

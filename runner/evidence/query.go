@@ -2,6 +2,8 @@ package evidence
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"runtime"
 	"slices"
 
@@ -48,7 +50,7 @@ type chainState struct {
 // will be written on this head.
 func (s *Store) Chain(ctx context.Context, contractID string) ([]runner.Event, error) {
 	dir := chain.Dir(contractID)
-	pending, head, err := s.pendingAtHead(ctx, dir)
+	pending, lines, head, err := s.pendingAtHead(ctx, dir)
 	if err != nil {
 		return nil, err
 	}
@@ -59,7 +61,7 @@ func (s *Store) Chain(ctx context.Context, contractID string) ([]runner.Event, e
 		return nil, err
 	}
 	events := slices.Clone(c.events)
-	_, _, err = onTop(pending, int64(len(events)), c.hash, func(id string) bool { return c.ids[id] }, func(e runner.Event) { events = append(events, e) })
+	_, _, err = onTop(pending, lines, int64(len(events)), c.hash, func(id string) bool { return c.ids[id] }, func(e runner.Event) { events = append(events, e) })
 	if err != nil {
 		return nil, err
 	}
@@ -69,17 +71,24 @@ func (s *Store) Chain(ctx context.Context, contractID string) ([]runner.Event, e
 // onTop numbers the events of pending that the chain at seq and hash does
 // not hold as they will be written on top of it, gives each to add (when
 // set), and returns the head they make.
-func onTop(pending []runner.Event, seq int64, hash string, holds func(string) bool, add func(runner.Event)) (int64, string, error) {
-	for _, e := range pending {
+//
+// lines, when not nil, are the events' outbox lines (canonicalAt).
+func onTop(pending []runner.Event, lines [][]byte, seq int64, hash string, holds func(string) bool, add func(runner.Event)) (int64, string, error) {
+	for i, e := range pending {
 		if holds(e.ID) {
 			continue
 		}
 		seq++
-		e.Seq, e.PrevEventHash = seq, hash
-		var err error
-		if hash, err = e.Hash(); err != nil {
+		var line []byte
+		if lines != nil {
+			line = lines[i]
+		}
+		e, canon, err := canonicalAt(e, line, seq, hash)
+		if err != nil {
 			return 0, "", runner.Errorf(runner.EventWriteFailed, "hashing pending event %s: %w", e.ID, err)
 		}
+		sum := sha256.Sum256(canon)
+		hash = hex.EncodeToString(sum[:])
 		if add != nil {
 			add(e)
 		}
@@ -96,7 +105,7 @@ func onTop(pending []runner.Event, seq int64, hash string, holds func(string) bo
 // remote is down.
 func (s *Store) ChainHead(ctx context.Context, contractID string) (int64, string, error) {
 	dir := chain.Dir(contractID)
-	pending, err := s.outbox.load(dir)
+	pending, lines, err := s.outbox.load(dir)
 	if err != nil {
 		return 0, "", err
 	}
@@ -114,7 +123,7 @@ func (s *Store) ChainHead(ctx context.Context, contractID string) (int64, string
 		s.logf("evidence: %v; numbering contract %s from its outbox", err, dir)
 		g = &gateHead{}
 	}
-	return onTop(pending, g.seq, g.hash, g.holds, nil)
+	return onTop(pending, lines, g.seq, g.hash, g.holds, nil)
 }
 
 // chainAt reads the chain of contract directory dir at head, or the first
@@ -237,14 +246,14 @@ func (s *Store) checkFiles(files []*chain.File, known map[[2]plumbing.Hash]chain
 // pendingAtHead reads the contract's outbox, then the head its chain is
 // read at. The outbox comes first: an event delivered after that read is
 // then in the head, and one delivered before is not pending any more.
-func (s *Store) pendingAtHead(ctx context.Context, dir string) ([]runner.Event, plumbing.Hash, error) {
-	pending, err := s.outbox.load(dir)
+func (s *Store) pendingAtHead(ctx context.Context, dir string) ([]runner.Event, [][]byte, plumbing.Hash, error) {
+	pending, lines, err := s.outbox.load(dir)
 	if err != nil {
-		return nil, plumbing.ZeroHash, err
+		return nil, nil, plumbing.ZeroHash, err
 	}
 	head, err := s.syncOrStale(ctx, "reading the chain")
 	if err != nil {
-		return nil, plumbing.ZeroHash, err
+		return nil, nil, plumbing.ZeroHash, err
 	}
-	return pending, head, nil
+	return pending, lines, head, nil
 }

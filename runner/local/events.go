@@ -20,8 +20,10 @@ import (
 type EventLog struct {
 	mu   sync.Mutex
 	path string
-	// made is set once the file's directory is known to exist.
-	made bool
+	// f is the file, opened on the first event and kept open until Close:
+	// an open and a close per event were most of what the log cost a run
+	// of many contracts.
+	f *os.File
 }
 
 var (
@@ -51,19 +53,30 @@ func (l *EventLog) RecordCanonical(_ context.Context, _ runner.Event, canonical 
 
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if !l.made {
+	if l.f == nil {
 		if err := os.MkdirAll(filepath.Dir(l.path), 0o755); err != nil {
 			return err
 		}
-		l.made = true
+		f, err := os.OpenFile(l.path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+		if err != nil {
+			return err
+		}
+		l.f = f
 	}
-	f, err := os.OpenFile(l.path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(line); err != nil {
-		f.Close()
+	if _, err := l.f.Write(line); err != nil {
 		return fmt.Errorf("appending to %s: %w", l.path, err)
 	}
-	return f.Close()
+	return nil
+}
+
+// Close closes the file; an event recorded after opens it again.
+func (l *EventLog) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.f == nil {
+		return nil
+	}
+	err := l.f.Close()
+	l.f = nil
+	return err
 }

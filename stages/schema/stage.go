@@ -104,11 +104,15 @@ func (s *Stage) Run(_ context.Context, st *runner.State) (runner.Result, error) 
 	// The contract's content as written, whichever environment --env
 	// runs it in (and whichever engine --engine): the same contract
 	// promoted from dev to dr.
-	written := *c
-	written.Environment, written.Engine = c.Declared, declaredEngine
-	content, err := runner.Digest(written)
-	if err != nil {
-		return runner.Result{}, runner.Errorf(runner.InternalError, "hashing contract: %w", err)
+	content := digest
+	if c.Environment != c.Declared || c.Engine != declaredEngine {
+		// Otherwise the contract as written is the contract that runs,
+		// and one digest is both.
+		written := *c
+		written.Environment, written.Engine = c.Declared, declaredEngine
+		if content, err = runner.Digest(written); err != nil {
+			return runner.Result{}, runner.Errorf(runner.InternalError, "hashing contract: %w", err)
+		}
 	}
 	st.ContractDigest, st.ContractContent, st.Target = digest, content, target
 	return runner.Result{

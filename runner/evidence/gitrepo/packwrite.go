@@ -2,9 +2,11 @@ package gitrepo
 
 import (
 	"bufio"
+	"bytes"
 	"compress/zlib"
 	"crypto/sha1"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash"
 	"hash/adler32"
@@ -12,7 +14,10 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
+	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
@@ -124,14 +129,6 @@ func onlyDirs(b []byte) bool {
 		i = e.end
 	}
 	return true
-}
-
-// delta adds object h as a delta of the object whose entry starts at
-// base, which this pack holds before it.
-func (p *packWriter) delta(h plumbing.Hash, base uint64, delta []byte) error {
-	return p.add(h, func(start uint64) []byte {
-		return AppendOfsDelta(objectHeader(plumbing.OFSDeltaObject, len(delta)), start-base)
-	}, func(w io.Writer) error { return p.deflate(w, delta) })
 }
 
 // add adds entry h: its header, which may depend on where the entry
@@ -378,9 +375,15 @@ func streamObjectsPack(w io.Writer, objs *Objects, deltas bool) error {
 // fill adds the set's objects to pw in order; with deltas, each next
 // version of a tree (PutNext) as a delta of the one before while its chain
 // is short and the delta smaller.
+//
+// What each entry holds is settled first, in order (a delta needs its
+// base's content); the entries are then compressed on every core, each
+// on its own, and written in order, each delta's header naming where its
+// base starts. Compressing a drain's thousands of objects one after
+// another was a tenth of validating many contracts, on one core.
 func (objs *Objects) fill(pw *packWriter, deltas bool) error {
 	type written struct {
-		off   uint64
+		entry int
 		data  []byte
 		depth int
 	}
@@ -388,6 +391,7 @@ func (objs *Objects) fill(pw *packWriter, deltas bool) error {
 	for _, p := range objs.prev {
 		bases[p] = written{depth: -1} // not written yet
 	}
+	entries := make([]packEntry, 0, len(objs.order))
 	for _, h := range objs.order {
 		obj := objs.get(h)
 		r, err := obj.Reader()
@@ -399,23 +403,85 @@ func (objs *Objects) fill(pw *packWriter, deltas bool) error {
 		if err != nil {
 			return err
 		}
-		w := written{off: pw.off, data: b}
+		w := written{entry: len(entries), data: b}
+		e := packEntry{h: h, typ: obj.Type(), content: b, base: -1}
 		if prev, ok := bases[objs.prev[h]]; ok && deltas && prev.depth >= 0 && prev.depth < maxDeltaDepth && len(prev.data) > 0 {
 			if d := EncodeDelta(prev.data, b); len(d) < len(b)/2 {
 				w.depth = prev.depth + 1
-				err = pw.delta(h, prev.off, d)
-			} else {
-				err = pw.object(h, obj.Type(), b)
+				e.typ, e.content, e.base = plumbing.OFSDeltaObject, d, prev.entry
 			}
-		} else {
-			err = pw.object(h, obj.Type(), b)
 		}
-		if err != nil {
-			return err
-		}
+		e.stored = e.typ == plumbing.TreeObject && onlyDirs(b)
+		entries = append(entries, e)
 		if _, isBase := bases[h]; isBase {
 			bases[h] = w
 		}
 	}
+	if err := compressEntries(entries); err != nil {
+		return err
+	}
+	starts := make([]uint64, len(entries))
+	for i, e := range entries {
+		start := pw.off
+		header := objectHeader(e.typ, len(e.content))
+		if e.base >= 0 {
+			header = AppendOfsDelta(header, start-starts[e.base])
+		}
+		if err := pw.entry(e.h, slices.Concat(header, e.body)); err != nil {
+			return err
+		}
+		starts[i] = start
+	}
 	return nil
+}
+
+// packEntry is one object of a pack being written: its type (an offset
+// delta's when it is one, of the entry base), its content (or delta),
+// whether it is stored rather than deflated (packWriter.object), and its
+// compressed body once compressEntries has run.
+type packEntry struct {
+	h       plumbing.Hash
+	typ     plumbing.ObjectType
+	content []byte
+	base    int
+	stored  bool
+	body    []byte
+}
+
+// entriesPerCompressor is the fewest entries worth another goroutine: a
+// run's own push of a few events compresses on its own goroutine. (A
+// variable so a test can compress on one.)
+var entriesPerCompressor = 64
+
+// compressEntries sets each entry's body, on every core.
+func compressEntries(entries []packEntry) error {
+	workers := max(1, min(runtime.GOMAXPROCS(0), len(entries)/entriesPerCompressor))
+	var next atomic.Int64
+	errs := make([]error, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			zw := getDeflater()
+			defer putDeflater(zw)
+			var buf bytes.Buffer
+			for i := int(next.Add(1)) - 1; i < len(entries); i = int(next.Add(1)) - 1 {
+				e := &entries[i]
+				buf.Reset()
+				if e.stored {
+					errs[w] = writeStored(&buf, e.content)
+				} else {
+					zw.Reset(&buf)
+					if _, errs[w] = zw.Write(e.content); errs[w] == nil {
+						errs[w] = zw.Close()
+					}
+				}
+				if errs[w] != nil {
+					return
+				}
+				e.body = bytes.Clone(buf.Bytes())
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
