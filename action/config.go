@@ -146,8 +146,12 @@ type Config struct {
 	// ResultsFrom is the directory `nova summary` reads the results
 	// files of a fan-out's jobs from (--from).
 	ResultsFrom string
-	OutputFile  string
-	SummaryFile string
+	// SelectionFile is where `nova matrix` writes the matrix too, and
+	// where `nova summary` reads it back: the summary lists every
+	// selected contract, with or without a result.
+	SelectionFile string
+	OutputFile    string
+	SummaryFile   string
 	// WorkDir is where nova was started, for shorter paths in messages;
 	// Workspace the runner's workspace (GITHUB_WORKSPACE), which step
 	// outputs and annotations are relative to.
@@ -415,8 +419,10 @@ func (cfg *Config) flags(fs *flag.FlagSet, getenv func(string) string) *rawFlags
 	}
 	if cmd == "summary" {
 		fs.StringVar(&cfg.ResultsFrom, "from", "", "the directory of the results files the jobs of a fan-out wrote (--results), at any depth")
+		fs.StringVar(&cfg.SelectionFile, "selection", "", "the fan-out's matrix as nova matrix --selection wrote it: each selected contract without a result is a row saying so, and fails the summary")
 	}
 	if cmd == "matrix" {
+		fs.StringVar(&cfg.SelectionFile, "selection", "", "write the matrix to this file too, for the fan-out's summary job (nova summary --selection)")
 		fs.IntVar(&cfg.MaxJobs, "max-jobs", DefaultMaxJobs, "at most this many jobs: past it, the contracts are packed into this many shards, balanced by the modules they resolve to")
 	}
 	if slices.Contains(manyCommands, cmd) && cmd != "matrix" {

@@ -214,12 +214,15 @@ func executeMany(ctx context.Context, cfg Config, env Env) error {
 	}
 	views := make([]runView, len(runs))
 	parallel(len(runs), cfg.Select.Parallel, func(i int) { views[i] = runs[i].finish(ctx) })
+	var jobErr error
 	switch {
 	case deferred:
 		if err := writeResults(cfg, cfg.ResultsFile, views, contractPaths(sel, views), approverGroups(ctx, forge, views)); err != nil {
-			// The statuses and check runs stand; the summary job says
-			// this job's results are missing.
-			fmt.Fprintf(env.Stderr, "nova: %s: %v\n", runner.ReasonOf(err), err)
+			// The statuses and check runs stand, but the summary job
+			// would have no row for these contracts: the job fails, so
+			// that the run says why.
+			jobErr = runner.Errorf(runner.FanoutResultsUnwritten, "%v", err)
+			fmt.Fprintf(env.Stderr, "nova: %s: %v\n", runner.FanoutResultsUnwritten, err)
 		}
 	case summary && cfg.Command != "drift":
 		publishSummaries(context.WithoutCancel(ctx), cfg, forge, views, contractPaths(sel, views), "", nil, env.Stderr)
@@ -230,7 +233,7 @@ func executeMany(ctx context.Context, cfg Config, env Env) error {
 	if !cfg.Check {
 		reportDeleted(ctx, cfg, forge, sel.Deleted, env.Stderr)
 	}
-	return manyReport(cfg, env, sel, runs, views)
+	return manyReport(cfg, env, sel, runs, views, jobErr)
 }
 
 // nextDestroys adds to sel and destroys the destroy of the next
