@@ -150,8 +150,11 @@ type Config struct {
 	// where `nova summary` reads it back: the summary lists every
 	// selected contract, with or without a result.
 	SelectionFile string
-	OutputFile    string
-	SummaryFile   string
+	// FromStatuses makes `nova summary` read the results from the
+	// commit's statuses the jobs set, not from files (Gitea).
+	FromStatuses bool
+	OutputFile   string
+	SummaryFile  string
 	// WorkDir is where nova was started, for shorter paths in messages;
 	// Workspace the runner's workspace (GITHUB_WORKSPACE), which step
 	// outputs and annotations are relative to.
@@ -420,6 +423,7 @@ func (cfg *Config) flags(fs *flag.FlagSet, getenv func(string) string) *rawFlags
 	if cmd == "summary" {
 		fs.StringVar(&cfg.ResultsFrom, "from", "", "the directory of the results files the jobs of a fan-out wrote (--results), at any depth")
 		fs.StringVar(&cfg.SelectionFile, "selection", "", "the fan-out's matrix as nova matrix --selection wrote it: each selected contract without a result is a row saying so, and fails the summary")
+		fs.BoolVar(&cfg.FromStatuses, "statuses", false, "read the selected contracts' results from the pull request head's commit statuses (nova/<id>/<env>) the jobs set, not from --from's files: for a forge whose jobs cannot pass files (Gitea); needs --selection")
 	}
 	if cmd == "matrix" {
 		fs.StringVar(&cfg.SelectionFile, "selection", "", "write the matrix to this file too, for the fan-out's summary job (nova summary --selection)")
@@ -551,8 +555,12 @@ func (cfg *Config) complete(f *rawFlags, env Env) error {
 	if err := cfg.Select.check(cfg.Command); err != nil {
 		return err
 	}
-	if cfg.Command == "summary" && cfg.ResultsFrom == "" {
-		return runner.Errorf(runner.ConfigInvalid, "nova summary: --from names the directory of the fan-out's results files")
+	switch {
+	case cfg.Command != "summary":
+	case cfg.FromStatuses && (cfg.ResultsFrom != "" || cfg.SelectionFile == ""):
+		return runner.Errorf(runner.ConfigInvalid, "nova summary --statuses reads the results from the commit's statuses for the contracts of --selection: give --selection, and no --from")
+	case !cfg.FromStatuses && cfg.ResultsFrom == "":
+		return runner.Errorf(runner.ConfigInvalid, "nova summary: --from names the directory of the fan-out's results files (or --statuses, with --selection, reads the commit's statuses)")
 	}
 	if cfg.ResultsFile != "" && !cfg.Select.Many() {
 		return runner.Errorf(runner.ConfigInvalid, "--results writes the results of the contracts --all, --changed or --shard select: give one")

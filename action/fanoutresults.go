@@ -414,6 +414,71 @@ func missingResults(sel []selectedContract, results []fanoutResult) ([]fanoutRes
 	return missing, nil
 }
 
+// statusDescription is what statusLine writes, read back for a row: the
+// command, the verdict and the reason. A description of another shape
+// (a status set by hand, by an older nova) gives its state alone.
+var statusDescription = regexp.MustCompile(`^nova (validate|explain|plan|run): (pass|fail|awaiting_approval|error)(?: \((?:applied before; nothing to do|not applied yet)\))?(?: \(([A-Z][A-Z0-9_]{0,63})\))?$`)
+
+// stateVerdicts is the verdict a commit status's state stands for, where
+// its description does not say (commitState's inverse, but for a pass not
+// applied yet, which reads as waiting).
+var stateVerdicts = map[runner.CommitState]runner.Verdict{
+	runner.StateSuccess: runner.Pass, runner.StatePending: runner.AwaitingApproval,
+	runner.StateFailure: runner.Fail, runner.StateError: runner.Errored,
+}
+
+// statusResults are the results of the selected contracts as the jobs of
+// the fan-out set them in the commit's statuses (`nova/<id>/<env>`): the
+// channel on a forge whose jobs cannot pass files (Gitea's runners
+// without an artifact action). A status is the latest its context has,
+// so a job run again replaces it. Statuses of contracts the selection
+// does not hold are other workflows' and are left out.
+func statusResults(ctx context.Context, lister runner.StatusLister, commit string, sel []selectedContract) (string, []fanoutResult, error) {
+	all, err := lister.ListStatuses(ctx, commit)
+	if err != nil {
+		return "", nil, runner.Errorf(runner.ForgeAPIFailed, "reading the statuses of %s: %w", commit, err)
+	}
+	paths := map[string]string{}
+	for _, c := range sel {
+		if c.member.ID != "" {
+			paths[c.member.ID] = c.member.Path
+		}
+	}
+	var (
+		command string
+		out     []fanoutResult
+		seen    = map[string]bool{}
+	)
+	for _, st := range all {
+		rest, ok := strings.CutPrefix(st.Context, "nova/")
+		i := strings.LastIndexByte(rest, '/')
+		if !ok || i < 0 {
+			continue
+		}
+		id, env := rest[:i], rest[i+1:]
+		if _, selected := paths[id]; !selected || !runner.Environment(env).Valid() || seen[st.Context] {
+			continue
+		}
+		// The listers give each context's newest status alone; a second
+		// one would be a forge's answer to distrust, not to count twice.
+		seen[st.Context] = true
+		r := fanoutResult{ID: id, Path: paths[id], Environment: env, Command: "run"}
+		if m := statusDescription.FindStringSubmatch(st.Description); m != nil {
+			r.Command, r.Verdict, r.Reason = m[1], m[2], m[3]
+		} else if v, known := stateVerdicts[st.State]; known {
+			r.Verdict = string(v)
+		} else {
+			continue
+		}
+		command = cmp.Or(command, r.Command)
+		out = append(out, r)
+	}
+	slices.SortFunc(out, func(a, b fanoutResult) int {
+		return cmp.Or(cmp.Compare(a.Path, b.Path), cmp.Compare(a.Environment, b.Environment))
+	})
+	return command, out, nil
+}
+
 // summaryCommand posts one summary per pull request and environment for
 // the contracts every job of a sharded fan-out ran, from the results
 // files under --from, and marks out of date the comments they stand for.
@@ -428,7 +493,27 @@ func summaryCommand(ctx context.Context, cfg Config, env Env) error {
 			return failed(env, cfg, err)
 		}
 	}
-	command, results, err := readResults(cfg.ResultsFrom, cfg.SelectionFile != "")
+	var (
+		command string
+		results []fanoutResult
+		forge   *forgeAdapters
+		err     error
+	)
+	if cfg.FromStatuses {
+		if forge, err = connectForge(ctx, cfg); err == nil && forge.statusLister == nil {
+			err = runner.Errorf(runner.ConfigInvalid, "nova summary --statuses reads the commit's statuses from the forge: this run has none")
+		}
+		if err == nil {
+			commit := firstNonEmpty(env.Getenv("NOVA_COMMIT"), cfg.ForgeAPI.HeadSHA)
+			if !commitHex().MatchString(commit) {
+				err = runner.Errorf(runner.ConfigInvalid, "nova summary --statuses reads the statuses of the pull request's head: the event names none and NOVA_COMMIT is %q", commit)
+			} else {
+				command, results, err = statusResults(ctx, forge.statusLister, commit, sel)
+			}
+		}
+	} else {
+		command, results, err = readResults(cfg.ResultsFrom, cfg.SelectionFile != "")
+	}
 	if err != nil {
 		return failed(env, cfg, err)
 	}
@@ -438,9 +523,10 @@ func summaryCommand(ctx context.Context, cfg Config, env Env) error {
 			return failed(env, cfg, err)
 		}
 	}
-	forge, err := connectForge(ctx, cfg)
-	if err != nil {
-		return failed(env, cfg, err)
+	if forge == nil {
+		if forge, err = connectForge(ctx, cfg); err != nil {
+			return failed(env, cfg, err)
+		}
 	}
 	if forge.thread == nil {
 		return failed(env, cfg, runner.Errorf(runner.ConfigInvalid, "nova summary posts on a pull request: this run is about none"))
@@ -461,7 +547,11 @@ func summaryCommand(ctx context.Context, cfg Config, env Env) error {
 	cfg.Command = cmp.Or(command, "fan-out")
 	var warn bytes.Buffer
 	publishSummaries(ctx, cfg, forge, views, paths, fanoutKey, groups, io.MultiWriter(env.Stderr, &warn))
-	fmt.Fprintf(env.Stdout, "nova summary: %d result(s) of nova %s from %s\n", found, cfg.Command, cfg.ResultsFrom)
+	from := cfg.ResultsFrom
+	if cfg.FromStatuses {
+		from = "the commit's statuses"
+	}
+	fmt.Fprintf(env.Stdout, "nova summary: %d result(s) of nova %s from %s\n", found, cfg.Command, from)
 	for _, m := range missing {
 		fmt.Fprintf(env.Stdout, "nova summary: %s %s (%s): no result\n", runner.FanoutResultMissing, m.Path, m.ID)
 	}

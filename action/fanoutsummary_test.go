@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -434,5 +435,53 @@ func TestShardJobFailsWhenItsResultsCannotBeWritten(t *testing.T) {
 	}
 	if got := api.budget(); got.Statuses != 2 {
 		t.Errorf("%d statuses, want the 2 contracts' to stand", got.Statuses)
+	}
+}
+
+// listedStatuses is a commit's statuses as a forge lists them.
+type listedStatuses []runner.CommitStatus
+
+func (l listedStatuses) ListStatuses(context.Context, string) ([]runner.CommitStatus, error) {
+	return l, nil
+}
+
+// TestFanoutResultsFromStatuses: on a forge whose jobs pass no files, the
+// summary's rows are the selected contracts' commit statuses: verdict and
+// reason from the description nova wrote, the state where it wrote
+// another; statuses of contracts outside the selection are left out, and
+// a selected contract without one has no result.
+func TestFanoutResultsFromStatuses(t *testing.T) {
+	sel := []selectedContract{
+		{member: shardMember{Path: "svc/0000/.nova/contract.yml", ID: budgetID(0)}},
+		{member: shardMember{Path: "svc/0001/.nova/contract.yml", ID: budgetID(1)}},
+		{member: shardMember{Path: "svc/0002/.nova/contract.yml", ID: budgetID(2)}},
+		{member: shardMember{Path: "svc/0003/.nova/contract.yml", ID: budgetID(3)}, env: "qa"},
+	}
+	status := func(i int, env string, state runner.CommitState, desc string) runner.CommitStatus {
+		return runner.CommitStatus{Context: "nova/" + budgetID(i) + "/" + env, State: state, Description: desc}
+	}
+	statuses := listedStatuses{
+		status(0, "dev", runner.StateSuccess, "nova run: pass"),
+		status(1, "prod", runner.StatePending, "nova run: awaiting_approval (APPROVAL_REQUIRED)"),
+		status(2, "dev", runner.StateFailure, "set by hand | <b>forged</b>"),
+		status(9, "dev", runner.StateSuccess, "nova run: pass"),
+		{Context: "ci/build", State: runner.StateSuccess},
+		status(0, "staging", runner.StateSuccess, "nova run: pass"),
+	}
+	command, got, err := statusResults(t.Context(), statuses, strings.Repeat("b", 40), sel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []fanoutResult{
+		{ID: budgetID(0), Path: "svc/0000/.nova/contract.yml", Environment: "dev", Command: "run", Verdict: "pass"},
+		{ID: budgetID(1), Path: "svc/0001/.nova/contract.yml", Environment: "prod", Command: "run", Verdict: "awaiting_approval", Reason: "APPROVAL_REQUIRED"},
+		{ID: budgetID(2), Path: "svc/0002/.nova/contract.yml", Environment: "dev", Command: "run", Verdict: "fail"},
+	}
+	if command != "run" || !slices.Equal(got, want) {
+		t.Errorf("nova %s, results\n%+v\nwant nova run,\n%+v", command, got, want)
+	}
+	missing, err := missingResults(sel, got)
+	if err != nil || len(missing) != 1 || missing[0].ID != budgetID(3) || missing[0].Environment != "qa" || missing[0].Reason != string(runner.FanoutResultMissing) {
+		t.Errorf("missing %+v (%v), want contract 3 in qa alone", missing, err)
 	}
 }
