@@ -418,6 +418,8 @@ func (cfg *Config) flags(fs *flag.FlagSet, getenv func(string) string) *rawFlags
 		fs.IntVar(&cfg.Select.Parallel, "parallel", runtime.NumCPU(), "with --all, --changed or --shard, how many contracts run at once")
 		if cmd != "matrix" {
 			fs.StringVar(&cfg.Select.ShardList, "shard", "", "run the contracts of one job of a sharded fan-out: the shard of its nova matrix entry (a JSON list of contracts relative to --dir)")
+			fs.IntVar(&cfg.Select.Job, "job", 0, "run the shard of job N (from 1) of the matrix in --selection, nothing if it has fewer jobs, and, if its entry says summary, post no comment: a workflow whose number of jobs is fixed (Gitea cannot expand a matrix from a job's output)")
+			fs.StringVar(&cfg.SelectionFile, "selection", "", "with --job, the matrix nova matrix --selection wrote")
 		}
 	}
 	if cmd == "summary" {
@@ -498,6 +500,8 @@ func (cfg *Config) flags(fs *flag.FlagSet, getenv func(string) string) *rawFlags
 		fs.StringVar(&cfg.Init.NovaSource, "nova-source", "", "Gitea: git URL nova is built from when no release binary is given (default: "+novaSource+")")
 		fs.StringVar(&cfg.Init.NovaCommit, "nova-commit", "", "Gitea: commit of nova to build (default: the commit this nova was built from)")
 		fs.StringVar(&cfg.Init.NovaReleases, "nova-releases", "", "Gitea: where nova's releases are downloaded from, a mirror's address (default: "+novaReleases+")")
+		fs.BoolVar(&cfg.Init.Fanout, "fanout", false, "write one fan-out workflow for every contract under --dir instead (no contract, no approvers): the pull request's contracts run in at most --max-jobs jobs, reported in one summary per environment past 10 (docs/monorepo.md)")
+		fs.IntVar(&cfg.MaxJobs, "max-jobs", 0, "with --fanout, at most this many jobs (default: 256 on GitHub; 8 on Gitea, where they are fixed jobs that each start whatever the change)")
 	case "pin":
 		fs.StringVar(&cfg.Dir, "dir", ".", "a directory of the repository whose workflows are pinned")
 		fs.StringVar(&cfg.Pin.Source, "source", novaSource, "git remote the tags are resolved at")
@@ -550,6 +554,11 @@ func (cfg *Config) complete(f *rawFlags, env Env) error {
 	default:
 		if cfg.Output != "text" && cfg.Output != "json" {
 			return runner.Errorf(runner.ConfigInvalid, "--output %q: want text or json", cfg.Output)
+		}
+	}
+	if cfg.Select.Job != 0 {
+		if err := cfg.Select.pickJob(cfg.SelectionFile); err != nil {
+			return err
 		}
 	}
 	if err := cfg.Select.check(cfg.Command); err != nil {
@@ -660,6 +669,19 @@ func (cfg *Config) complete(f *rawFlags, env Env) error {
 		}
 		if cfg.Init.ApplyOn != "pr" && cfg.Init.ApplyOn != templates.ApplyOnMerge {
 			return runner.Errorf(runner.ConfigInvalid, "--apply-on %q: want pr or merge", cfg.Init.ApplyOn)
+		}
+		switch {
+		case !cfg.Init.Fanout && cfg.MaxJobs != 0:
+			return runner.Errorf(runner.ConfigInvalid, "--max-jobs bounds the jobs of --fanout: give --fanout")
+		case cfg.Init.Fanout && (cfg.Init.Keyless || cfg.Init.ApplyOn != "pr"):
+			return runner.Errorf(runner.ConfigInvalid, "--fanout: the fan-out signs with a key and applies on the pull request; --keyless and --apply-on merge are for one contract's workflows")
+		case cfg.Init.Fanout && cfg.MaxJobs == 0 && cfg.Init.Forge == Gitea:
+			cfg.MaxJobs = defaultGiteaFanoutJobs
+		case cfg.Init.Fanout && cfg.MaxJobs == 0:
+			cfg.MaxJobs = DefaultMaxJobs
+		}
+		if cfg.Init.Fanout && (cfg.MaxJobs < 1 || cfg.MaxJobs > DefaultMaxJobs) {
+			return runner.Errorf(runner.ConfigInvalid, "--max-jobs %d: want 1 to %d", cfg.MaxJobs, DefaultMaxJobs)
 		}
 	}
 	if cfg.Command == "resolve" {

@@ -335,26 +335,9 @@ type selectedContract struct {
 // through the workflow's artifacts, so it is checked as the jobs check
 // their --shard.
 func readSelection(p string) ([]selectedContract, error) {
-	f, err := os.Open(p)
+	m, err := readMatrixFile(p)
 	if err != nil {
-		return nil, errResults("opening the selection: %w", err)
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxSelectionBytes+1))
-	if err != nil {
-		return nil, errResults("reading the selection %s: %w", p, err)
-	}
-	if len(b) > maxSelectionBytes {
-		return nil, errResults("the selection %s is larger than %d bytes", p, maxSelectionBytes)
-	}
-	var m matrix
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&m); err != nil {
-		return nil, errResults("%s is not a matrix nova matrix writes: %v", p, err)
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return nil, errResults("%s holds more than one JSON document", p)
+		return nil, err
 	}
 	var out []selectedContract
 	for i, e := range m.Include {
@@ -374,6 +357,32 @@ func readSelection(p string) ([]selectedContract, error) {
 		}
 	}
 	return out, nil
+}
+
+// readMatrixFile reads a matrix nova matrix --selection wrote.
+func readMatrixFile(p string) (matrix, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return matrix{}, errResults("opening the selection: %w", err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxSelectionBytes+1))
+	if err != nil {
+		return matrix{}, errResults("reading the selection %s: %w", p, err)
+	}
+	if len(b) > maxSelectionBytes {
+		return matrix{}, errResults("the selection %s is larger than %d bytes", p, maxSelectionBytes)
+	}
+	var m matrix
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&m); err != nil {
+		return m, errResults("%s is not a matrix nova matrix writes: %v", p, err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return m, errResults("%s holds more than one JSON document", p)
+	}
+	return m, nil
 }
 
 // missingResults checks the results against the selection: a result of
