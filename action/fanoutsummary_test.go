@@ -429,8 +429,9 @@ func TestShardJobFailsWhenItsResultsCannotBeWritten(t *testing.T) {
 	if code != ExitError || !strings.Contains(stderr, string(runner.FanoutResultsUnwritten)) {
 		t.Fatalf("exit %d, want %d with %s\n%s\n%s", code, ExitError, runner.FanoutResultsUnwritten, stdout, stderr)
 	}
+	// The job's masks come first, then the report.
 	var report struct{ Verdict, Reason string }
-	if err := json.Unmarshal([]byte(stdout), &report); err != nil || report.Verdict != string(runner.Errored) || report.Reason != string(runner.FanoutResultsUnwritten) {
+	if err := json.Unmarshal([]byte(stdout[strings.Index(stdout, "{"):]), &report); err != nil || report.Verdict != string(runner.Errored) || report.Reason != string(runner.FanoutResultsUnwritten) {
 		t.Errorf("report %+v (%v), want error %s", report, err, runner.FanoutResultsUnwritten)
 	}
 	if got := api.budget(); got.Statuses != 2 {
@@ -483,5 +484,32 @@ func TestFanoutResultsFromStatuses(t *testing.T) {
 	missing, err := missingResults(sel, got)
 	if err != nil || len(missing) != 1 || missing[0].ID != budgetID(3) || missing[0].Environment != "qa" || missing[0].Reason != string(runner.FanoutResultMissing) {
 		t.Errorf("missing %+v (%v), want contract 3 in qa alone", missing, err)
+	}
+}
+
+// TestPickJob: job N of a fan-out's fixed jobs (Gitea) takes the shard
+// and summary of the matrix's entry N, runs nothing past the last, and
+// is refused with a selection of its own or without the matrix.
+func TestPickJob(t *testing.T) {
+	sel := selectionOf(t, []int{0, 2}, []int{1, 3})
+	s := SelectFlags{Job: 2}
+	if err := s.pickJob(sel); err != nil || s.Idle || !s.Deferred || !strings.Contains(s.ShardList, budgetID(3)) || strings.Contains(s.ShardList, budgetID(0)) {
+		t.Errorf("job 2: %+v (%v), want the second shard, summarized", s, err)
+	}
+	s = SelectFlags{Job: 3}
+	if err := s.pickJob(sel); err != nil || !s.Idle || s.ShardList != "" || !s.Many() {
+		t.Errorf("job 3 of 2: %+v (%v), want idle", s, err)
+	}
+	for name, c := range map[string]struct {
+		s    SelectFlags
+		file string
+	}{
+		"no selection": {SelectFlags{Job: 1}, ""},
+		"with --all":   {SelectFlags{Job: 1, All: true}, sel},
+		"job 0":        {SelectFlags{Job: -1}, sel},
+	} {
+		if err := c.s.pickJob(c.file); runner.ReasonOf(err) != runner.ConfigInvalid {
+			t.Errorf("%s: %v, want %s", name, err, runner.ConfigInvalid)
+		}
 	}
 }
