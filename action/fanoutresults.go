@@ -424,9 +424,9 @@ func missingResults(sel []selectedContract, results []fanoutResult) ([]fanoutRes
 }
 
 // statusDescription is what statusLine writes, read back for a row: the
-// command, the verdict and the reason. A description of another shape
+// command, the verdict, the plan digest's prefix and the reason. A description of another shape
 // (a status set by hand, by an older nova) gives its state alone.
-var statusDescription = regexp.MustCompile(`^nova (validate|explain|plan|run): (pass|fail|awaiting_approval|error)(?: \((?:applied before; nothing to do|not applied yet)\))?(?: \(([A-Z][A-Z0-9_]{0,63})\))?$`)
+var statusDescription = regexp.MustCompile(`^nova (validate|explain|plan|run): (pass|fail|awaiting_approval|error)(?:, plan ([0-9a-f]{32,128}))?(?: \((?:applied before; nothing to do|not applied yet)\))?(?: \(([A-Z][A-Z0-9_]{0,63})\))?$`)
 
 // stateVerdicts is the verdict a commit status's state stands for, where
 // its description does not say (commitState's inverse, but for a pass not
@@ -473,7 +473,7 @@ func statusResults(ctx context.Context, lister runner.StatusLister, commit strin
 		seen[st.Context] = true
 		r := fanoutResult{ID: id, Path: paths[id], Environment: env, Command: "run"}
 		if m := statusDescription.FindStringSubmatch(st.Description); m != nil {
-			r.Command, r.Verdict, r.Reason = m[1], m[2], m[3]
+			r.Command, r.Verdict, r.Digest, r.Reason = m[1], m[2], m[3], m[4]
 		} else if v, known := stateVerdicts[st.State]; known {
 			r.Verdict = string(v)
 		} else {

@@ -463,7 +463,7 @@ func TestFanoutResultsFromStatuses(t *testing.T) {
 	}
 	statuses := listedStatuses{
 		status(0, "dev", runner.StateSuccess, "nova run: pass"),
-		status(1, "prod", runner.StatePending, "nova run: awaiting_approval (APPROVAL_REQUIRED)"),
+		status(1, "prod", runner.StatePending, "nova run: awaiting_approval, plan "+strings.Repeat("0123456789abcdef", 2)+" (APPROVAL_REQUIRED)"),
 		status(2, "dev", runner.StateFailure, "set by hand | <b>forged</b>"),
 		status(9, "dev", runner.StateSuccess, "nova run: pass"),
 		{Context: "ci/build", State: runner.StateSuccess},
@@ -475,7 +475,7 @@ func TestFanoutResultsFromStatuses(t *testing.T) {
 	}
 	want := []fanoutResult{
 		{ID: budgetID(0), Path: "svc/0000/.nova/contract.yml", Environment: "dev", Command: "run", Verdict: "pass"},
-		{ID: budgetID(1), Path: "svc/0001/.nova/contract.yml", Environment: "prod", Command: "run", Verdict: "awaiting_approval", Reason: "APPROVAL_REQUIRED"},
+		{ID: budgetID(1), Path: "svc/0001/.nova/contract.yml", Environment: "prod", Command: "run", Verdict: "awaiting_approval", Digest: strings.Repeat("0123456789abcdef", 2), Reason: "APPROVAL_REQUIRED"},
 		{ID: budgetID(2), Path: "svc/0002/.nova/contract.yml", Environment: "dev", Command: "run", Verdict: "fail"},
 	}
 	if command != "run" || !slices.Equal(got, want) {
