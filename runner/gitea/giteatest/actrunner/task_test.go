@@ -111,7 +111,7 @@ jobs:
 		inLog:   []string{"secret: ***"},
 	}, {
 		// Gitea's job parser writes the numbers it read back as strings.
-		name: "a job as Gitea writes it, timeout-minutes quoted",
+		name: "a job as Gitea writes it, timeout-minutes and fail-fast quoted",
 		workflow: `name: w
 on:
   pull_request:
@@ -121,6 +121,8 @@ jobs:
     name: build
     runs-on: ubuntu-latest
     timeout-minutes: "60"
+    strategy:
+      fail-fast: "false"
     steps:
       - name: quick
         timeout-minutes: "5"
