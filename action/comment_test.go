@@ -115,6 +115,7 @@ func TestCommitStatusSaysWhatRuns(t *testing.T) {
 		{"receipt", runView{Command: "plan", Verdict: "pass", Environment: "qa", Receipt: "e1"}, runner.StateSuccess, "nova plan: pass (applied before; nothing to do)"},
 		{"run receipt", runView{Command: "run", Verdict: "pass", Environment: "prod", Receipt: "e1"}, runner.StateSuccess, "nova run: pass (applied before; nothing to do)"},
 		{"waiting", runView{Command: "apply", Verdict: "awaiting_approval", Reason: "APPROVAL_REQUIRED", Environment: "qa"}, runner.StatePending, "nova apply: awaiting_approval (APPROVAL_REQUIRED)"},
+		{"waiting on a plan", runView{Command: "run", Verdict: "awaiting_approval", Reason: "APPROVAL_REQUIRED", Environment: "prod", PlanDigest: strings.Repeat("0123456789abcdef", 4)}, runner.StatePending, "nova run: awaiting_approval, plan 0123456789abcdef0123456789abcdef (APPROVAL_REQUIRED)"},
 		{"plan failed", runView{Command: "plan", Verdict: "fail", Reason: "POLICY_CRITICAL_FAIL", Environment: "qa"}, runner.StateFailure, "nova plan: fail (POLICY_CRITICAL_FAIL)"},
 	}
 	for _, tt := range tests {

@@ -147,8 +147,15 @@ type Config struct {
 	// ResultsFrom is the directory `nova summary` reads the results
 	// files of a fan-out's jobs from (--from).
 	ResultsFrom string
-	OutputFile  string
-	SummaryFile string
+	// SelectionFile is where `nova matrix` writes the matrix too, and
+	// where `nova summary` reads it back: the summary lists every
+	// selected contract, with or without a result.
+	SelectionFile string
+	// FromStatuses makes `nova summary` read the results from the
+	// commit's statuses the jobs set, not from files (Gitea).
+	FromStatuses bool
+	OutputFile   string
+	SummaryFile  string
 	// WorkDir is where nova was started, for shorter paths in messages;
 	// Workspace the runner's workspace (GITHUB_WORKSPACE), which step
 	// outputs and annotations are relative to.
@@ -413,12 +420,17 @@ func (cfg *Config) flags(fs *flag.FlagSet, getenv func(string) string) *rawFlags
 		fs.IntVar(&cfg.Select.Parallel, "parallel", runtime.NumCPU(), "with --all, --changed or --shard, how many contracts run at once")
 		if cmd != "matrix" {
 			fs.StringVar(&cfg.Select.ShardList, "shard", "", "run the contracts of one job of a sharded fan-out: the shard of its nova matrix entry (a JSON list of contracts relative to --dir)")
+			fs.IntVar(&cfg.Select.Job, "job", 0, "run the shard of job N (from 1) of the matrix in --selection, nothing if it has fewer jobs, and, if its entry says summary, post no comment: a workflow whose number of jobs is fixed (Gitea cannot expand a matrix from a job's output)")
+			fs.StringVar(&cfg.SelectionFile, "selection", "", "with --job, the matrix nova matrix --selection wrote")
 		}
 	}
 	if cmd == "summary" {
 		fs.StringVar(&cfg.ResultsFrom, "from", "", "the directory of the results files the jobs of a fan-out wrote (--results), at any depth")
+		fs.StringVar(&cfg.SelectionFile, "selection", "", "the fan-out's matrix as nova matrix --selection wrote it: each selected contract without a result is a row saying so, and fails the summary")
+		fs.BoolVar(&cfg.FromStatuses, "statuses", false, "read the selected contracts' results from the pull request head's commit statuses (nova/<id>/<env>) the jobs set, not from --from's files: for a forge whose jobs cannot pass files (Gitea); needs --selection")
 	}
 	if cmd == "matrix" {
+		fs.StringVar(&cfg.SelectionFile, "selection", "", "write the matrix to this file too, for the fan-out's summary job (nova summary --selection)")
 		fs.IntVar(&cfg.MaxJobs, "max-jobs", DefaultMaxJobs, "at most this many jobs: past it, the contracts are packed into this many shards, balanced by the modules they resolve to")
 	}
 	if slices.Contains(manyCommands, cmd) && cmd != "matrix" {
@@ -492,6 +504,8 @@ func (cfg *Config) flags(fs *flag.FlagSet, getenv func(string) string) *rawFlags
 		fs.StringVar(&cfg.Init.NovaSource, "nova-source", "", "Gitea: git URL nova is built from when no release binary is given (default: "+novaSource+")")
 		fs.StringVar(&cfg.Init.NovaCommit, "nova-commit", "", "Gitea: commit of nova to build (default: the commit this nova was built from)")
 		fs.StringVar(&cfg.Init.NovaReleases, "nova-releases", "", "Gitea: where nova's releases are downloaded from, a mirror's address (default: "+novaReleases+")")
+		fs.BoolVar(&cfg.Init.Fanout, "fanout", false, "write one fan-out workflow for every contract under --dir instead (no contract, no approvers): the pull request's contracts run in at most --max-jobs jobs, reported in one summary per environment past 10 (docs/monorepo.md)")
+		fs.IntVar(&cfg.MaxJobs, "max-jobs", 0, "with --fanout, at most this many jobs (default: 256 on GitHub; 8 on Gitea, where they are fixed jobs that each start whatever the change)")
 	case "pin":
 		fs.StringVar(&cfg.Dir, "dir", ".", "a directory of the repository whose workflows are pinned")
 		fs.StringVar(&cfg.Pin.Source, "source", novaSource, "git remote the tags are resolved at")
@@ -546,11 +560,20 @@ func (cfg *Config) complete(f *rawFlags, env Env) error {
 			return runner.Errorf(runner.ConfigInvalid, "--output %q: want text or json", cfg.Output)
 		}
 	}
+	if cfg.Select.Job != 0 {
+		if err := cfg.Select.pickJob(cfg.SelectionFile); err != nil {
+			return err
+		}
+	}
 	if err := cfg.Select.check(cfg.Command); err != nil {
 		return err
 	}
-	if cfg.Command == "summary" && cfg.ResultsFrom == "" {
-		return runner.Errorf(runner.ConfigInvalid, "nova summary: --from names the directory of the fan-out's results files")
+	switch {
+	case cfg.Command != "summary":
+	case cfg.FromStatuses && (cfg.ResultsFrom != "" || cfg.SelectionFile == ""):
+		return runner.Errorf(runner.ConfigInvalid, "nova summary --statuses reads the results from the commit's statuses for the contracts of --selection: give --selection, and no --from")
+	case !cfg.FromStatuses && cfg.ResultsFrom == "":
+		return runner.Errorf(runner.ConfigInvalid, "nova summary: --from names the directory of the fan-out's results files (or --statuses, with --selection, reads the commit's statuses)")
 	}
 	if cfg.ResultsFile != "" && !cfg.Select.Many() {
 		return runner.Errorf(runner.ConfigInvalid, "--results writes the results of the contracts --all, --changed or --shard select: give one")
@@ -650,6 +673,19 @@ func (cfg *Config) complete(f *rawFlags, env Env) error {
 		}
 		if cfg.Init.ApplyOn != "pr" && cfg.Init.ApplyOn != templates.ApplyOnMerge {
 			return runner.Errorf(runner.ConfigInvalid, "--apply-on %q: want pr or merge", cfg.Init.ApplyOn)
+		}
+		switch {
+		case !cfg.Init.Fanout && cfg.MaxJobs != 0:
+			return runner.Errorf(runner.ConfigInvalid, "--max-jobs bounds the jobs of --fanout: give --fanout")
+		case cfg.Init.Fanout && (cfg.Init.Keyless || cfg.Init.ApplyOn != "pr"):
+			return runner.Errorf(runner.ConfigInvalid, "--fanout: the fan-out signs with a key and applies on the pull request; --keyless and --apply-on merge are for one contract's workflows")
+		case cfg.Init.Fanout && cfg.MaxJobs == 0 && cfg.Init.Forge == Gitea:
+			cfg.MaxJobs = defaultGiteaFanoutJobs
+		case cfg.Init.Fanout && cfg.MaxJobs == 0:
+			cfg.MaxJobs = DefaultMaxJobs
+		}
+		if cfg.Init.Fanout && (cfg.MaxJobs < 1 || cfg.MaxJobs > DefaultMaxJobs) {
+			return runner.Errorf(runner.ConfigInvalid, "--max-jobs %d: want 1 to %d", cfg.MaxJobs, DefaultMaxJobs)
 		}
 	}
 	if cfg.Command == "resolve" {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -155,7 +156,11 @@ func errResults(format string, args ...any) error {
 // a download of several artifacts puts each in its own directory), checks
 // each, and returns the newest attempt's result of each contract and
 // environment, and the command they ran.
-func readResults(dir string) (string, []fanoutResult, error) {
+//
+// With none, a directory that is missing or holds no results file is no
+// error: the summary then knows the selection, and says each contract of
+// it has no result.
+func readResults(dir string, none bool) (string, []fanoutResult, error) {
 	var (
 		command string
 		files   []string
@@ -166,6 +171,9 @@ func readResults(dir string) (string, []fanoutResult, error) {
 	)
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
+			if none && p == dir && errors.Is(err, fs.ErrNotExist) {
+				return fs.SkipAll
+			}
 			return err
 		}
 		switch {
@@ -187,7 +195,7 @@ func readResults(dir string) (string, []fanoutResult, error) {
 		}
 		return "", nil, errResults("reading %s: %w", dir, err)
 	}
-	if len(files) == 0 {
+	if len(files) == 0 && !none {
 		return "", nil, errResults("no results file (*.json) under %s: did any job of the fan-out write one?", dir)
 	}
 	for _, p := range files {
@@ -302,22 +310,238 @@ func (r fanoutResult) view() runView {
 	return v
 }
 
+// maxSelectionBytes bounds the selection file: GitHub caps a job's
+// outputs, the matrix among them, at 1 MB.
+const maxSelectionBytes = 4 << 20
+
+// unknownEnvironment is where the summary lists a contract with no result
+// whose environment the selection does not say (a shard's members carry
+// none, to keep the matrix within the forge's output limit).
+const unknownEnvironment = "unknown"
+
+// verdictNoResult is the row of a selected contract without a result:
+// no verdict of a run, as nothing says whether it ran.
+const verdictNoResult = "no_result"
+
+// selectedContract is one contract the fan-out's selection holds.
+type selectedContract struct {
+	member shardMember
+	// env is the contract's environment when its matrix entry says it
+	// (one contract per job), else empty.
+	env string
+}
+
+// readSelection reads the matrix `nova matrix --selection` wrote. It went
+// through the workflow's artifacts, so it is checked as the jobs check
+// their --shard.
+func readSelection(p string) ([]selectedContract, error) {
+	m, err := readMatrixFile(p)
+	if err != nil {
+		return nil, err
+	}
+	var out []selectedContract
+	for i, e := range m.Include {
+		members, err := parseShard(e.Shard)
+		if err != nil {
+			return nil, errResults("the selection's job %d: %v", i+1, err)
+		}
+		env := ""
+		if len(members) == 1 && runner.Environment(e.Environment).Valid() {
+			env = e.Environment
+		}
+		for _, mem := range members {
+			if len(out) >= maxResults {
+				return nil, errResults("the selection %s holds more than %d contracts", p, maxResults)
+			}
+			out = append(out, selectedContract{member: mem, env: env})
+		}
+	}
+	return out, nil
+}
+
+// readMatrixFile reads a matrix nova matrix --selection wrote.
+func readMatrixFile(p string) (matrix, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return matrix{}, errResults("opening the selection: %w", err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxSelectionBytes+1))
+	if err != nil {
+		return matrix{}, errResults("reading the selection %s: %w", p, err)
+	}
+	if len(b) > maxSelectionBytes {
+		return matrix{}, errResults("the selection %s is larger than %d bytes", p, maxSelectionBytes)
+	}
+	var m matrix
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&m); err != nil {
+		return m, errResults("%s is not a matrix nova matrix writes: %v", p, err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return m, errResults("%s holds more than one JSON document", p)
+	}
+	return m, nil
+}
+
+// missingResults checks the results against the selection: a result of
+// a contract the selection does not hold is refused (the jobs ran only
+// what it holds), and each selected contract with no result becomes a
+// result saying so.
+func missingResults(sel []selectedContract, results []fanoutResult) ([]fanoutResult, error) {
+	ids, paths := map[string]bool{}, map[string]bool{}
+	for _, c := range sel {
+		if c.member.ID != "" {
+			ids[c.member.ID] = true
+		}
+		paths[c.member.Path] = true
+	}
+	hasID, hasPath := map[string]bool{}, map[string]bool{}
+	for _, r := range results {
+		if !ids[r.ID] && !paths[r.Path] {
+			return nil, errResults("a result of contract %q (%s): the selection holds no such contract", r.ID, r.Path)
+		}
+		hasID[r.ID], hasPath[r.Path] = true, true
+	}
+	var missing []fanoutResult
+	for _, c := range sel {
+		if (c.member.ID != "" && hasID[c.member.ID]) || hasPath[c.member.Path] {
+			continue
+		}
+		id := c.member.ID
+		if id == "" {
+			// A contract the selection could not read the id of: its
+			// file names it.
+			id = c.member.Path
+		}
+		missing = append(missing, fanoutResult{
+			ID: id, Path: c.member.Path, Environment: cmp.Or(c.env, unknownEnvironment), Verdict: verdictNoResult,
+			Reason: string(runner.FanoutResultMissing), Detail: "no result: its job of the fan-out failed before writing one, or did not run (see the workflow run)",
+		})
+	}
+	return missing, nil
+}
+
+// statusDescription is what statusLine writes, read back for a row: the
+// command, the verdict, the plan digest's prefix and the reason. A description of another shape
+// (a status set by hand, by an older nova) gives its state alone.
+var statusDescription = regexp.MustCompile(`^nova (validate|explain|plan|run): (pass|fail|awaiting_approval|error)(?:, plan ([0-9a-f]{32,128}))?(?: \((?:applied before; nothing to do|not applied yet)\))?(?: \(([A-Z][A-Z0-9_]{0,63})\))?$`)
+
+// stateVerdicts is the verdict a commit status's state stands for, where
+// its description does not say (commitState's inverse, but for a pass not
+// applied yet, which reads as waiting).
+var stateVerdicts = map[runner.CommitState]runner.Verdict{
+	runner.StateSuccess: runner.Pass, runner.StatePending: runner.AwaitingApproval,
+	runner.StateFailure: runner.Fail, runner.StateError: runner.Errored,
+}
+
+// statusResults are the results of the selected contracts as the jobs of
+// the fan-out set them in the commit's statuses (`nova/<id>/<env>`): the
+// channel on a forge whose jobs cannot pass files (Gitea's runners
+// without an artifact action). A status is the latest its context has,
+// so a job run again replaces it. Statuses of contracts the selection
+// does not hold are other workflows' and are left out.
+func statusResults(ctx context.Context, lister runner.StatusLister, commit string, sel []selectedContract) (string, []fanoutResult, error) {
+	all, err := lister.ListStatuses(ctx, commit)
+	if err != nil {
+		return "", nil, runner.Errorf(runner.ForgeAPIFailed, "reading the statuses of %s: %w", commit, err)
+	}
+	paths := map[string]string{}
+	for _, c := range sel {
+		if c.member.ID != "" {
+			paths[c.member.ID] = c.member.Path
+		}
+	}
+	var (
+		command string
+		out     []fanoutResult
+		seen    = map[string]bool{}
+	)
+	for _, st := range all {
+		rest, ok := strings.CutPrefix(st.Context, "nova/")
+		i := strings.LastIndexByte(rest, '/')
+		if !ok || i < 0 {
+			continue
+		}
+		id, env := rest[:i], rest[i+1:]
+		if _, selected := paths[id]; !selected || !runner.Environment(env).Valid() || seen[st.Context] {
+			continue
+		}
+		// The listers give each context's newest status alone; a second
+		// one would be a forge's answer to distrust, not to count twice.
+		seen[st.Context] = true
+		r := fanoutResult{ID: id, Path: paths[id], Environment: env, Command: "run"}
+		if m := statusDescription.FindStringSubmatch(st.Description); m != nil {
+			r.Command, r.Verdict, r.Digest, r.Reason = m[1], m[2], m[3], m[4]
+		} else if v, known := stateVerdicts[st.State]; known {
+			r.Verdict = string(v)
+		} else {
+			continue
+		}
+		command = cmp.Or(command, r.Command)
+		out = append(out, r)
+	}
+	slices.SortFunc(out, func(a, b fanoutResult) int {
+		return cmp.Or(cmp.Compare(a.Path, b.Path), cmp.Compare(a.Environment, b.Environment))
+	})
+	return command, out, nil
+}
+
 // summaryCommand posts one summary per pull request and environment for
 // the contracts every job of a sharded fan-out ran, from the results
 // files under --from, and marks out of date the comments they stand for.
-// It reads no secret but the forge's token and runs nothing of the change.
+// With --selection, each selected contract without a result is a row
+// saying so, and the command fails. It reads no secret but the forge's
+// token and runs nothing of the change.
 func summaryCommand(ctx context.Context, cfg Config, env Env) error {
-	command, results, err := readResults(cfg.ResultsFrom)
+	var sel []selectedContract
+	if cfg.SelectionFile != "" {
+		var err error
+		if sel, err = readSelection(cfg.SelectionFile); err != nil {
+			return failed(env, cfg, err)
+		}
+	}
+	var (
+		command string
+		results []fanoutResult
+		forge   *forgeAdapters
+		err     error
+	)
+	if cfg.FromStatuses {
+		if forge, err = connectForge(ctx, cfg); err == nil && forge.statusLister == nil {
+			err = runner.Errorf(runner.ConfigInvalid, "nova summary --statuses reads the commit's statuses from the forge: this run has none")
+		}
+		if err == nil {
+			commit := firstNonEmpty(env.Getenv("NOVA_COMMIT"), cfg.ForgeAPI.HeadSHA)
+			if !commitHex().MatchString(commit) {
+				err = runner.Errorf(runner.ConfigInvalid, "nova summary --statuses reads the statuses of the pull request's head: the event names none and NOVA_COMMIT is %q", commit)
+			} else {
+				command, results, err = statusResults(ctx, forge.statusLister, commit, sel)
+			}
+		}
+	} else {
+		command, results, err = readResults(cfg.ResultsFrom, cfg.SelectionFile != "")
+	}
 	if err != nil {
 		return failed(env, cfg, err)
 	}
-	forge, err := connectForge(ctx, cfg)
-	if err != nil {
-		return failed(env, cfg, err)
+	var missing []fanoutResult
+	if cfg.SelectionFile != "" {
+		if missing, err = missingResults(sel, results); err != nil {
+			return failed(env, cfg, err)
+		}
+	}
+	if forge == nil {
+		if forge, err = connectForge(ctx, cfg); err != nil {
+			return failed(env, cfg, err)
+		}
 	}
 	if forge.thread == nil {
 		return failed(env, cfg, runner.Errorf(runner.ConfigInvalid, "nova summary posts on a pull request: this run is about none"))
 	}
+	found := len(results)
+	results = append(results, missing...)
 	views := make([]runView, len(results))
 	paths := map[string]string{}
 	groups := map[string]string{}
@@ -328,12 +552,23 @@ func summaryCommand(ctx context.Context, cfg Config, env Env) error {
 			groups[r.Environment] = r.Group
 		}
 	}
-	cfg.Command = command
+	// With no result at all, the command the jobs ran is unknown.
+	cfg.Command = cmp.Or(command, "fan-out")
 	var warn bytes.Buffer
 	publishSummaries(ctx, cfg, forge, views, paths, fanoutKey, groups, io.MultiWriter(env.Stderr, &warn))
-	fmt.Fprintf(env.Stdout, "nova summary: %d result(s) of nova %s from %s\n", len(results), command, cfg.ResultsFrom)
+	from := cfg.ResultsFrom
+	if cfg.FromStatuses {
+		from = "the commit's statuses"
+	}
+	fmt.Fprintf(env.Stdout, "nova summary: %d result(s) of nova %s from %s\n", found, cfg.Command, from)
+	for _, m := range missing {
+		fmt.Fprintf(env.Stdout, "nova summary: %s %s (%s): no result\n", runner.FanoutResultMissing, m.Path, m.ID)
+	}
 	if warn.Len() > 0 {
 		return runner.Errorf(runner.ForgeAPIFailed, "the summaries were not all posted")
+	}
+	if len(missing) > 0 {
+		return failed(env, cfg, runner.Errorf(runner.FanoutResultMissing, "%d of the %d selected contract(s) have no result: their jobs failed before writing one, or did not run", len(missing), len(sel)))
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -28,11 +29,11 @@ func summaryEnv(t *testing.T, api *githubAPI) map[string]string {
 	}
 }
 
-func novaSummary(t *testing.T, env map[string]string, from string) (int, string, string) {
+func novaSummary(t *testing.T, env map[string]string, from string, more ...string) (int, string, string) {
 	t.Helper()
 	var stdout, stderr bytes.Buffer
 	code := exitCode(run(t.Context(), Env{
-		Args: []string{"summary", "--from", from}, Getenv: func(k string) string { return env[k] },
+		Args: append([]string{"summary", "--from", from}, more...), Getenv: func(k string) string { return env[k] },
 		Environ: os.Environ(), Stdout: &stdout, Stderr: &stderr,
 	}))
 	return code, stdout.String(), stderr.String()
@@ -230,7 +231,7 @@ func TestFanoutNewestAttemptWins(t *testing.T) {
 		b, _ := json.Marshal(fanoutResults{Version: 1, Command: "run", Attempt: attempt, Results: []fanoutResult{r}})
 		writeFile(t, filepath.Join(dir, fmt.Sprintf("nova-results-%d-0", attempt), "nova-results.json"), string(b))
 	}
-	_, got, err := readResults(dir)
+	_, got, err := readResults(dir, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -289,6 +290,226 @@ func TestShardJobsLeaveTheCommentsToTheSummary(t *testing.T) {
 	for i := range n {
 		if !strings.Contains(comments[0].Body, "<code>"+templates.EscapeMarkdown(budgetID(i))+"</code>") {
 			t.Errorf("no row for %s:\n%s", budgetID(i), comments[0].Body)
+		}
+	}
+}
+
+// selectionOf writes the matrix of a fan-out whose jobs run the given
+// shards of the contracts budgetID(i) at svc/<i>, as nova matrix
+// --selection writes it; a job of one contract says its environment.
+func selectionOf(t *testing.T, shards ...[]int) string {
+	t.Helper()
+	var m matrix
+	for _, is := range shards {
+		var ms []shardMember
+		for _, i := range is {
+			ms = append(ms, shardMember{Path: fmt.Sprintf("svc/%04d/.nova/contract.yml", i), ID: budgetID(i)})
+		}
+		b, _ := json.Marshal(ms)
+		e := matrixEntry{Name: "shard", Shard: string(b), Contracts: len(ms), Summary: true}
+		if len(ms) == 1 {
+			e.Environment = "dev"
+		}
+		m.Include = append(m.Include, e)
+	}
+	b, _ := json.Marshal(m)
+	p := filepath.Join(t.TempDir(), "nova-selection.json")
+	writeFile(t, p, string(b))
+	return p
+}
+
+// TestFanoutSummaryListsContractsWithoutAResult: a shard job that died
+// before writing its results leaves its contracts without one; given the
+// selection, the summary lists each as a row saying so (in its
+// environment when the selection says it, else under "unknown") and
+// fails with FANOUT_RESULT_MISSING. With every shard dead, the rows are
+// all of that kind.
+func TestFanoutSummaryListsContractsWithoutAResult(t *testing.T) {
+	results := func(t *testing.T, is ...int) string {
+		dir := t.TempDir()
+		doc := fanoutResults{Version: 1, Command: "run", Attempt: 1}
+		for _, i := range is {
+			doc.Results = append(doc.Results, fanoutResult{ID: budgetID(i), Path: fmt.Sprintf("svc/%04d/.nova/contract.yml", i), Environment: "dev", Command: "run", Verdict: "pass"})
+		}
+		b, _ := json.Marshal(doc)
+		writeFile(t, filepath.Join(dir, "nova-results-1-0", "nova-results.json"), string(b))
+		return dir
+	}
+	summaries := func(api *githubAPI) map[string]string {
+		api.mu.Lock()
+		defer api.mu.Unlock()
+		out := map[string]string{}
+		for _, c := range api.comments {
+			for _, env := range []string{"dev", unknownEnvironment} {
+				if strings.HasPrefix(c.Body, summaryMarker(env, fanoutKey, 1)) {
+					out[env] = c.Body
+				}
+			}
+		}
+		return out
+	}
+	row := func(i int) string { return "<code>" + templates.EscapeMarkdown(budgetID(i)) + "</code>" }
+	t.Run("a shard died", func(t *testing.T) {
+		api := newGitHubAPI(t)
+		sel := selectionOf(t, []int{0, 2}, []int{1, 3}, []int{4})
+		code, stdout, stderr := novaSummary(t, summaryEnv(t, api), results(t, 0, 2), "--selection", sel)
+		if code != ExitError || !strings.Contains(stderr, string(runner.FanoutResultMissing)) {
+			t.Fatalf("exit %d, want %d with %s\n%s\n%s", code, ExitError, runner.FanoutResultMissing, stdout, stderr)
+		}
+		got := summaries(api)
+		for _, i := range []int{0, 2, 4} {
+			if !strings.Contains(got["dev"], row(i)) {
+				t.Errorf("dev's summary has no row for contract %d:\n%s", i, got["dev"])
+			}
+		}
+		if !strings.Contains(got["dev"], templates.EscapeMarkdown(string(runner.FanoutResultMissing))) {
+			t.Errorf("dev's summary does not say contract 4 has no result:\n%s", got["dev"])
+		}
+		for _, i := range []int{1, 3} {
+			if !strings.Contains(got[unknownEnvironment], row(i)) {
+				t.Errorf("no row for contract %d, which has no result:\n%v", i, got)
+			}
+		}
+		if !strings.Contains(got[unknownEnvironment], templates.EscapeMarkdown(string(runner.FanoutResultMissing))) || !strings.Contains(got[unknownEnvironment], "⚠️ no result |") {
+			t.Errorf("the rows without a result do not say so:\n%s", got[unknownEnvironment])
+		}
+	})
+	t.Run("every shard died", func(t *testing.T) {
+		api := newGitHubAPI(t)
+		sel := selectionOf(t, []int{0, 1}, []int{2, 3})
+		code, stdout, stderr := novaSummary(t, summaryEnv(t, api), filepath.Join(t.TempDir(), "none"), "--selection", sel)
+		if code != ExitError || !strings.Contains(stderr, string(runner.FanoutResultMissing)) {
+			t.Fatalf("exit %d, want %d with %s\n%s\n%s", code, ExitError, runner.FanoutResultMissing, stdout, stderr)
+		}
+		for i := range 4 {
+			if !strings.Contains(summaries(api)[unknownEnvironment], row(i)) {
+				t.Errorf("no row for contract %d", i)
+			}
+		}
+	})
+	t.Run("all there", func(t *testing.T) {
+		api := newGitHubAPI(t)
+		sel := selectionOf(t, []int{0, 2}, []int{1})
+		code, stdout, stderr := novaSummary(t, summaryEnv(t, api), results(t, 0, 1, 2), "--selection", sel)
+		if code != ExitPass || len(summaries(api)) != 1 {
+			t.Fatalf("exit %d, summaries %v: want 0 and dev's alone\n%s\n%s", code, summaries(api), stdout, stderr)
+		}
+	})
+	t.Run("a result outside the selection", func(t *testing.T) {
+		api := newGitHubAPI(t)
+		sel := selectionOf(t, []int{0, 2})
+		code, _, stderr := novaSummary(t, summaryEnv(t, api), results(t, 0, 2, 9), "--selection", sel)
+		if code != ExitError || !strings.Contains(stderr, string(runner.FanoutResultsInvalid)) || api.budget().Requests != 0 {
+			t.Fatalf("exit %d, %d requests: want %d with %s and none\n%s", code, api.budget().Requests, ExitError, runner.FanoutResultsInvalid, stderr)
+		}
+	})
+	t.Run("a selection nova matrix would not write", func(t *testing.T) {
+		api := newGitHubAPI(t)
+		p := filepath.Join(t.TempDir(), "sel.json")
+		writeFile(t, p, `{"include":[{"name":"x","shard":"[{\"path\":\"../etc/.nova/contract.yml\"}]"}]}`)
+		code, _, stderr := novaSummary(t, summaryEnv(t, api), results(t, 0), "--selection", p)
+		if code != ExitError || !strings.Contains(stderr, string(runner.FanoutResultsInvalid)) {
+			t.Fatalf("exit %d, want %d with %s\n%s", code, ExitError, runner.FanoutResultsInvalid, stderr)
+		}
+	})
+}
+
+// TestShardJobFailsWhenItsResultsCannotBeWritten: a shard job whose
+// results file cannot be written ends with exit 2 and
+// FANOUT_RESULTS_UNWRITTEN, though its contracts passed: the summary
+// would otherwise miss their rows without a word. Its statuses stand.
+func TestShardJobFailsWhenItsResultsCannotBeWritten(t *testing.T) {
+	m := newMonorepoRun(t)
+	m.env["PWD"] = m.root
+	api := newGitHubAPI(t)
+	pullRequestOf(m, api, 2)
+	shard, _ := json.Marshal([]shardMember{{Path: "svc/0000/.nova/contract.yml", ID: budgetID(0)}, {Path: "svc/0001/.nova/contract.yml", ID: budgetID(1)}})
+	unwritable := filepath.Join(t.TempDir(), "no such directory", "nova-results.json")
+	code, stdout, stderr := m.nova("validate", "--shard", string(shard), "--results", unwritable, "--output", "json")
+	if code != ExitError || !strings.Contains(stderr, string(runner.FanoutResultsUnwritten)) {
+		t.Fatalf("exit %d, want %d with %s\n%s\n%s", code, ExitError, runner.FanoutResultsUnwritten, stdout, stderr)
+	}
+	// The job's masks come first, then the report.
+	var report struct{ Verdict, Reason string }
+	if err := json.Unmarshal([]byte(stdout[strings.Index(stdout, "{"):]), &report); err != nil || report.Verdict != string(runner.Errored) || report.Reason != string(runner.FanoutResultsUnwritten) {
+		t.Errorf("report %+v (%v), want error %s", report, err, runner.FanoutResultsUnwritten)
+	}
+	if got := api.budget(); got.Statuses != 2 {
+		t.Errorf("%d statuses, want the 2 contracts' to stand", got.Statuses)
+	}
+}
+
+// listedStatuses is a commit's statuses as a forge lists them.
+type listedStatuses []runner.CommitStatus
+
+func (l listedStatuses) ListStatuses(context.Context, string) ([]runner.CommitStatus, error) {
+	return l, nil
+}
+
+// TestFanoutResultsFromStatuses: on a forge whose jobs pass no files, the
+// summary's rows are the selected contracts' commit statuses: verdict and
+// reason from the description nova wrote, the state where it wrote
+// another; statuses of contracts outside the selection are left out, and
+// a selected contract without one has no result.
+func TestFanoutResultsFromStatuses(t *testing.T) {
+	sel := []selectedContract{
+		{member: shardMember{Path: "svc/0000/.nova/contract.yml", ID: budgetID(0)}},
+		{member: shardMember{Path: "svc/0001/.nova/contract.yml", ID: budgetID(1)}},
+		{member: shardMember{Path: "svc/0002/.nova/contract.yml", ID: budgetID(2)}},
+		{member: shardMember{Path: "svc/0003/.nova/contract.yml", ID: budgetID(3)}, env: "qa"},
+	}
+	status := func(i int, env string, state runner.CommitState, desc string) runner.CommitStatus {
+		return runner.CommitStatus{Context: "nova/" + budgetID(i) + "/" + env, State: state, Description: desc}
+	}
+	statuses := listedStatuses{
+		status(0, "dev", runner.StateSuccess, "nova run: pass"),
+		status(1, "prod", runner.StatePending, "nova run: awaiting_approval, plan "+strings.Repeat("0123456789abcdef", 2)+" (APPROVAL_REQUIRED)"),
+		status(2, "dev", runner.StateFailure, "set by hand | <b>forged</b>"),
+		status(9, "dev", runner.StateSuccess, "nova run: pass"),
+		{Context: "ci/build", State: runner.StateSuccess},
+		status(0, "staging", runner.StateSuccess, "nova run: pass"),
+	}
+	command, got, err := statusResults(t.Context(), statuses, strings.Repeat("b", 40), sel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []fanoutResult{
+		{ID: budgetID(0), Path: "svc/0000/.nova/contract.yml", Environment: "dev", Command: "run", Verdict: "pass"},
+		{ID: budgetID(1), Path: "svc/0001/.nova/contract.yml", Environment: "prod", Command: "run", Verdict: "awaiting_approval", Digest: strings.Repeat("0123456789abcdef", 2), Reason: "APPROVAL_REQUIRED"},
+		{ID: budgetID(2), Path: "svc/0002/.nova/contract.yml", Environment: "dev", Command: "run", Verdict: "fail"},
+	}
+	if command != "run" || !slices.Equal(got, want) {
+		t.Errorf("nova %s, results\n%+v\nwant nova run,\n%+v", command, got, want)
+	}
+	missing, err := missingResults(sel, got)
+	if err != nil || len(missing) != 1 || missing[0].ID != budgetID(3) || missing[0].Environment != "qa" || missing[0].Reason != string(runner.FanoutResultMissing) {
+		t.Errorf("missing %+v (%v), want contract 3 in qa alone", missing, err)
+	}
+}
+
+// TestPickJob: job N of a fan-out's fixed jobs (Gitea) takes the shard
+// and summary of the matrix's entry N, runs nothing past the last, and
+// is refused with a selection of its own or without the matrix.
+func TestPickJob(t *testing.T) {
+	sel := selectionOf(t, []int{0, 2}, []int{1, 3})
+	s := SelectFlags{Job: 2}
+	if err := s.pickJob(sel); err != nil || s.Idle || !s.Deferred || !strings.Contains(s.ShardList, budgetID(3)) || strings.Contains(s.ShardList, budgetID(0)) {
+		t.Errorf("job 2: %+v (%v), want the second shard, summarized", s, err)
+	}
+	s = SelectFlags{Job: 3}
+	if err := s.pickJob(sel); err != nil || !s.Idle || s.ShardList != "" || !s.Many() {
+		t.Errorf("job 3 of 2: %+v (%v), want idle", s, err)
+	}
+	for name, c := range map[string]struct {
+		s    SelectFlags
+		file string
+	}{
+		"no selection": {SelectFlags{Job: 1}, ""},
+		"with --all":   {SelectFlags{Job: 1, All: true}, sel},
+		"job 0":        {SelectFlags{Job: -1}, sel},
+	} {
+		if err := c.s.pickJob(c.file); runner.ReasonOf(err) != runner.ConfigInvalid {
+			t.Errorf("%s: %v, want %s", name, err, runner.ConfigInvalid)
 		}
 	}
 }

@@ -295,6 +295,12 @@ func commitState(v runView) runner.CommitState {
 
 func statusLine(v runView) string {
 	s := fmt.Sprintf("nova %s: %s", v.Command, v.Verdict)
+	if waitsForApproval(v) && len(v.PlanDigest) >= runner.MinDigestPrefix {
+		// Enough of the digest to approve by: where the change is
+		// reported in one summary read from the statuses (Gitea's
+		// fan-out), no comment of the contract's own shows it.
+		s += ", plan " + v.PlanDigest[:runner.MinDigestPrefix]
+	}
 	switch {
 	case v.Receipt != "":
 		s += " (applied before; nothing to do)"

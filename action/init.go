@@ -36,6 +36,9 @@ type InitFlags struct {
 	// Keyless writes workflows that sign with the jobs' id-token
 	// (templates.Workflow.Keyless).
 	Keyless bool
+	// Fanout writes the one fan-out workflow of the contracts under the
+	// directory, and nothing else.
+	Fanout bool
 	// How the Gitea workflow obtains nova: a release binary by URL and
 	// sha256, else a build of Source at Commit. Empty values are taken
 	// from this binary's own build (giteaBinary). NovaReleases is where
@@ -65,6 +68,9 @@ func initCommand(ctx context.Context, cfg Config, env Env) error {
 	rel, err := filepath.Rel(root, cfg.Dir)
 	if err != nil || !filepath.IsLocal(rel) && rel != "." {
 		return runner.Errorf(runner.ConfigInvalid, "--dir %s is outside its repository %s", cfg.Dir, root)
+	}
+	if cfg.Init.Fanout {
+		return initFanout(ctx, cfg, env, root, filepath.ToSlash(rel))
 	}
 	reg, err := loadRegistry(cfg.RegistryDir)
 	if err != nil {
@@ -385,4 +391,56 @@ func displayPath(wd, p string) string {
 		}
 	}
 	return p
+}
+
+// defaultGiteaFanoutJobs is how many jobs the Gitea fan-out has unless
+// --max-jobs says otherwise: Gitea cannot expand a matrix from a job's
+// output, so each is a fixed job that starts on every run, even with
+// nothing to do.
+const defaultGiteaFanoutJobs = 8
+
+// initFanout writes the fan-out workflow of the contracts under dir
+// (relative to the repository root): on GitHub a caller of Nova's
+// reusable fan-out, on Gitea the fan-out inline. Its contracts are
+// scaffolded apart (nova init for each, without their own workflows).
+func initFanout(ctx context.Context, cfg Config, env Env, root, dir string) error {
+	w := templates.Workflow{
+		Name: "fanout", Key: "fanout", Dir: dir,
+		Environments: []string{"dev", "qa", "prod", "dr"},
+		EvidenceRepo: "${{ vars.NOVA_EVIDENCE_REPO }}",
+		Action:       actionRef(),
+		// As for one contract's workflows: what a new repository on
+		// either forge starts with.
+		DefaultBranch: "main",
+		MaxJobs:       cfg.MaxJobs,
+	}
+	path, kind, note := filepath.Join(".github", "workflows", "nova-fanout.yml"), templates.GitHubFanoutWorkflow, ""
+	if cfg.Init.Forge == Gitea {
+		path, kind = filepath.Join(".gitea", "workflows", "nova-fanout.yml"), templates.GiteaFanoutWorkflow
+		var err error
+		if w.Nova, note, err = giteaBinary(ctx, cfg.Init, version, buildCommit()); err != nil {
+			return err
+		}
+	}
+	data, err := templates.RenderWorkflow(kind, w)
+	if err != nil {
+		return runner.Errorf(runner.InternalError, "rendering %s: %w", path, err)
+	}
+	f := scaffoldFile{filepath.Join(root, path), data}
+	if _, err := os.Lstat(f.path); err == nil && !cfg.Init.Force {
+		return runner.Errorf(runner.ConfigInvalid, "%s exists; nova init never overwrites a file without --force", f.path)
+	}
+	if err := writeScaffold(f); err != nil {
+		return err
+	}
+	if cfg.Init.Forge == Gitea {
+		if err := appendIgnores(filepath.Join(root, ".gitignore"), []string{"/platform/"}); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(env.Stdout, "wrote %s: the contracts under %s in at most %d jobs\n", displayPath(cfg.WorkDir, f.path), dir, cfg.MaxJobs)
+	if note != "" {
+		fmt.Fprintf(env.Stdout, "\nnova in the workflow: %s\n", note)
+	}
+	return nil
 }

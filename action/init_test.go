@@ -361,3 +361,67 @@ func TestInitApplyOnMerge(t *testing.T) {
 		t.Errorf("a refused init wrote workflows (%v)", err)
 	}
 }
+
+// TestInitFanout: `nova init --fanout` writes the one fan-out workflow of
+// the repository's contracts and nothing else: on GitHub a caller of the
+// reusable fan-out with the jobs' bound, actionlint-clean; on Gitea the
+// fan-out inline in that many fixed jobs (8 unless told), nova fetched
+// pinned. It refuses what only one contract's workflows have.
+func TestInitFanout(t *testing.T) {
+	repo := t.TempDir()
+	if err := os.Mkdir(filepath.Join(repo, ".git"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, stderr := runCLI(t, "init", "--forge", "github", "--fanout", "--max-jobs", "64", "--dir", repo); code != ExitPass {
+		t.Fatalf("init --fanout: exit %d, %s", code, stderr)
+	}
+	path := filepath.Join(repo, ".github", "workflows", "nova-fanout.yml")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(data), "/.github/workflows/fanout.yml@") || !strings.Contains(string(data), "max-jobs: 64") {
+		t.Errorf("the GitHub fan-out does not call the reusable one with max-jobs 64:\n%s", data)
+	}
+	l, err := actionlint.NewLinter(io.Discard, &actionlint.LinterOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	errs, err := l.Lint(path, data, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range errs {
+		t.Error(e)
+	}
+	if entries, _ := os.ReadDir(repo); len(entries) != 2 {
+		t.Errorf("init --fanout wrote %d entries at the root, want .github alone (beside .git)", len(entries)-1)
+	}
+
+	sum := strings.Repeat("ab", 32)
+	if code, _, stderr := runCLI(t, "init", "--forge", "gitea", "--fanout", "--dir", repo, "--nova-url", "https://releases.example/nova", "--nova-sha256", sum); code != ExitPass {
+		t.Fatalf("init --forge gitea --fanout: exit %d, %s", code, stderr)
+	}
+	gitea, err := os.ReadFile(filepath.Join(repo, ".gitea", "workflows", "nova-fanout.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"job: [1,2,3,4,5,6,7,8]", "--max-jobs 8", sum, "nova summary --statuses"} {
+		if !strings.Contains(string(gitea), want) {
+			t.Errorf("the Gitea fan-out lacks %q:\n%s", want, gitea)
+		}
+	}
+
+	for _, args := range [][]string{
+		{"--forge", "github", "--max-jobs", "3"},
+		{"--forge", "github", "--fanout", "--max-jobs", "257"},
+		{"--forge", "github", "--fanout", "--keyless"},
+		{"--forge", "github", "--fanout", "--apply-on", "merge"},
+	} {
+		dir := t.TempDir()
+		code, _, stderr := runCLI(t, append(append([]string{"init"}, args...), "--dir", dir)...)
+		if code != ExitError || !strings.Contains(stderr, string(runner.ConfigInvalid)) {
+			t.Errorf("init %v: exit %d, %s", args, code, stderr)
+		}
+	}
+}

@@ -32,10 +32,41 @@ type SelectFlags struct {
 	// sharded fan-out runs (a matrix entry's shard), read into Shard.
 	ShardList string
 	Shard     []shardMember
+	// Job is --job: the fan-out job (from 1) of the matrix in --selection
+	// whose shard this process runs, on a forge that cannot expand a
+	// matrix from a job's output (Gitea): its workflow has a fixed number
+	// of jobs, and each finds its own shard. Idle is a job past the
+	// matrix's last, which runs nothing; Deferred the entry's summary.
+	Job      int
+	Idle     bool
+	Deferred bool
 }
 
 // Many reports whether the command runs the contracts a selection finds.
-func (s SelectFlags) Many() bool { return s.All || s.Changed || s.ShardList != "" }
+func (s SelectFlags) Many() bool { return s.All || s.Changed || s.ShardList != "" || s.Idle }
+
+// pickJob sets the shard of --job from the matrix in file.
+func (s *SelectFlags) pickJob(file string) error {
+	switch {
+	case file == "":
+		return runner.Errorf(runner.ConfigInvalid, "--job %d names a job of the matrix --selection holds: give --selection", s.Job)
+	case s.All || s.Changed || s.ShardList != "":
+		return runner.Errorf(runner.ConfigInvalid, "--job runs the shard of one entry of --selection: not with --all, --changed or --shard")
+	case s.Job < 1:
+		return runner.Errorf(runner.ConfigInvalid, "--job %d: want 1 or more", s.Job)
+	}
+	m, err := readMatrixFile(file)
+	if err != nil {
+		return err
+	}
+	if s.Job > len(m.Include) {
+		s.Idle = true
+		return nil
+	}
+	e := m.Include[s.Job-1]
+	s.ShardList, s.Deferred = e.Shard, e.Summary
+	return nil
+}
 
 // check refuses selections that cannot mean anything, and reads --shard.
 func (s *SelectFlags) check(command string) error {
@@ -115,6 +146,10 @@ func (cfg Config) forContract(c monorepo.Contract) Config {
 // does not stop or hide the others.
 func executeMany(ctx context.Context, cfg Config, env Env) error {
 	env = env.serialized()
+	if cfg.Select.Idle {
+		fmt.Fprintf(env.Stdout, "nova %s: job %d of the fan-out has no contracts: the selection has fewer jobs\n", cfg.Command, cfg.Select.Job)
+		return nil
+	}
 	defer lessFrequentGC()()
 	reg, err := loadRegistry(cfg.RegistryDir)
 	if err != nil {
@@ -201,7 +236,7 @@ func executeMany(ctx context.Context, cfg Config, env Env) error {
 	syncOutbox(store, env, outs...)
 	// A job writing its results for the fan-out's summary job posts no
 	// comment: the summary job posts one summary for every shard.
-	deferred := cfg.ResultsFile != "" && !cfg.Check
+	deferred := (cfg.ResultsFile != "" || cfg.Select.Deferred) && !cfg.Check
 	summary := (deferred || cfg.SummaryComments || summarize(len(runs))) && forge != nil && forge.thread != nil && !cfg.Check
 	if summary {
 		// Many statuses to set: one listing of those the commit has
@@ -217,12 +252,17 @@ func executeMany(ctx context.Context, cfg Config, env Env) error {
 	}
 	views := make([]runView, len(runs))
 	parallel(len(runs), cfg.Select.Parallel, func(i int) { views[i] = runs[i].finish(ctx) })
+	var jobErr error
 	switch {
+	case deferred && cfg.ResultsFile == "":
+		// The summary job reads the statuses (nova summary --statuses).
 	case deferred:
 		if err := writeResults(cfg, cfg.ResultsFile, views, contractPaths(sel, views), approverGroups(ctx, forge, views)); err != nil {
-			// The statuses and check runs stand; the summary job says
-			// this job's results are missing.
-			fmt.Fprintf(env.Stderr, "nova: %s: %v\n", runner.ReasonOf(err), err)
+			// The statuses and check runs stand, but the summary job
+			// would have no row for these contracts: the job fails, so
+			// that the run says why.
+			jobErr = runner.Errorf(runner.FanoutResultsUnwritten, "%v", err)
+			fmt.Fprintf(env.Stderr, "nova: %s: %v\n", runner.FanoutResultsUnwritten, err)
 		}
 	case summary && cfg.Command != "drift":
 		publishSummaries(context.WithoutCancel(ctx), cfg, forge, views, contractPaths(sel, views), "", nil, env.Stderr)
@@ -233,7 +273,7 @@ func executeMany(ctx context.Context, cfg Config, env Env) error {
 	if !cfg.Check {
 		reportDeleted(ctx, cfg, forge, sel.Deleted, env.Stderr)
 	}
-	return manyReport(cfg, env, sel, runs, views)
+	return manyReport(cfg, env, sel, runs, views, jobErr)
 }
 
 // nextDestroys adds to sel and destroys the destroy of the next

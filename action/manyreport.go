@@ -223,7 +223,7 @@ func deletedMessage(d monorepo.Contract) string {
 
 // manyReport prints the summary of every run and returns the worst
 // outcome for the exit code.
-func manyReport(cfg Config, env Env, sel monorepo.Selection, runs []*contractRun, views []runView) error {
+func manyReport(cfg Config, env Env, sel monorepo.Selection, runs []*contractRun, views []runView, jobErr error) error {
 	mv := manyView{
 		Command: cfg.Command, Selection: cfg.Select.name(), Base: sel.Base, Head: sel.Head,
 		Counts: map[string]int{}, Contracts: make([]contractView, 0, len(runs)), Deleted: deletedViews(sel.Deleted),
@@ -243,6 +243,11 @@ func manyReport(cfg Config, env Env, sel monorepo.Selection, runs []*contractRun
 			mv.Reason = v.Reason
 			break
 		}
+	}
+	if jobErr != nil {
+		// What the job itself failed to do outweighs its contracts'
+		// verdicts: the outputs and the exit code say so.
+		mv.ExitCode, mv.Verdict, mv.Reason = ExitError, string(runner.Errored), string(runner.ReasonOf(jobErr))
 	}
 	manyOutputs(cfg, env, mv, runs)
 	if cfg.Output == "json" {

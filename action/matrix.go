@@ -106,6 +106,11 @@ func matrixCommand(ctx context.Context, cfg Config, env Env) error {
 	if err != nil {
 		return failed(env, cfg, runner.Errorf(runner.InternalError, "encoding the matrix: %w", err))
 	}
+	if cfg.SelectionFile != "" {
+		if err := os.WriteFile(cfg.SelectionFile, doc, 0o644); err != nil {
+			return failed(env, cfg, runner.Errorf(runner.ConfigInvalid, "writing the selection to %s: %w", cfg.SelectionFile, err))
+		}
+	}
 	fmt.Fprintf(env.Stdout, "%s\n", doc)
 	fmt.Fprintf(env.Stderr, "nova matrix: %d contract(s) selected, %d destroy(s) (%s), in %d job(s) of at most %d\n", len(sel.Contracts), destroys, selectionLine(cfg, sel), len(m.Include), cfg.MaxJobs)
 	for _, d := range deletedViews(sel.Deleted) {

@@ -28,7 +28,8 @@ Usage:
                           the same for every contract under --dir, or those
                           the change from --base to --head touches, at once
   nova matrix   --all|--changed   the selected contracts as a JSON matrix
-  nova summary  --from DIR   one summary comment per environment from a fan-out's --results files
+  nova summary  --from DIR | --statuses   one summary comment per environment from a fan-out's
+                          --results files or the head's statuses (--selection: rows for the missing)
   nova approve  --env E --as NAME     approve the newest plan for E as NAME (a signed local claim)
   nova reject   --env E --as NAME --reason TEXT   reject it
   nova evidence verify|resolve   check the evidence repo, or resolve an indeterminate apply
@@ -36,6 +37,7 @@ Usage:
   nova break-glass request|approve|revoke|review --env E …   the emergency path around E's approvals
   nova rollback --env E --to CHANGE   plan, gate and apply the contract as it was at a change E applied
   nova init     --forge github|gitea [--dir D] [--stack S]   scaffold a contract, approvers and the workflow
+  nova init     --forge github|gitea --fanout [--max-jobs K]   one fan-out workflow for every contract
   nova pin      [--dir D]   pin Nova by commit in the workflows' prod and dr jobs
   nova evidence query|export     ask the verified evidence, or export its fact tables
   nova report   --out FILE       an HTML report of promotions, approvals, failures, confidence

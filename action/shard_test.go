@@ -129,6 +129,16 @@ func TestMatrixShardsAThousandContractChange(t *testing.T) {
 	if _, again := m.matrixDoc("--changed", "--base", base, "--head", head); again != doc {
 		t.Error("the same change rendered another matrix")
 	}
+	// The selection the summary job reads is that matrix, every contract
+	// and destroy of it.
+	selFile := filepath.Join(t.TempDir(), "nova-selection.json")
+	m.matrixDoc("--changed", "--base", base, "--head", head, "--selection", selFile)
+	if b, err := os.ReadFile(selFile); err != nil || string(b)+"\n" != doc {
+		t.Errorf("--selection wrote %d bytes (%v), not the matrix", len(b), err)
+	}
+	if sel, err := readSelection(selFile); err != nil || len(sel) != n+deleted {
+		t.Errorf("the selection holds %d contracts (%v), want %d", len(sel), err, n+deleted)
+	}
 
 	// --max-jobs is the bound, whatever it is.
 	if mx, _ := m.matrixDoc("--changed", "--base", base, "--head", head, "--max-jobs", "7"); len(mx.Include) != 7 {

@@ -66,6 +66,8 @@ const (
 	ChangeRangeInvalid      Reason = "CHANGE_RANGE_INVALID"
 	ShardInvalid            Reason = "SHARD_INVALID"
 	FanoutResultsInvalid    Reason = "FANOUT_RESULTS_INVALID"
+	FanoutResultsUnwritten  Reason = "FANOUT_RESULTS_UNWRITTEN"
+	FanoutResultMissing     Reason = "FANOUT_RESULT_MISSING"
 )
 
 // Registry loading: a broken registry is the platform's fault, not the
@@ -292,6 +294,8 @@ var reasonTable = []ReasonInfo{
 	{ContractDeleted, "monorepo", KindVerdict, "A contract present at the base is gone at the head (no contract declares its `id` any more). A warning, reported in the summary and the pull request: it does not change the exit code (deleting a contract is a legitimate change). `nova plan|run --changed` plans its destroy through the gate, from the trusted base's copy of the contract (docs/destroy.md); nothing else destroys anything."},
 	{ShardInvalid, "monorepo", KindError, "The `--shard` list a job of a sharded fan-out was given (the matrix entry's `shard`) is not one `nova matrix` writes: not a JSON list, empty, a path that is not a contract file inside `--dir`, a path listed twice, a destroy without the contract's id, or an operation other than `destroy`. The job runs nothing."},
 	{FanoutResultsInvalid, "monorepo", KindError, "A results file a job of a sharded fan-out uploaded for `nova summary --from` is not one `nova run --results` writes: not JSON of the expected shape (unknown fields refused), a version other than 1, too large (over 4 MiB a file, 64 MiB in all, 2 048 files, 50 000 results), or a result with an invalid contract id, environment, verdict, reason code or digest. No summary is posted; the shards' commit statuses and check runs stand."},
+	{FanoutResultsUnwritten, "monorepo", KindError, "A job of a fan-out reported in one summary (`--results FILE`) ran its contracts but could not write their results file: the summary job would have no row for them. The commit statuses and check runs stand; the job ends with exit 2 whatever its contracts' verdicts, so the run shows it."},
+	{FanoutResultMissing, "monorepo", KindError, "`nova summary --selection` was given the fan-out's selection, and a contract in it has no result in any results file: its shard job failed before writing one, was cancelled, or did not run. The summary lists it as a row with no result, and `nova summary` ends with exit 2."},
 	{ContractDiscoveryFailed, "monorepo", KindError, "The directory tree under the root could not be walked for contracts (a directory that cannot be read)."},
 	{ChangeRangeInvalid, "monorepo", KindError, "`--changed` could not diff base and head: no base given (`--base`, or a pull request event), a commit that is not in the repository (a shallow clone: fetch with depth 0), or a root outside a git repository."},
 

@@ -62,10 +62,33 @@ func TestFanoutSummaryJobHoldsNothing(t *testing.T) {
 		}
 		if s.With["command"] == "summary" && s.With["from"] != "" {
 			summary = true
+			// Without the selection, a contract whose job died before
+			// writing its results would be left out without a word.
+			if !strings.HasPrefix(s.With["selection-file"], "nova-selection/") {
+				t.Errorf("nova summary is not given the selection: selection-file %q", s.With["selection-file"])
+			}
 		}
 	}
 	if !summary {
 		t.Error("the summary job does not run nova summary --from")
+	}
+	var sel struct {
+		Steps []struct {
+			Uses string            `yaml:"uses"`
+			With map[string]string `yaml:"with"`
+		} `yaml:"steps"`
+	}
+	selNode := wf.Jobs["select"]
+	if err := selNode.Decode(&sel); err != nil {
+		t.Fatal(err)
+	}
+	written, uploaded := false, false
+	for _, s := range sel.Steps {
+		written = written || (s.With["command"] == "matrix" && s.With["selection-file"] == "nova-selection.json")
+		uploaded = uploaded || (strings.HasPrefix(s.Uses, "actions/upload-artifact") && s.With["name"] == "nova-selection" && s.With["path"] == "nova-selection.json")
+	}
+	if !written || !uploaded {
+		t.Errorf("the select job writes the selection %v and uploads it as nova-selection %v: want both", written, uploaded)
 	}
 	var run struct {
 		Steps []struct {

@@ -95,6 +95,9 @@ type Workflow struct {
 	// them only, and the merge workflow applies the approved plans.
 	// Empty (or "pr") applies on the pull request.
 	ApplyOn string
+	// MaxJobs is the most jobs a fan-out (GitHubFanoutWorkflow,
+	// GiteaFanoutWorkflow) runs the contracts in.
+	MaxJobs int
 }
 
 // ApplyOnMerge is Workflow.ApplyOn for applying after merge.
@@ -140,6 +143,25 @@ var workflows = sync.OnceValue(func() *template.Template {
 		// Destroys go the promotion order backwards.
 		"reverse":  func(envs []string) []string { r := slices.Clone(envs); slices.Reverse(r); return r },
 		"rollback": func(w *Workflow, job string) rollbackJob { return rollbackJob{W: w, Job: job} },
+		// seq is 1 to n: the fixed jobs of a fan-out on a forge that
+		// cannot expand a matrix from a job's output.
+		"seq": func(n int) string {
+			out := make([]int, n)
+			for i := range out {
+				out[i] = i + 1
+			}
+			b, _ := json.Marshal(out)
+			return string(b)
+		},
+		// reusable is Nova's reusable workflow file, pinned as the
+		// action is for prod.
+		"reusable": func(w *Workflow, file string) string {
+			ref := w.Action.Repo + "/.github/workflows/" + file + "@"
+			if w.Action.Commit != "" {
+				return ref + w.Action.Commit + " # " + w.Action.Tag
+			}
+			return ref + w.Action.Tag
+		},
 	}, "workflows/*.tmpl")
 })
 
@@ -230,6 +252,11 @@ const (
 	// FanoutWorkflow is Nova's reusable fan-out over many contracts
 	// (workflow_call): nova matrix, then a job per contract or per shard.
 	FanoutWorkflow = "fanout"
+	// GitHubFanoutWorkflow calls the reusable fan-out for a repository's
+	// contracts; GiteaFanoutWorkflow is the fan-out inline, in MaxJobs
+	// fixed jobs.
+	GitHubFanoutWorkflow = "github-fanout"
+	GiteaFanoutWorkflow  = "gitea-fanout"
 )
 
 // Deploy is what Nova's reusable workflow (workflows-src/deploy.yml) is
@@ -264,6 +291,9 @@ func RenderWorkflow(kind string, w Workflow) ([]byte, error) {
 		if !slices.Contains([]string{"dev", "qa", "prod", "dr"}, env) {
 			return nil, fmt.Errorf("environment %q: want dev, qa, prod or dr", env)
 		}
+	}
+	if (kind == GitHubFanoutWorkflow || kind == GiteaFanoutWorkflow) && (w.MaxJobs < 1 || w.MaxJobs > 256) {
+		return nil, fmt.Errorf("a fan-out of %d jobs: want 1 to 256", w.MaxJobs)
 	}
 	var buf bytes.Buffer
 	if err := workflows().ExecuteTemplate(&buf, kind+".yml.tmpl", &w); err != nil {

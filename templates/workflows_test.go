@@ -84,6 +84,8 @@ func TestWorkflowsPassActionlint(t *testing.T) {
 	merge.ApplyOn = ApplyOnMerge
 	keyless := sample()
 	keyless.Keyless = true
+	fanout := sample()
+	fanout.MaxJobs = 3
 	files := map[string][]byte{}
 	for name, r := range map[string]struct {
 		kind string
@@ -100,6 +102,7 @@ func TestWorkflowsPassActionlint(t *testing.T) {
 		"github-queue.yml":      {GitHubQueueWorkflow, merge},
 		"github-breakglass.yml": {GitHubBreakGlassWorkflow, sample()}, "github-breakglass-keyless.yml": {GitHubBreakGlassWorkflow, keyless},
 		"gitea-breakglass.yml": {GiteaBreakGlassWorkflow, sample()}, "gitea-breakglass-build.yml": {GiteaBreakGlassWorkflow, built},
+		"github-fanout.yml": {GitHubFanoutWorkflow, fanout}, "gitea-fanout.yml": {GiteaFanoutWorkflow, fanout},
 	} {
 		out, err := RenderWorkflow(r.kind, r.w)
 		if err != nil {

@@ -14,6 +14,10 @@ import (
 // act's schema validation refuses.
 var numericKeys = map[string]bool{"timeout-minutes": true, "cancel-timeout-minutes": true, "max-parallel": true}
 
+// booleanKeys are the keys whose values act's schema wants as booleans,
+// which Gitea writes back as strings the same way (fail-fast: "false").
+var booleanKeys = map[string]bool{"fail-fast": true, "continue-on-error": true}
+
 // readablePayload is the workflow Gitea sent with those strings turned
 // back into the numbers they were in the workflow file. Nothing else
 // changes: an expression (timeout-minutes: ${{ … }}) stays a string.
@@ -40,6 +44,9 @@ func unquoteNumbers(n *yaml.Node) {
 				if _, err := strconv.ParseFloat(v.Value, 64); err == nil {
 					v.Tag, v.Style = "", 0
 				}
+			}
+			if booleanKeys[k.Value] && v.Kind == yaml.ScalarNode && v.Tag == "!!str" && (v.Value == "true" || v.Value == "false") {
+				v.Tag, v.Style = "", 0
 			}
 		}
 	}

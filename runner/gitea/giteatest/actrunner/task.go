@@ -5,9 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -89,12 +91,23 @@ func (r *Runner) run(ctx context.Context, task *runnerv1.Task, rep *reporter) (s
 	job := wf.GetJob(jobID)
 	// Gitea has run the jobs this one needs; act reads their outputs and
 	// results from the workflow, so they are added as finished jobs.
+	// Gitea erases a job's needs from the workflow it sends and hands
+	// them over with the task (as act_runner reads them): they are put
+	// back, or act would see no needs context at all.
+	needs := slices.Sorted(maps.Keys(task.GetNeeds()))
 	for _, need := range job.Needs() {
-		n, ok := task.GetNeeds()[need]
-		if !ok {
+		if !slices.Contains(needs, need) {
 			return "", fmt.Errorf("job %s needs %s, which Gitea did not hand over", jobID, need)
 		}
+	}
+	for _, need := range needs {
+		n := task.GetNeeds()[need]
 		wf.Jobs[need] = &model.Job{Name: need, Outputs: n.GetOutputs(), Result: resultName(n.GetResult())}
+	}
+	if len(needs) > 0 && len(job.Needs()) == 0 {
+		if err := job.RawNeeds.Encode(needs); err != nil {
+			return "", fmt.Errorf("restoring the needs of job %s: %w", jobID, err)
+		}
 	}
 	rep.setSteps(job)
 

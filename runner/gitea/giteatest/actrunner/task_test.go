@@ -111,7 +111,7 @@ jobs:
 		inLog:   []string{"secret: ***"},
 	}, {
 		// Gitea's job parser writes the numbers it read back as strings.
-		name: "a job as Gitea writes it, timeout-minutes quoted",
+		name: "a job as Gitea writes it, timeout-minutes and fail-fast quoted",
 		workflow: `name: w
 on:
   pull_request:
@@ -121,6 +121,8 @@ jobs:
     name: build
     runs-on: ubuntu-latest
     timeout-minutes: "60"
+    strategy:
+      fail-fast: "false"
     steps:
       - name: quick
         timeout-minutes: "5"
@@ -177,6 +179,26 @@ jobs:
 		result:  runnerv1.Result_RESULT_SUCCESS,
 		steps:   []runnerv1.Result{runnerv1.Result_RESULT_SUCCESS},
 		stepLog: []string{"built app.tar (success)"},
+	}, {
+		// Gitea erases the needs from the job it sends and hands them over
+		// with the task; a job's if reads them (a summary after every job).
+		name: "a job as Gitea sends it, its needs erased, reads them",
+		workflow: `name: w
+on: push
+jobs:
+  summary:
+    if: always() && needs.select.result == 'success'
+    runs-on: ubuntu-latest
+    steps:
+      - run: echo "base ${{ needs.select.outputs.base }}, run ${{ needs.run.result }}"
+`,
+		needs: map[string]*runnerv1.TaskNeed{
+			"select": {Outputs: map[string]string{"base": "abc"}, Result: runnerv1.Result_RESULT_SUCCESS},
+			"run":    {Result: runnerv1.Result_RESULT_FAILURE},
+		},
+		result:  runnerv1.Result_RESULT_SUCCESS,
+		steps:   []runnerv1.Result{runnerv1.Result_RESULT_SUCCESS},
+		stepLog: []string{"base abc, run failure"},
 	}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

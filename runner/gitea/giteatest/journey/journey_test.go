@@ -343,7 +343,12 @@ func (j *journey) scaffold(initArgs ...string) {
 		files["reports/"+r] = readFile(t, filepath.Join(hello, "reports", r))
 	}
 	s.CommitFiles(t, org, app, "main", "main", files, j.ops)
+	j.setSecrets()
+}
 
+// setSecrets sets the variable and secrets the workflows' headers list.
+func (j *journey) setSecrets() {
+	t, s := j.t, j.srv
 	s.API(t, s.AdminToken, http.MethodPost, "/repos/"+org+"/"+app+"/actions/variables/NOVA_EVIDENCE_REPO", map[string]string{"value": s.URL + "/" + org + "/evidence.git"}, nil)
 	for name, v := range map[string]string{"NOVA_EVIDENCE_TOKEN": j.bot.Token, "NOVA_SIGNING_KEY": j.eventKey, "NOVA_COMMIT_KEY": j.commitKey} {
 		s.API(t, s.AdminToken, http.MethodPut, "/repos/"+org+"/"+app+"/actions/secrets/"+name, map[string]string{"data": v}, nil)
