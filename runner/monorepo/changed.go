@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/go-git/go-git/v5/plumbing/object"
+
 	"github.com/nova-platform/nova/runner"
 )
 
@@ -112,12 +114,11 @@ func Changed(ctx context.Context, ch Change) (Selection, error) {
 	if err != nil {
 		return Selection{}, runner.Errorf(runner.ChangeRangeInvalid, "reading the tree of head %s: %w", short(head.Hash), err)
 	}
-	r := newTrees(repo.Storer)
-	var changed []string
-	if err := r.diff(ctx, baseTree, headTree, func(p string) { changed = append(changed, p) }); err != nil {
+	changes, err := object.DiffTreeWithOptions(ctx, baseTree, headTree, &object.DiffTreeOptions{})
+	if err != nil {
 		return Selection{}, runner.Errorf(runner.ChangeRangeInvalid, "diffing %s..%s: %w", short(base.Hash), short(head.Hash), err)
 	}
-	before, err := r.baseContracts(baseTree, prefix, ch.Contracts)
+	before, err := treeContracts(repo.Storer, baseTree, prefix, ch.Contracts)
 	if err != nil {
 		return Selection{}, err
 	}
@@ -126,12 +127,17 @@ func Changed(ctx context.Context, ch Change) (Selection, error) {
 		return Selection{}, err
 	}
 	s := newSelector(ch.Contracts, before)
-	for _, name := range changed {
-		if rel, ok := under(regPrefix, name); ok && regPrefix != "" {
-			s.registryChanged(rel)
-		}
-		if rel, ok := under(prefix, name); ok {
-			s.fileChanged(rel)
+	for _, c := range changes {
+		for _, name := range []string{c.From.Name, c.To.Name} {
+			if name == "" {
+				continue
+			}
+			if rel, ok := under(regPrefix, name); ok && regPrefix != "" {
+				s.registryChanged(rel)
+			}
+			if rel, ok := under(prefix, name); ok {
+				s.fileChanged(rel)
+			}
 		}
 	}
 	s.registryReach(ch.Registry)

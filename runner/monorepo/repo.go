@@ -1,6 +1,7 @@
 package monorepo
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/plumbing/storer"
 	"github.com/go-git/go-git/v5/storage/filesystem"
 
 	"github.com/nova-platform/nova/runner"
@@ -121,14 +123,20 @@ func under(prefix, p string) (string, bool) {
 	return rel, ok
 }
 
-// baseContracts lists the contracts of the base tree below prefix, in
-// the order of the tree. A contract that is a link in the tree is listed
-// without an identity: it cannot be followed without a checkout. A
-// contract whose blob is the very file the checkout holds at its path
-// (head, from Discover) has the identity read there; the others are read
-// from git and parsed on every CPU (identifyAll), as in Discover.
-func (r *trees) baseContracts(t *object.Tree, prefix string, head []Contract) ([]Contract, error) {
-	files, err := r.contractFiles(t.Hash, 0)
+// treeContracts lists the contracts of the base tree below prefix, in
+// the order go-git's tree walker visits them. A contract that is a link
+// in the tree is listed without an identity: it cannot be followed
+// without a checkout. The walker yields each entry's blob id without
+// reading the blob, so a contract whose blob is the very file the
+// checkout holds at its path (head, from Discover) takes the identity
+// read there, unread and unparsed; the others are read from git and
+// parsed on every CPU (identifyAll), as in Discover.
+func treeContracts(s storer.EncodedObjectStorer, base *object.Tree, prefix string, head []Contract) ([]Contract, error) {
+	// go-git's walker ends the walk, with no error, at a tree it cannot
+	// read: the storage it reads through remembers why, so a base missing
+	// objects is refused rather than listed in part.
+	trees := &treeReads{EncodedObjectStorer: s}
+	t, err := object.GetTree(trees, base.Hash)
 	if err != nil {
 		return nil, runner.Errorf(runner.ChangeRangeInvalid, "listing the contracts of the base: %w", err)
 	}
@@ -148,23 +156,38 @@ func (r *trees) baseContracts(t *object.Tree, prefix string, head []Contract) ([
 		out   []Contract
 		parse []toParse
 	)
-	for _, f := range files {
-		rel, ok := under(prefix, f.rel)
+	w := object.NewTreeWalker(t, true, nil)
+	defer w.Close()
+	for {
+		name, entry, err := w.Next()
+		if errors.Is(err, io.EOF) && trees.err != nil {
+			err = trees.err
+		}
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, runner.Errorf(runner.ChangeRangeInvalid, "listing the contracts of the base: %w", err)
+		}
+		if entry.Mode == filemode.Dir || entry.Mode == filemode.Submodule {
+			continue
+		}
+		rel, ok := under(prefix, name)
 		if !ok || !IsContractFile(rel) || inRuns(rel) {
 			continue
 		}
-		if c, ok := checkedOut[rel]; ok && c.blob == f.hash && f.mode != filemode.Symlink {
+		if c, ok := checkedOut[rel]; ok && c.blob == entry.Hash && entry.Mode != filemode.Symlink {
 			// The same bytes at the same path: the same identity.
 			out = append(out, c)
 			continue
 		}
-		b, err := object.GetBlob(r.s, f.hash)
+		b, err := object.GetBlob(s, entry.Hash)
 		if err != nil {
 			return nil, runner.Errorf(runner.ChangeRangeInvalid, "reading %s in the base: %w", rel, err)
 		}
 		p := toParse{at: len(out), rel: rel}
 		switch {
-		case f.mode == filemode.Symlink:
+		case entry.Mode == filemode.Symlink:
 			p.err = fmt.Errorf("%s is a symbolic link in the base tree", rel)
 		case b.Size > maxContractBytes:
 			p.err = fmt.Errorf("%s is larger than %d bytes", rel, maxContractBytes)
@@ -179,6 +202,21 @@ func (r *trees) baseContracts(t *object.Tree, prefix string, head []Contract) ([
 		out[p.at] = parsed[i]
 	}
 	return out, nil
+}
+
+// treeReads is the storage as the tree walker reads it, keeping the
+// first tree it could not read.
+type treeReads struct {
+	storer.EncodedObjectStorer
+	err error
+}
+
+func (s *treeReads) EncodedObject(t plumbing.ObjectType, h plumbing.Hash) (plumbing.EncodedObject, error) {
+	o, err := s.EncodedObjectStorer.EncodedObject(t, h)
+	if err != nil && t == plumbing.TreeObject && s.err == nil {
+		s.err = fmt.Errorf("reading tree %s: %w", h, err)
+	}
+	return o, err
 }
 
 func blobBytes(b *object.Blob) ([]byte, error) {
