@@ -120,12 +120,30 @@ func (k KeylessConfig) policy(ctx context.Context) (*keyless.Policy, error) {
 	if k.Root == "" {
 		return nil, runner.Errorf(runner.SignersConfigInvalid, "keyless signatures need the Fulcio root they chain to (NOVA_FULCIO_ROOT or NOVA_FULCIO_ROOT_FILE; Sigstore's public one for fulcio.sigstore.dev)")
 	}
+	s, err := k.signers(ctx)
+	if err != nil {
+		return nil, err
+	}
+	p, err := keyless.NewPolicy(s, []byte(k.Root))
+	if err != nil {
+		return nil, err
+	}
+	// Wherever signers.yml came from, the log's key and requirement
+	// apply: a forge's job is where they matter most.
+	switch {
+	case k.RekorKey != "":
+		return p.WithRekor([]byte(k.RekorKey), k.RequireLog)
+	case k.RequireLog:
+		return nil, runner.Errorf(runner.ConfigInvalid, "a Rekor entry is required (NOVA_REKOR_REQUIRED, --require-tlog) and no Rekor public key checks it (NOVA_REKOR_PUBLIC_KEY, --rekor-public-key)")
+	}
+	return p, nil
+}
+
+// signers reads .nova/signers.yml: through the forge's API in a forge's
+// job, else the file named, else the checkout's trusted base.
+func (k KeylessConfig) signers(ctx context.Context) (*keyless.Signers, error) {
 	if k.Forge != nil {
-		s, err := k.Forge.read(ctx)
-		if err != nil {
-			return nil, err
-		}
-		return keyless.NewPolicy(s, []byte(k.Root))
+		return k.Forge.read(ctx)
 	}
 	var data []byte
 	defaultRef := k.DefaultRef
@@ -148,21 +166,7 @@ func (k KeylessConfig) policy(ctx context.Context) (*keyless.Policy, error) {
 	default:
 		return nil, runner.Errorf(runner.SignersConfigInvalid, "no %s to say whose keyless signatures count (NOVA_SIGNERS_FILE, or a checkout with it on the default branch)", keyless.SignersFile)
 	}
-	s, err := keyless.ParseSigners(data, defaultRef)
-	if err != nil {
-		return nil, err
-	}
-	p, err := keyless.NewPolicy(s, []byte(k.Root))
-	if err != nil {
-		return nil, err
-	}
-	switch {
-	case k.RekorKey != "":
-		return p.WithRekor([]byte(k.RekorKey), k.RequireLog)
-	case k.RequireLog:
-		return nil, runner.Errorf(runner.ConfigInvalid, "a Rekor entry is required (NOVA_REKOR_REQUIRED, --require-tlog) and no Rekor public key checks it (NOVA_REKOR_PUBLIC_KEY, --rekor-public-key)")
-	}
-	return p, nil
+	return keyless.ParseSigners(data, defaultRef)
 }
 
 // signer obtains the run's keyless signer: the first certificate now,

@@ -486,6 +486,15 @@ func TestKeylessSignersReadThroughTheForge(t *testing.T) {
 		t.Fatalf("no signers.yml on the default branch: %v, want %s saying so\n%s", err, runner.SignersConfigInvalid, out)
 	}
 
+	// The log's settings hold for the signers read through the forge too:
+	// a log required with no key to check it is refused, not dropped.
+	k.env["NOVA_REKOR_REQUIRED"] = "true"
+	out, err = onForge(api)
+	delete(k.env, "NOVA_REKOR_REQUIRED")
+	if runner.ReasonOf(err) != runner.ConfigInvalid || !strings.Contains(out, "no Rekor public key") {
+		t.Fatalf("a GitHub job requiring a Rekor entry without the log's key: %v, want %s\n%s", err, runner.ConfigInvalid, out)
+	}
+
 	for name, v := range map[string]string{"NOVA_SIGNERS_FILE": filepath.Join(k.dir, keyless.SignersFile), "NOVA_DEFAULT_BRANCH": "mallory"} {
 		var stderr bytes.Buffer
 		env := map[string]string{"GITHUB_ACTIONS": "true", "GITHUB_API_URL": api.URL, "GITHUB_REPOSITORY": "acme/infra", "GITHUB_TOKEN": "ghs_faketoken", "HOME": k.env["HOME"], name: v}
