@@ -275,9 +275,18 @@ func TestParseSignersRefusesPullRequestRefsAndUnknownFields(t *testing.T) {
 func TestRenewingSignerObtainsANewCertificateBeforeExpiry(t *testing.T) {
 	iss := keylesstest.NewIssuer(t)
 	f := keylesstest.StartFulcio(t, iss)
-	now := time.Now()
+	// The clock is the real one until the test moves it: a time taken
+	// before Fulcio issues the first certificate can fall before its
+	// NotBefore (whole seconds), where signing is rightly refused.
+	var now time.Time
+	clock := func() time.Time {
+		if now.IsZero() {
+			return time.Now()
+		}
+		return now
+	}
 	tokens := 0
-	r, err := keyless.NewRenewing(context.Background(), keyless.Options{FulcioURL: f.URL, Now: func() time.Time { return now }},
+	r, err := keyless.NewRenewing(context.Background(), keyless.Options{FulcioURL: f.URL, Now: clock},
 		func(context.Context) (string, error) {
 			tokens++
 			return iss.Token(t, trusted), nil
