@@ -5,10 +5,8 @@ import (
 	"context"
 	"crypto/x509"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
@@ -160,7 +158,7 @@ func startFulcio(t testing.TB, bin, dir, cfgPath string) (*Fulcio, error) {
 		<-exited
 	}
 	base := "http://127.0.0.1:" + strconv.Itoa(port)
-	if err := waitHealthy(base, exited); err != nil {
+	if err := waitOK(base+"/healthz", "fulcio", exited); err != nil {
 		stop()
 		return nil, fmt.Errorf("%w (%v)\n%s", err, waitErr, logs.String())
 	}
@@ -195,31 +193,6 @@ func startFulcio(t testing.TB, bin, dir, cfgPath string) (*Fulcio, error) {
 		return nil, err
 	}
 	return f, nil
-}
-
-// waitHealthy polls fulcio's /healthz until it answers 200 or the process
-// exits (a port taken in between, a bad flag).
-func waitHealthy(base string, exited <-chan struct{}) error {
-	client := &http.Client{Timeout: 2 * time.Second}
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	deadline := time.After(60 * time.Second)
-	for {
-		resp, err := client.Get(base + "/healthz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-		select {
-		case <-exited:
-			return errors.New("fulcio exited before serving")
-		case <-deadline:
-			return errors.New("fulcio did not answer /healthz within a minute")
-		case <-tick.C:
-		}
-	}
 }
 
 func freePort() (int, error) {

@@ -264,7 +264,8 @@ func startRekorServer(t testing.TB, bin, dir, trillianRPC string) (*Rekor, error
 	return r, nil
 }
 
-// waitOK polls url until it answers 200 or the process exits.
+// waitOK polls url until it answers 200 or the process exits (a port
+// taken in between, a bad flag).
 func waitOK(url, name string, exited <-chan struct{}) error {
 	client := &http.Client{Timeout: 2 * time.Second}
 	tick := time.NewTicker(20 * time.Millisecond)
